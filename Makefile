@@ -1,0 +1,38 @@
+# razao — run `make help` for the targets.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: run
+run: ## start the service; without DATABASE_URL, starts a local PostgreSQL in .pgdata/
+	@scripts/run.sh
+
+.PHONY: test
+test: ## run every test, with the race detector, against a real PostgreSQL
+	go test -race -count=1 ./...
+
+.PHONY: bench
+bench: ## run the Go benchmarks (pre-loads the ledger first; takes a few minutes)
+	go test -run '^$$' -bench . -benchtime 5s -timeout 30m ./...
+
+.PHONY: build
+build: ## build bin/razao
+	go build -o bin/razao ./cmd/razao
+
+.PHONY: verify
+verify: ## re-check the ledger invariants of the database at DATABASE_URL
+	go run ./cmd/razao verify
+
+.PHONY: check
+check: ## gofmt, go vet
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
+	go vet ./...
+
+.PHONY: pg-stop
+pg-stop: ## stop the local PostgreSQL that `make run` started
+	@scripts/localpg.sh stop

@@ -1,0 +1,180 @@
+// Package accounts holds the chart of accounts: hierarchical codes such as
+// "liabilities:commission-payable:partner-42", each with a type, a normal
+// side and a currency. A parent's balance is the sum of its own postings and
+// its children's.
+package accounts
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Type is an account's place in the accounting equation.
+type Type string
+
+// The five account types.
+const (
+	Asset     Type = "asset"
+	Liability Type = "liability"
+	Equity    Type = "equity"
+	Income    Type = "income"
+	Expense   Type = "expense"
+)
+
+// The standard chart, seeded by migration.
+const (
+	Cash              = "assets:cash"
+	Revenue           = "income:revenue"
+	CommissionExpense = "expenses:commission"
+	PSPFees           = "expenses:psp-fees"
+	CommissionPayable = "liabilities:commission-payable"
+	Adjustments       = "equity:adjustments"
+)
+
+// DefaultCurrency is the currency of accounts created without one.
+const DefaultCurrency = "BRL"
+
+// Errors returned by this package; callers test them with errors.Is.
+var (
+	ErrInvalidCode    = errors.New("invalid account code")
+	ErrUnknownAccount = errors.New("unknown account")
+)
+
+// Account is one node of the chart.
+type Account struct {
+	ID         int64         `db:"id"`
+	Code       string        `db:"code"`
+	Type       Type          `db:"type"`
+	NormalSide string        `db:"normal_side"`
+	Currency   string        `db:"currency"`
+	ParentID   sql.NullInt64 `db:"parent_id"`
+}
+
+// Same pattern as the database's ck_accounts_code.
+var codeRE = regexp.MustCompile(`^[a-z][a-z0-9-]*(:[a-z0-9][a-z0-9_.-]*)*$`)
+
+// ValidateCode reports whether code is a well-formed account code.
+func ValidateCode(code string) error {
+	if len(code) > 200 || !codeRE.MatchString(code) {
+		return fmt.Errorf("%w: %q", ErrInvalidCode, code)
+	}
+	return nil
+}
+
+// PartnerPayable is the code of the commission-payable sub-account of a
+// partner. The partner id must be a valid code segment.
+func PartnerPayable(partner string) (string, error) {
+	code := CommissionPayable + ":" + partner
+	if partner == "" || strings.Contains(partner, ":") {
+		return "", fmt.Errorf("%w: partner %q", ErrInvalidCode, partner)
+	}
+	if err := ValidateCode(code); err != nil {
+		return "", err
+	}
+	return code, nil
+}
+
+// Parent returns the code of code's parent, or "" for a root.
+func Parent(code string) string {
+	i := strings.LastIndexByte(code, ':')
+	if i < 0 {
+		return ""
+	}
+	return code[:i]
+}
+
+const selectAccount = `SELECT id, code, type, normal_side, currency, parent_id FROM accounts`
+
+// ByCodes returns the accounts with the given codes, keyed by code. Codes
+// that do not exist are simply absent from the map.
+func ByCodes(ctx context.Context, q sqlx.QueryerContext, codes []string) (map[string]Account, error) {
+	var list []Account
+	if err := sqlx.SelectContext(ctx, q, &list, selectAccount+` WHERE code = ANY($1)`, pq.Array(codes)); err != nil {
+		return nil, fmt.Errorf("load accounts %v: %w", codes, err)
+	}
+	out := make(map[string]Account, len(list))
+	for _, a := range list {
+		out[a.Code] = a
+	}
+	return out, nil
+}
+
+// Get returns the account with code, or ErrUnknownAccount.
+func Get(ctx context.Context, q sqlx.QueryerContext, code string) (Account, error) {
+	var a Account
+	err := sqlx.GetContext(ctx, q, &a, selectAccount+` WHERE code = $1`, code)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Account{}, fmt.Errorf("%w: %s", ErrUnknownAccount, code)
+	}
+	if err != nil {
+		return Account{}, fmt.Errorf("load account %s: %w", code, err)
+	}
+	return a, nil
+}
+
+// Ensure returns the account with code, creating it and any missing
+// ancestors below an existing root. A created account takes its type and
+// normal side from its parent, and the parent's currency. Concurrent callers
+// creating the same code all get the one row.
+func Ensure(ctx context.Context, q sqlx.ExtContext, code string) (Account, error) {
+	if err := ValidateCode(code); err != nil {
+		return Account{}, err
+	}
+	a, err := Get(ctx, q, code)
+	if err == nil || !errors.Is(err, ErrUnknownAccount) {
+		return a, err
+	}
+	parentCode := Parent(code)
+	if parentCode == "" {
+		return Account{}, fmt.Errorf("%w: %s (a new root is a migration, not a side effect)", ErrUnknownAccount, code)
+	}
+	parent, err := Ensure(ctx, q, parentCode)
+	if err != nil {
+		return Account{}, err
+	}
+	_, err = q.ExecContext(ctx, `INSERT INTO accounts (code, type, normal_side, currency, parent_id)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (code) DO NOTHING`,
+		code, parent.Type, parent.NormalSide, parent.Currency, parent.ID)
+	if err != nil {
+		return Account{}, fmt.Errorf("create account %s: %w", code, err)
+	}
+	return Get(ctx, q, code)
+}
+
+// Balance returns the signed balance (debits positive) of code and all its
+// descendants, in centavos, over every posting whose competence month is
+// before the month given as YYYY-MM-01; an empty before means all time.
+func Balance(ctx context.Context, q sqlx.QueryerContext, code string, before string) (int64, error) {
+	var total int64
+	err := sqlx.GetContext(ctx, q, &total, `
+		SELECT coalesce(sum(p.amount), 0)::bigint
+		FROM postings p JOIN accounts a ON a.id = p.account_id
+		WHERE (a.code = $1 OR starts_with(a.code, $1 || ':'))
+		  AND ($2 = '' OR p.competence_month < $2::date)`, code, before)
+	if err != nil {
+		return 0, fmt.Errorf("balance of %s: %w", code, err)
+	}
+	return total, nil
+}
+
+// MonthChange returns the signed sum of postings on code and its
+// descendants whose competence month is month (YYYY-MM-01).
+func MonthChange(ctx context.Context, q sqlx.QueryerContext, code string, month string) (int64, error) {
+	var total int64
+	err := sqlx.GetContext(ctx, q, &total, `
+		SELECT coalesce(sum(p.amount), 0)::bigint
+		FROM postings p JOIN accounts a ON a.id = p.account_id
+		WHERE (a.code = $1 OR starts_with(a.code, $1 || ':'))
+		  AND p.competence_month = $2::date`, code, month)
+	if err != nil {
+		return 0, fmt.Errorf("change of %s in %s: %w", code, month, err)
+	}
+	return total, nil
+}

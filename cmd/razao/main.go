@@ -1,0 +1,87 @@
+// Command razao is the double-entry ledger service for PIX payments: one
+// binary that serves the webhook front and the finance API, migrates the
+// database, and verifies the ledger's invariants.
+//
+//	razao serve     run the HTTP service (migrates first unless -migrate=false)
+//	razao migrate   apply the embedded SQL migrations
+//	razao verify    re-check every ledger invariant; exit 1 on any breach
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// exitBreach is verify's exit status when the ledger is breached, apart
+// from 2 for usage errors and 1 for failures to run.
+const exitBreach = 3
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run the HTTP service", cmdServe},
+		{"migrate", "apply the embedded SQL migrations", cmdMigrate},
+		{"verify", "re-check every ledger invariant over the whole ledger", cmdVerify},
+	}
+}
+
+// run executes one command line and returns the process exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(ctx, args[1:], stdout, stderr)
+		var exit exitError
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.As(err, &exit):
+			return int(exit)
+		default:
+			fmt.Fprintf(stderr, "razao %s: %v\n", c.name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "razao: unknown command %q\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+// exitError ends a command with a given status after it has reported.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: razao <command> [flags]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nrun 'razao <command> -h' for its flags; DATABASE_URL names the database.")
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/postings"
+)
+
+func runCmd(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut)
+	return code, out.String() + errOut.String()
+}
+
+// seedLedger writes a small but complete month of activity through the
+// ledger: sales with and without fees, commissions, a partial refund with
+// its reversal, and a payout.
+func seedLedger(t *testing.T, l *postings.Ledger) {
+	t.Helper()
+	ctx := context.Background()
+	at := time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC)
+	post := func(s postings.Set, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Post(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	post(postings.Sale("ch-1", "BRL", 4990, 0, at))
+	post(postings.Sale("ch-2", "BRL", 10000, 120, at))
+	c, _, err := postings.CommissionSet("ch-1", "partner-42", "BRL", 4990, 1000, at)
+	post(c, err)
+	post(postings.Refund("ch-1", "rf-1", "BRL", 2000, at.AddDate(0, 1, 0)))
+	rev, _, err := postings.CommissionReversalSet("ch-1", "rf-1", "partner-42", "BRL", postings.ReversalAmount(499, 4990, 0, 2000), at.AddDate(0, 1, 0))
+	post(rev, err)
+	post(postings.Payout("partner-42", "po-1", "BRL", 100, at.AddDate(0, 1, 1)))
+}
+
+func TestVerifyPassesOnCleanLedgerAndNamesBreach(t *testing.T) {
+	t.Parallel()
+	db, url := pgtest.NewWithURL(t)
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	seedLedger(t, postings.New(db, cal))
+
+	code, out := runCmd(t, "verify", "-database-url", url)
+	if code != 0 || !strings.Contains(out, "ledger is clean") {
+		t.Fatalf("verify on clean ledger: exit %d\n%s", code, out)
+	}
+
+	// Corrupt it the only way left: a superuser disables the triggers
+	// and edits a posting.
+	for _, stmt := range []string{
+		`ALTER TABLE postings DISABLE TRIGGER USER`,
+		`UPDATE postings SET amount = amount + 1 WHERE id = (SELECT min(id) FROM postings)`,
+		`ALTER TABLE postings ENABLE ALWAYS TRIGGER trg_postings_append_only`,
+		`ALTER TABLE postings ENABLE ALWAYS TRIGGER trg_postings_no_truncate`,
+		`ALTER TABLE postings ENABLE ALWAYS TRIGGER trg_postings_sealed_set`,
+	} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	code, out = runCmd(t, "verify", "-database-url", url)
+	if code != exitBreach {
+		t.Fatalf("verify on corrupted ledger: exit %d, want %d\n%s", code, exitBreach, out)
+	}
+	for _, want := range []string{"FAIL  every posting set balances per currency", "FAIL  all postings sum to zero per currency", "LEDGER BREACHED"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	t.Parallel()
+	_, url := pgtest.NewWithURL(t)
+	code, out := runCmd(t, "migrate", "-database-url", url)
+	if code != 0 || !strings.Contains(out, "up to date") {
+		t.Fatalf("migrate on migrated db: exit %d\n%s", code, out)
+	}
+}

@@ -1,0 +1,277 @@
+package postings_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/postings"
+)
+
+var aug = time.Date(2026, 8, 10, 15, 0, 0, 0, time.UTC)
+
+func TestLedgerTablesAreAppendOnlyForSuperuser(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	s, err := postings.Sale("ch-1", "BRL", 4990, 0, aug)
+	mustPost(t, l, s, err)
+	if err := l.CloseMonth(context.Background(), postings.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, stmt := range []string{
+		`UPDATE postings SET amount = amount + 1`,
+		`DELETE FROM postings`,
+		`TRUNCATE postings`,
+		`UPDATE posting_sets SET amount = 1`,
+		`DELETE FROM posting_sets`,
+		`TRUNCATE posting_sets CASCADE`,
+		`UPDATE accounts SET code = 'assets:stolen' WHERE code = 'assets:cash'`,
+		`DELETE FROM closed_periods`,
+		`TRUNCATE closed_periods`,
+	} {
+		t.Run(stmt, func(t *testing.T) {
+			_, err := db.Exec(stmt)
+			var pqErr *pq.Error
+			if !errors.As(err, &pqErr) || !strings.HasPrefix(pqErr.Constraint, "trg_") {
+				t.Fatalf("%s: got %v, want refusal by an append-only trigger", stmt, err)
+			}
+		})
+	}
+	// Even a session that disables ordinary triggers with replica mode.
+	if _, err := db.Exec(`SET session_replication_role = replica; DELETE FROM postings`); err == nil {
+		t.Fatal("DELETE under session_replication_role=replica succeeded")
+	}
+	db.Exec(`SET session_replication_role = origin`)
+	if n := count(t, db, `SELECT count(*) FROM postings`); n != 2 {
+		t.Fatalf("postings = %d, want 2 untouched", n)
+	}
+}
+
+func TestGoRefusesBadSets(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	ctx := context.Background()
+	if err := l.CloseMonth(ctx, postings.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug); err != nil {
+		t.Fatal(err)
+	}
+	base := func(legs ...postings.Leg) postings.Set {
+		return postings.Set{Kind: postings.KindAdjustment, IdempotencyKey: "adj", Amount: 100, Currency: "BRL", EventAt: aug, Legs: legs}
+	}
+	closed := base(postings.Leg{Account: accounts.Cash, Amount: 100}, postings.Leg{Account: accounts.Adjustments, Amount: -100})
+	closed.Competence = time.Date(2026, 7, 15, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		set  postings.Set
+		want error
+	}{
+		{"unbalanced", base(postings.Leg{Account: accounts.Cash, Amount: 100}, postings.Leg{Account: accounts.Adjustments, Amount: -99}), postings.ErrUnbalanced},
+		{"one leg", base(postings.Leg{Account: accounts.Cash, Amount: 100}), postings.ErrTooFewLegs},
+		{"zero amount", base(postings.Leg{Account: accounts.Cash, Amount: 0}, postings.Leg{Account: accounts.Adjustments, Amount: 0}), postings.ErrZeroAmount},
+		{"currency mismatch", base(postings.Leg{Account: accounts.Cash, Amount: 100, Currency: "USD"}, postings.Leg{Account: accounts.Adjustments, Amount: -100, Currency: "USD"}), postings.ErrCurrencyMismatch},
+		{"unknown account", base(postings.Leg{Account: "assets:nowhere", Amount: 100}, postings.Leg{Account: accounts.Adjustments, Amount: -100}), postings.ErrUnknownAccount},
+		{"closed month", closed, postings.ErrClosedMonth},
+		{"bad kind", postings.Set{Kind: "gift", IdempotencyKey: "k", Amount: 1, Currency: "BRL", EventAt: aug}, postings.ErrInvalid},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := l.Post(ctx, tc.set)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if n := count(t, db, `SELECT count(*) FROM posting_sets`); n != 0 {
+		t.Fatalf("%d sets written, want 0", n)
+	}
+}
+
+// rawSet inserts a posting set and its postings with plain SQL, bypassing
+// every Go check, and returns the error of the statements or of COMMIT.
+func rawSet(t *testing.T, db *sqlx.DB, competence string, legs [][2]any) error {
+	t.Helper()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var id int64
+	err = tx.QueryRow(`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+		VALUES ('adjustment', 'raw-' || gen_random_uuid(), 100, 'BRL', $1, now(), 'x') RETURNING id`, competence).Scan(&id)
+	if err != nil {
+		return postings.MapError(err)
+	}
+	for _, leg := range legs {
+		_, err := tx.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+			SELECT $1, a.id, $3, $4, date_trunc('month', $5::date)::date FROM accounts a WHERE a.code = $2`, id, leg[0], "BRL", leg[1], competence)
+		if err != nil {
+			return postings.MapError(err)
+		}
+	}
+	return postings.MapError(tx.Commit())
+}
+
+func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	if err := l.CloseMonth(context.Background(), postings.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		competence string
+		legs       [][2]any
+		want       error
+	}{
+		{"unbalanced", "2026-08-10", [][2]any{{accounts.Cash, 100}, {accounts.Adjustments, -99}}, postings.ErrUnbalanced},
+		{"one leg", "2026-08-10", [][2]any{{accounts.Cash, 100}}, postings.ErrUnbalanced},
+		{"no legs", "2026-08-10", nil, postings.ErrUnbalanced},
+		{"zero amount", "2026-08-10", [][2]any{{accounts.Cash, 0}, {accounts.Adjustments, 0}}, postings.ErrZeroAmount},
+		{"closed month", "2026-07-20", [][2]any{{accounts.Cash, 100}, {accounts.Adjustments, -100}}, postings.ErrClosedMonth},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := rawSet(t, db, tc.competence, tc.legs); !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	t.Run("currency mismatch", func(t *testing.T) {
+		if _, err := db.Exec(`INSERT INTO accounts (code, type, normal_side, currency, parent_id)
+			SELECT 'assets:cash-usd', 'asset', 'debit', 'USD', id FROM accounts WHERE code = 'assets'`); err != nil {
+			t.Fatal(err)
+		}
+		tx := db.MustBegin()
+		defer tx.Rollback()
+		var id int64
+		tx.QueryRow(`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+			VALUES ('adjustment', 'raw-usd', 100, 'BRL', '2026-08-10', now(), 'x') RETURNING id`).Scan(&id)
+		_, err := tx.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+			SELECT $1, id, 'BRL', 100, '2026-08-01' FROM accounts WHERE code = 'assets:cash-usd'`, id)
+		if err := postings.MapError(err); !errors.Is(err, postings.ErrCurrencyMismatch) {
+			t.Fatalf("got %v, want ErrCurrencyMismatch", err)
+		}
+	})
+	t.Run("postings added to a committed set", func(t *testing.T) {
+		s, err := postings.Sale("ch-sealed", "BRL", 100, 0, aug)
+		p := mustPost(t, l, s, err)
+		_, err = db.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+			SELECT $1, id, 'BRL', v, '2026-08-01' FROM accounts, (VALUES (5), (-5)) AS x (v) WHERE code = 'assets:cash'`, p.ID)
+		if err := postings.MapError(err); !errors.Is(err, postings.ErrSealed) {
+			t.Fatalf("got %v, want ErrSealed", err)
+		}
+	})
+	if n := count(t, db, `SELECT count(*) FROM posting_sets WHERE kind = 'adjustment'`); n != 0 {
+		t.Fatalf("%d raw sets committed, want 0", n)
+	}
+}
+
+func TestSecondSaleForChargeRefusedByDatabase(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	s, err := postings.Sale("ch-1", "BRL", 4990, 0, aug)
+	mustPost(t, l, s, err)
+
+	// Another idempotency key for the same charge passes Go but not the
+	// unique index.
+	again, _ := postings.Sale("ch-1", "BRL", 4990, 0, aug)
+	again.IdempotencyKey = "sale:ch-1:other"
+	if _, err := l.Post(context.Background(), again); !errors.Is(err, postings.ErrAlreadyPosted) {
+		t.Fatalf("got %v, want ErrAlreadyPosted", err)
+	}
+	_, err = db.Exec(`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, charge_id, content_hash)
+		VALUES ('sale', 'raw', 4990, 'BRL', '2026-08-10', now(), 'ch-1', 'x')`)
+	var pqErr *pq.Error
+	if !errors.As(err, &pqErr) || pqErr.Constraint != "uq_sale_per_charge" {
+		t.Fatalf("raw second sale: got %v, want uq_sale_per_charge", err)
+	}
+}
+
+func TestSameIdempotencyKeyFromFiftyGoroutinesWritesOneSet(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	s, err := postings.Sale("ch-race", "BRL", 4990, 0, aug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A gate: hold the lock the inserts need, so all 50 are in flight
+	// before the first can commit.
+	gate := db.MustBegin()
+	if _, err := gate.Exec(`LOCK TABLE posting_sets IN SHARE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	ids := make([]int64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := l.Post(context.Background(), s)
+			ids[i], errs[i] = p.ID, err
+		}()
+	}
+	waitForLockWaiters(t, db, n)
+	gate.Rollback()
+	wg.Wait()
+	for i := range ids {
+		if errs[i] != nil {
+			t.Fatalf("caller %d: %v", i, errs[i])
+		}
+		if ids[i] != ids[0] {
+			t.Fatalf("caller %d got set %d, caller 0 got %d", i, ids[i], ids[0])
+		}
+	}
+	if got := count(t, db, `SELECT count(*) FROM posting_sets`); got != 1 {
+		t.Fatalf("%d posting sets, want 1", got)
+	}
+	if got := count(t, db, `SELECT count(*) FROM postings`); got != 2 {
+		t.Fatalf("%d postings, want 2", got)
+	}
+}
+
+func TestSameKeyDifferentContentIsConflict(t *testing.T) {
+	t.Parallel()
+	l, _ := newLedger(t)
+	s, err := postings.Sale("ch-1", "BRL", 4990, 0, aug)
+	first := mustPost(t, l, s, err)
+	again := mustPost(t, l, s, nil)
+	if !again.Replayed || again.ID != first.ID {
+		t.Fatalf("replay = %+v, want set %d replayed", again, first.ID)
+	}
+	other, _ := postings.Sale("ch-1", "BRL", 5000, 0, aug)
+	if _, err := l.Post(context.Background(), other); !errors.Is(err, postings.ErrIdempotencyConflict) {
+		t.Fatalf("got %v, want ErrIdempotencyConflict", err)
+	}
+}
+
+// waitForLockWaiters blocks until n sessions of this database wait on a
+// lock, so the test knows the overlap it wants has happened.
+func waitForLockWaiters(t *testing.T, db interface {
+	Get(any, string, ...any) error
+}, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		if err := db.Get(&waiting, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`); err != nil {
+			t.Fatal(err)
+		}
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d sessions waiting on the lock", waiting, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,79 @@
+package postings
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Errors of month close.
+var (
+	ErrMonthNotOver     = errors.New("month has not ended yet")
+	ErrEarlierMonthOpen = errors.New("an earlier month is still open")
+	ErrAlreadyClosed    = errors.New("month is already closed")
+)
+
+// CloseMonthTx closes competence month m inside tx: from then on the
+// database refuses any posting set dated in it, and late events go to the
+// next open month. Months close in order, and only once they have ended in
+// the ledger's time zone (now is the caller's clock). It takes a lock on
+// posting_sets that waits for in-flight postings and holds new ones until
+// tx ends, so no set slips into the month between check and close.
+func (l *Ledger) CloseMonthTx(ctx context.Context, tx *sqlx.Tx, m Month, now time.Time) error {
+	if now.Before(m.End(l.cal.Location())) {
+		return fmt.Errorf("close %s: %w", m, ErrMonthNotOver)
+	}
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE posting_sets IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		return fmt.Errorf("close %s: lock posting_sets: %w", m, err)
+	}
+	var last, first sql.NullTime
+	err := tx.QueryRowxContext(ctx, `SELECT (SELECT max(month) FROM closed_periods), (SELECT min(competence_month) FROM posting_sets)`).Scan(&last, &first)
+	if err != nil {
+		return fmt.Errorf("close %s: read periods: %w", m, err)
+	}
+	switch {
+	case last.Valid && !MonthOf(last.Time).Before(m):
+		return fmt.Errorf("close %s: %w", m, ErrAlreadyClosed)
+	case last.Valid && MonthOf(last.Time).Next() != m:
+		return fmt.Errorf("close %s: %w: %s", m, ErrEarlierMonthOpen, MonthOf(last.Time).Next())
+	case !last.Valid && first.Valid && MonthOf(first.Time).Before(m):
+		return fmt.Errorf("close %s: %w: %s", m, ErrEarlierMonthOpen, MonthOf(first.Time))
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO closed_periods (month) VALUES ($1)`, m.First()); err != nil {
+		return fmt.Errorf("close %s: %w", m, err)
+	}
+	return nil
+}
+
+// CloseMonth closes m in a transaction of its own. See CloseMonthTx.
+func (l *Ledger) CloseMonth(ctx context.Context, m Month, now time.Time) error {
+	tx, err := l.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("close %s: begin: %w", m, err)
+	}
+	defer tx.Rollback()
+	if err := l.CloseMonthTx(ctx, tx, m, now); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("close %s: commit: %w", m, err)
+	}
+	return nil
+}
+
+// ClosedMonths lists the closed months in order.
+func ClosedMonths(ctx context.Context, q sqlx.QueryerContext) ([]Month, error) {
+	var ts []time.Time
+	if err := sqlx.SelectContext(ctx, q, &ts, `SELECT month FROM closed_periods ORDER BY month`); err != nil {
+		return nil, fmt.Errorf("list closed months: %w", err)
+	}
+	ms := make([]Month, len(ts))
+	for i, t := range ts {
+		ms[i] = MonthOf(t)
+	}
+	return ms, nil
+}

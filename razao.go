@@ -1,0 +1,148 @@
+// Package razao holds what every part of the ledger service shares: the
+// embedded SQL migrations and the way to open and migrate a database.
+//
+// The domain lives in plain packages named for what they hold: accounts,
+// postings, charges, webhook and reports. cmd/razao wires them together.
+package razao
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // the PostgreSQL driver, registered as "postgres"
+)
+
+//go:embed sql/*.sql
+var migrationFiles embed.FS
+
+// migrationLockID is the advisory lock that serialises migrations when
+// several replicas start at once.
+const migrationLockID = 7261_0001
+
+// Migration is one numbered SQL file from sql/.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// Migrations returns the embedded migrations in the order they apply.
+func Migrations() ([]Migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "sql")
+	if err != nil {
+		return nil, fmt.Errorf("read embedded migrations: %w", err)
+	}
+	var ms []Migration
+	for _, e := range entries {
+		name := e.Name()
+		prefix, _, ok := strings.Cut(name, "_")
+		if !ok || !strings.HasSuffix(name, ".sql") {
+			return nil, fmt.Errorf("migration %q: want NNNN_name.sql", name)
+		}
+		v, err := strconv.Atoi(prefix)
+		if err != nil {
+			return nil, fmt.Errorf("migration %q: version: %w", name, err)
+		}
+		body, err := fs.ReadFile(migrationFiles, "sql/"+name)
+		if err != nil {
+			return nil, fmt.Errorf("read migration %q: %w", name, err)
+		}
+		ms = append(ms, Migration{Version: v, Name: name, SQL: string(body)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Version == ms[i-1].Version {
+			return nil, fmt.Errorf("migrations %q and %q share version %d", ms[i-1].Name, ms[i].Name, ms[i].Version)
+		}
+	}
+	return ms, nil
+}
+
+// Open connects to the PostgreSQL database at url and checks it answers.
+func Open(ctx context.Context, url string) (*sqlx.DB, error) {
+	db, err := sqlx.Open("postgres", url)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(32)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return db, nil
+}
+
+// Migrate applies every embedded migration not yet recorded in
+// schema_migrations, each in its own transaction, under an advisory lock so
+// that replicas starting together apply each file exactly once. It returns
+// the names of the migrations it applied.
+func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
+	ms, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	// A session-level advisory lock lives on one connection: pin one.
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: get connection: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLockID); err != nil {
+		return nil, fmt.Errorf("migrate: take advisory lock: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLockID)
+
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    integer     PRIMARY KEY,
+		name       text        NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return nil, fmt.Errorf("migrate: create schema_migrations: %w", err)
+	}
+	var applied []string
+	for _, m := range ms {
+		done, err := applyMigration(ctx, conn, m)
+		if err != nil {
+			return applied, err
+		}
+		if done {
+			applied = append(applied, m.Name)
+		}
+	}
+	return applied, nil
+}
+
+func applyMigration(ctx context.Context, conn *sqlx.Conn, m Migration) (bool, error) {
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("migration %s: begin: %w", m.Name, err)
+	}
+	defer tx.Rollback()
+	var exists bool
+	if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version); err != nil {
+		return false, fmt.Errorf("migration %s: check: %w", m.Name, err)
+	}
+	if exists {
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return false, fmt.Errorf("migration %s: apply: %w", m.Name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+		return false, fmt.Errorf("migration %s: record: %w", m.Name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("migration %s: commit: %w", m.Name, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Starts razao for a developer: with DATABASE_URL set it uses that database;
+# without, it starts (or reuses) a private PostgreSQL in .pgdata/ through
+# scripts/localpg.sh. Then it migrates and serves until Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/go/bin:$PATH"
+
+if [[ -z "${DATABASE_URL:-}" ]]; then
+	echo "DATABASE_URL is not set: starting a local PostgreSQL in .pgdata/ (stop it with 'make pg-stop')" >&2
+	DATABASE_URL="$(bash scripts/localpg.sh start)"
+	export DATABASE_URL
+fi
+# Never print a password that may be in the URL.
+echo "database: $(sed -E 's#://([^:@/]*):[^@/]*@#://\1:***@#' <<<"$DATABASE_URL")" >&2
+
+mkdir -p bin
+go build -o bin/razao ./cmd/razao
+exec bin/razao serve "$@"
