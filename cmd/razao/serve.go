@@ -144,4 +144,3 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 
 // Close releases the database.
 func (s *server) Close() error { return s.db.Close() }
-
