@@ -12,6 +12,10 @@ help: ## list the targets
 run: ## start the service; without DATABASE_URL, starts a local PostgreSQL in .pgdata/
 	@scripts/run.sh
 
+.PHONY: demo
+demo: ## against a running `make run`: confirm, duplicate, race, refund, forge; print balances
+	@set -a && source "$$(bash scripts/dev-secrets.sh)" && set +a && go run ./cmd/razao demo
+
 .PHONY: test
 test: ## run every test, with the race detector, against a real PostgreSQL
 	go test -race -count=1 ./...

@@ -8,6 +8,7 @@ require (
 	github.com/lib/pq v1.12.3
 	github.com/ory/dockertest/v3 v3.12.0
 	github.com/shopspring/decimal v1.6.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts razao for a developer: with DATABASE_URL set it uses that database;
 # without, it starts (or reuses) a private PostgreSQL in .pgdata/ through
-# scripts/localpg.sh. Then it migrates and serves until Ctrl-C.
+# scripts/localpg.sh. Without RAZAO_CONFIG it serves the development
+# endpoints of scripts/dev.yaml with secrets from .dev/secrets.env. Then it
+# migrates and serves until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/go/bin:$PATH"
@@ -13,6 +15,15 @@ if [[ -z "${DATABASE_URL:-}" ]]; then
 fi
 # Never print a password that may be in the URL.
 echo "database: $(sed -E 's#://([^:@/]*):[^@/]*@#://\1:***@#' <<<"$DATABASE_URL")" >&2
+
+if [[ -z "${RAZAO_CONFIG:-}" ]]; then
+	export RAZAO_CONFIG=scripts/dev.yaml
+	set -a
+	# shellcheck disable=SC1090
+	source "$(bash scripts/dev-secrets.sh)"
+	set +a
+	echo "config: scripts/dev.yaml, secrets in .dev/secrets.env (try 'make demo' in another terminal)" >&2
+fi
 
 mkdir -p bin
 go build -o bin/razao ./cmd/razao

@@ -4,7 +4,8 @@
 //
 //	razao serve     run the HTTP service (migrates first unless -migrate=false)
 //	razao migrate   apply the embedded SQL migrations
-//	razao verify    re-check every ledger invariant; exit 1 on any breach
+//	razao verify    re-check every ledger invariant; exit 3 on any breach
+//	razao demo      drive a running service like a PSP and print each answer
 package main
 
 import (
@@ -38,6 +39,7 @@ func commands() []command {
 		{"serve", "run the HTTP service", cmdServe},
 		{"migrate", "apply the embedded SQL migrations", cmdMigrate},
 		{"verify", "re-check every ledger invariant over the whole ledger", cmdVerify},
+		{"demo", "drive a running service like a PSP would and print what happens", cmdDemo},
 	}
 }
 

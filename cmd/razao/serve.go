@@ -9,35 +9,27 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao"
+	"github.com/razao/razao/api"
+	"github.com/razao/razao/charges"
+	"github.com/razao/razao/events"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/webhook"
 )
 
-// serveConfig is what `razao serve` runs with.
-type serveConfig struct {
-	db       dbFlags
-	listen   string
-	timeZone string
-	migrate  bool
-}
-
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var cfg serveConfig
-	fs := newFlagSet("serve", stderr)
-	cfg.db.register(fs)
-	fs.StringVar(&cfg.listen, "listen", envOr("RAZAO_LISTEN", "127.0.0.1:8080"), "address to listen on ($RAZAO_LISTEN)")
-	fs.StringVar(&cfg.timeZone, "time-zone", envOr("RAZAO_TIME_ZONE", postings.DefaultTimeZone), "IANA time zone of competence dates ($RAZAO_TIME_ZONE)")
-	fs.BoolVar(&cfg.migrate, "migrate", true, "apply migrations before serving")
-	if err := fs.Parse(args); err != nil {
+	cfg, err := parseServeConfig(args, newFlagSet("serve", stderr), os.Getenv)
+	if err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, nil))
-	srv, err := newServer(ctx, cfg, logger)
+	srv, err := newServer(ctx, cfg, logger, time.Now)
 	if err != nil {
 		return err
 	}
@@ -46,26 +38,22 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
 	}
-	fmt.Fprintf(stdout, "razao listening on http://%s (stop with Ctrl-C or SIGTERM)\n", ln.Addr())
+	fmt.Fprintf(stdout, "razao listening on http://%s with %d webhook endpoint(s) (stop with Ctrl-C or SIGTERM)\n", ln.Addr(), len(cfg.endpoints))
 	return srv.Serve(ctx, ln)
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-// server is the running service: its database, ledger and HTTP handler.
+// server is the running service: its database, ledger, webhook front,
+// worker, event hub and HTTP handler.
 type server struct {
-	db     *sqlx.DB
-	ledger *postings.Ledger
-	log    *slog.Logger
-	http   *http.Server
+	db      *sqlx.DB
+	log     *slog.Logger
+	http    *http.Server
+	worker  *webhook.Worker
+	hub     *events.Hub
+	applier *charges.Applier
 }
 
-func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*server, error) {
+func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (*server, error) {
 	cal, err := postings.NewCalendar(cfg.timeZone)
 	if err != nil {
 		return nil, err
@@ -84,9 +72,18 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*serv
 			logger.Info("migration applied", "name", m)
 		}
 	}
-	s := &server{db: db, ledger: postings.New(db, cal), log: logger}
+	applier := &charges.Applier{Ledger: postings.New(db, cal)}
+	proc := webhook.NewProcessor(db, applier, logger)
+	s := &server{
+		db:      db,
+		log:     logger,
+		worker:  webhook.NewWorker(proc, cfg.workerInterval),
+		hub:     events.NewHub(db, cfg.db.url, logger),
+		applier: applier,
+	}
+	hooks := webhook.NewHandler(cfg.endpoints, webhook.NewInbox(db), proc, now, logger)
 	s.http = &http.Server{
-		Handler:           s.routes(),
+		Handler:           s.routes(hooks, cfg.apiTokens),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -96,13 +93,15 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger) (*serv
 	return s, nil
 }
 
-func (s *server) routes() http.Handler {
+func (s *server) routes(hooks http.Handler, tokens [][32]byte) http.Handler {
 	r := mux.NewRouter()
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"ok"}`)
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.ready).Methods(http.MethodGet)
+	r.Handle("/webhooks/{endpoint}", hooks)
+	(&api.API{DB: s.db, Log: s.log, Tokens: tokens, Events: s.hub}).Register(r)
 	return r
 }
 
@@ -120,9 +119,17 @@ func (s *server) ready(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, `{"status":"ready"}`)
 }
 
-// Serve serves HTTP on ln until ctx ends, then shuts down gracefully:
-// in-flight requests finish, new ones are refused.
+// Serve serves HTTP on ln, with the retry worker and the event hub, until
+// ctx ends; then it shuts down gracefully: in-flight requests and the
+// delivery the worker holds finish, new requests are refused.
 func (s *server) Serve(ctx context.Context, ln net.Listener) error {
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.worker.Run(bg) }()
+	go func() { defer wg.Done(); s.hub.Run(bg) }()
+	defer func() { stopBG(); wg.Wait() }()
+
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(ln) }()
 	select {
@@ -133,6 +140,7 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	stopBG() // ends event streams, so Shutdown does not wait on them
 	if err := s.http.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

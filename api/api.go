@@ -1,0 +1,137 @@
+package api
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/gorilla/mux"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao/charges"
+	"github.com/razao/razao/reports"
+)
+
+// maxJSONBody bounds every JSON request body of the API.
+const maxJSONBody = 64 << 10
+
+// API holds what the /v1 handlers need.
+type API struct {
+	DB  *sqlx.DB
+	Log *slog.Logger
+	// Tokens are the SHA-256 digests of the accepted bearer tokens. Empty
+	// means the API is not protected (local development only: serve
+	// refuses to listen beyond loopback without tokens).
+	Tokens [][32]byte
+	// Events serves GET /v1/events.
+	Events http.Handler
+}
+
+// Register mounts the /v1 routes on r.
+func (a *API) Register(r *mux.Router) {
+	v1 := r.PathPrefix("/v1").Subrouter()
+	v1.Use(a.authenticate)
+	v1.HandleFunc("/charges", a.createCharge).Methods(http.MethodPost)
+	v1.HandleFunc("/charges/{id}", a.getCharge).Methods(http.MethodGet)
+	v1.HandleFunc("/balances", a.balances).Methods(http.MethodGet)
+	if a.Events != nil {
+		v1.Handle("/events", a.Events).Methods(http.MethodGet)
+	}
+}
+
+// authenticate demands a bearer token whose digest is configured,
+// compared in constant time.
+func (a *API) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(a.Tokens) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(token))
+		match := 0
+		for _, t := range a.Tokens {
+			match |= subtle.ConstantTimeCompare(sum[:], t[:])
+		}
+		if !ok || match == 0 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="razao"`)
+			writeProblem(w, http.StatusUnauthorized, "unauthorized", "Missing or invalid bearer token", "")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decodeJSON reads a bounded JSON body into v, refusing unknown fields,
+// trailing data and non-JSON content types; it writes the problem itself.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			writeProblem(w, http.StatusUnsupportedMediaType, "unsupported-media-type", "Body must be application/json", "")
+			return false
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeProblem(w, http.StatusRequestEntityTooLarge, "too-large", "Body too large", "")
+			return false
+		}
+		writeProblem(w, http.StatusBadRequest, "bad-body", "Could not read body", "")
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeProblem(w, http.StatusBadRequest, "invalid-json", "Invalid JSON", err.Error())
+		return false
+	}
+	if dec.More() {
+		writeProblem(w, http.StatusBadRequest, "invalid-json", "Invalid JSON", "trailing data after the object")
+		return false
+	}
+	return true
+}
+
+func (a *API) createCharge(w http.ResponseWriter, r *http.Request) {
+	var n charges.NewCharge
+	if !decodeJSON(w, r, &n) {
+		return
+	}
+	c, created, err := charges.Register(r.Context(), a.DB, n)
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, c)
+}
+
+func (a *API) getCharge(w http.ResponseWriter, r *http.Request) {
+	d, err := charges.GetDetail(r.Context(), a.DB, mux.Vars(r)["id"])
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (a *API) balances(w http.ResponseWriter, r *http.Request) {
+	bs, err := reports.Balances(r.Context(), a.DB)
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"accounts": bs})
+}

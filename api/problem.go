@@ -1,0 +1,55 @@
+// Package api serves razao's JSON API under /v1 for the selling app and
+// finance. Handlers parse, call one domain function and render; errors are
+// mapped to RFC 9457 problem documents in one place (writeError).
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/razao/razao/charges"
+)
+
+// problemBase prefixes every problem type: a stable identifier clients can
+// switch on, not a page that must resolve.
+const problemBase = "https://razao.dev/problems/"
+
+// Problem is an application/problem+json body.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func writeProblem(w http.ResponseWriter, status int, kind, title, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(Problem{Type: problemBase + kind, Title: title, Status: status, Detail: detail})
+}
+
+// writeError maps a domain error to its problem. An unknown error is a
+// generic 500, logged once with its cause and never shown to the client.
+func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
+	switch {
+	case errors.Is(err, charges.ErrInvalid):
+		writeProblem(w, http.StatusBadRequest, "invalid-charge", "Invalid charge", err.Error())
+	case errors.Is(err, charges.ErrConflict):
+		writeProblem(w, http.StatusConflict, "charge-conflict", "Charge id already registered with other content", err.Error())
+	case errors.Is(err, charges.ErrNotFound):
+		writeProblem(w, http.StatusNotFound, "not-found", "Not found", err.Error())
+	default:
+		log.Error("request failed", "error", err)
+		writeProblem(w, http.StatusInternalServerError, "internal", "Internal error", "")
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,247 @@
+// Package charges holds the charges the selling app registers before a PIX
+// is paid, and the state changes a PSP's events make to them. Every change
+// is applied inside the caller's transaction with the charge row locked, so
+// concurrent deliveries for one charge are decided one after the other,
+// each seeing what the previous one committed.
+package charges
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao/accounts"
+)
+
+// Errors a caller can test with errors.Is.
+var (
+	ErrInvalid  = errors.New("invalid charge")
+	ErrConflict = errors.New("charge id already registered with different content")
+	ErrNotFound = errors.New("charge not found")
+)
+
+// States of a charge.
+const (
+	StatePending           = "pending"
+	StatePaid              = "paid"
+	StatePartiallyRefunded = "partially_refunded"
+	StateRefunded          = "refunded"
+	StateFailed            = "failed"
+)
+
+// NewCharge is what the selling app registers.
+type NewCharge struct {
+	ID           string          `json:"id"`
+	PSPRef       string          `json:"psp_ref,omitempty"`
+	Amount       int64           `json:"amount"`
+	Currency     string          `json:"currency,omitempty"`
+	Partner      string          `json:"partner,omitempty"`
+	CommissionBP int64           `json:"commission_bp,omitempty"`
+	Access       string          `json:"access,omitempty"`
+	Metadata     json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Charge is a registered charge and its state.
+type Charge struct {
+	ID             string          `db:"id" json:"id"`
+	PSPRef         *string         `db:"psp_ref" json:"psp_ref,omitempty"`
+	Amount         int64           `db:"amount" json:"amount"`
+	Currency       string          `db:"currency" json:"currency"`
+	Partner        *string         `db:"partner" json:"partner,omitempty"`
+	CommissionBP   int64           `db:"commission_bp" json:"commission_bp"`
+	Access         string          `db:"access" json:"access"`
+	Metadata       json.RawMessage `db:"metadata" json:"metadata"`
+	State          string          `db:"state" json:"state"`
+	PaidAmount     *int64          `db:"paid_amount" json:"paid_amount,omitempty"`
+	Fee            *int64          `db:"fee" json:"fee,omitempty"`
+	Commission     int64           `db:"commission" json:"commission"`
+	PaidAt         *time.Time      `db:"paid_at" json:"paid_at,omitempty"`
+	PaidRef        *string         `db:"paid_ref" json:"paid_ref,omitempty"`
+	RefundedAmount int64           `db:"refunded_amount" json:"refunded_amount"`
+	FailedAt       *time.Time      `db:"failed_at" json:"failed_at,omitempty"`
+	RequestHash    string          `db:"request_hash" json:"-"`
+	CreatedAt      time.Time       `db:"created_at" json:"created_at"`
+	UpdatedAt      time.Time       `db:"updated_at" json:"updated_at"`
+}
+
+const chargeColumns = `id, psp_ref, amount, currency, partner, commission_bp, access, metadata, state,
+	paid_amount, fee, commission, paid_at, paid_ref, refunded_amount, failed_at, request_hash, created_at, updated_at`
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$`)
+
+// Validate checks a registration and fills defaults.
+func (n *NewCharge) Validate() error {
+	if n.Currency == "" {
+		n.Currency = accounts.DefaultCurrency
+	}
+	if len(n.Metadata) == 0 || string(n.Metadata) == "null" {
+		n.Metadata = json.RawMessage(`{}`)
+	}
+	var meta map[string]any
+	switch {
+	case !idRE.MatchString(n.ID):
+		return fmt.Errorf("%w: id must be 1-100 of A-Z a-z 0-9 _ . : - starting with a letter or digit", ErrInvalid)
+	case n.PSPRef != "" && !idRE.MatchString(n.PSPRef):
+		return fmt.Errorf("%w: psp_ref must be 1-100 of A-Z a-z 0-9 _ . : -", ErrInvalid)
+	case n.Amount <= 0:
+		return fmt.Errorf("%w: amount must be a positive integer of centavos", ErrInvalid)
+	case n.Currency != accounts.DefaultCurrency:
+		return fmt.Errorf("%w: currency %q: only BRL is supported", ErrInvalid, n.Currency)
+	case n.CommissionBP < 0 || n.CommissionBP > 10000:
+		return fmt.Errorf("%w: commission_bp must be 0..10000", ErrInvalid)
+	case n.CommissionBP > 0 && n.Partner == "":
+		return fmt.Errorf("%w: a commission needs a partner", ErrInvalid)
+	case len(n.Access) > 200:
+		return fmt.Errorf("%w: access is longer than 200 bytes", ErrInvalid)
+	case len(n.Metadata) > 4096 || json.Unmarshal(n.Metadata, &meta) != nil:
+		return fmt.Errorf("%w: metadata must be a JSON object of at most 4 KiB", ErrInvalid)
+	}
+	if n.Partner != "" {
+		if _, err := accounts.PartnerPayable(n.Partner); err != nil {
+			return fmt.Errorf("%w: partner must be a lowercase code segment: %w", ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
+func (n *NewCharge) hash() string {
+	var meta any
+	json.Unmarshal(n.Metadata, &meta)
+	b, _ := json.Marshal(struct {
+		NewCharge
+		Metadata any `json:"metadata"`
+	}{*n, meta}) // re-marshalled metadata: key order and spaces do not matter
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Register records a charge, idempotently on its id: the same content
+// again returns the existing charge with created false; other content under
+// the same id is ErrConflict.
+func Register(ctx context.Context, db sqlx.ExtContext, n NewCharge) (c Charge, created bool, err error) {
+	if err := n.Validate(); err != nil {
+		return Charge{}, false, err
+	}
+	hash := n.hash()
+	err = sqlx.GetContext(ctx, db, &c, `INSERT INTO charges (id, psp_ref, amount, currency, partner, commission_bp, access, metadata, request_hash)
+		VALUES ($1, NULLIF($2, ''), $3, $4, NULLIF($5, ''), $6, $7, $8, $9)
+		ON CONFLICT DO NOTHING RETURNING `+chargeColumns,
+		n.ID, n.PSPRef, n.Amount, n.Currency, n.Partner, n.CommissionBP, n.Access, string(n.Metadata), hash)
+	if err == nil {
+		return c, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return Charge{}, false, fmt.Errorf("register charge %s: %w", n.ID, err)
+	}
+	c, err = Get(ctx, db, n.ID)
+	if errors.Is(err, ErrNotFound) {
+		// The conflict was on psp_ref, held by another charge.
+		return Charge{}, false, fmt.Errorf("%w: psp_ref %s belongs to another charge", ErrConflict, n.PSPRef)
+	}
+	if err != nil {
+		return Charge{}, false, err
+	}
+	if c.RequestHash != hash {
+		return Charge{}, false, fmt.Errorf("%w: %s", ErrConflict, n.ID)
+	}
+	return c, false, nil
+}
+
+// Get returns the charge with id.
+func Get(ctx context.Context, q sqlx.QueryerContext, id string) (Charge, error) {
+	var c Charge
+	err := sqlx.GetContext(ctx, q, &c, `SELECT `+chargeColumns+` FROM charges WHERE id = $1`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Charge{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return Charge{}, fmt.Errorf("get charge %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// Detail is a charge with its refunds, ledger entries and access grant.
+type Detail struct {
+	Charge
+	Refunds     []Refund     `json:"refunds"`
+	PostingSets []PostingSet `json:"posting_sets"`
+	Access      *Grant       `json:"access_grant,omitempty"`
+}
+
+// Refund is one refund booked against a charge.
+type Refund struct {
+	RefundID   string    `db:"refund_id" json:"refund_id"`
+	Amount     int64     `db:"amount" json:"amount"`
+	Competence string    `db:"competence" json:"competence"` // YYYY-MM-DD
+	EventAt    time.Time `db:"event_at" json:"event_at"`
+}
+
+// PostingSet is a ledger entry of a charge, with its postings.
+type PostingSet struct {
+	ID         int64     `db:"id" json:"id"`
+	Kind       string    `db:"kind" json:"kind"`
+	Amount     int64     `db:"amount" json:"amount"`
+	Competence string    `db:"competence" json:"competence"` // YYYY-MM-DD
+	EventAt    time.Time `db:"event_at" json:"event_at"`
+	Postings   []Posting `db:"-" json:"postings"`
+}
+
+// Posting is one leg of a posting set.
+type Posting struct {
+	SetID   int64  `db:"posting_set_id" json:"-"`
+	Account string `db:"code" json:"account"`
+	Amount  int64  `db:"amount" json:"amount"`
+}
+
+// Grant is the access given for a paid charge.
+type Grant struct {
+	Access    string    `db:"access" json:"access"`
+	GrantedAt time.Time `db:"granted_at" json:"granted_at"`
+}
+
+// GetDetail returns a charge with its refunds, posting sets and grant.
+func GetDetail(ctx context.Context, q sqlx.QueryerContext, id string) (Detail, error) {
+	c, err := Get(ctx, q, id)
+	if err != nil {
+		return Detail{}, err
+	}
+	d := Detail{Charge: c, Refunds: []Refund{}, PostingSets: []PostingSet{}}
+	if err := sqlx.SelectContext(ctx, q, &d.Refunds, `SELECT refund_id, amount, competence::text AS competence, event_at
+		FROM posting_sets WHERE charge_id = $1 AND kind = 'refund' ORDER BY id`, id); err != nil {
+		return Detail{}, fmt.Errorf("refunds of %s: %w", id, err)
+	}
+	if err := sqlx.SelectContext(ctx, q, &d.PostingSets, `SELECT id, kind, amount, competence::text AS competence, event_at
+		FROM posting_sets WHERE charge_id = $1 ORDER BY id`, id); err != nil {
+		return Detail{}, fmt.Errorf("posting sets of %s: %w", id, err)
+	}
+	var legs []Posting
+	if err := sqlx.SelectContext(ctx, q, &legs, `SELECT p.posting_set_id, a.code, p.amount
+		FROM postings p JOIN accounts a ON a.id = p.account_id JOIN posting_sets s ON s.id = p.posting_set_id
+		WHERE s.charge_id = $1 ORDER BY p.id`, id); err != nil {
+		return Detail{}, fmt.Errorf("postings of %s: %w", id, err)
+	}
+	for i := range d.PostingSets {
+		for _, l := range legs {
+			if l.SetID == d.PostingSets[i].ID {
+				d.PostingSets[i].Postings = append(d.PostingSets[i].Postings, l)
+			}
+		}
+	}
+	var g Grant
+	err = sqlx.GetContext(ctx, q, &g, `SELECT access, granted_at FROM access_grants WHERE charge_id = $1`, id)
+	switch {
+	case err == nil:
+		d.Access = &g
+	case !errors.Is(err, sql.ErrNoRows):
+		return Detail{}, fmt.Errorf("grant of %s: %w", id, err)
+	}
+	return d, nil
+}

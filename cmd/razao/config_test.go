@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "razao.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestBadConfigFailsAtStartWithoutLeakingSecrets(t *testing.T) {
+	t.Parallel()
+	const secret = "super-secret-value-that-must-not-leak"
+	env := map[string]string{"HODLE_SECRET": secret, "SHORT": "tooshort", "STD_BAD": "whsec_!!!" + secret}
+	getenv := func(k string) string { return env[k] }
+	tests := []struct{ name, yaml, want string }{
+		{"unknown scheme", "endpoints: [{name: a, scheme: nope, merchant: m, secrets_env: [HODLE_SECRET]}]", "nope"},
+		{"missing secret variable", "endpoints: [{name: a, scheme: hodle, merchant: m, secrets_env: [UNSET_VAR]}]", "UNSET_VAR"},
+		{"bad standard secret", "endpoints: [{name: a, scheme: standard, merchant: m, secrets_env: [STD_BAD]}]", "endpoint a"},
+		{"short abacatepay secret", "endpoints: [{name: a, scheme: abacatepay, merchant: m, secrets_env: [SHORT]}]", "endpoint a"},
+		{"bad endpoint name", "endpoints: [{name: 'A B', scheme: hodle, merchant: m, secrets_env: [HODLE_SECRET]}]", "name"},
+		{"no merchant", "endpoints: [{name: a, scheme: hodle, secrets_env: [HODLE_SECRET]}]", "merchant"},
+		{"duplicate endpoint", "endpoints: [{name: a, scheme: hodle, merchant: m, secrets_env: [HODLE_SECRET]}, {name: a, scheme: hodle, merchant: m, secrets_env: [HODLE_SECRET]}]", "twice"},
+		{"bad time zone", "time_zone: Mars/Olympus", "Mars/Olympus"},
+		{"public listen without token", "listen: 0.0.0.0:8080", "API token"},
+		{"not yaml", "endpoints: [", "yaml"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeConfig(t, tc.yaml)
+			_, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), getenv)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "tooshort") {
+				t.Fatalf("error leaks a secret: %v", err)
+			}
+		})
+	}
+}
+
+func TestConfigPrecedenceFlagsOverEnvOverFile(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, "listen: 127.0.0.1:7001\ntime_zone: UTC\n")
+	env := map[string]string{"RAZAO_LISTEN": "127.0.0.1:7002"}
+	cfg, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), func(k string) string { return env[k] })
+	if err != nil || cfg.listen != "127.0.0.1:7002" || cfg.timeZone != "UTC" {
+		t.Fatalf("env over file: %+v %v", cfg, err)
+	}
+	cfg, err = parseServeConfig([]string{"-config", path, "-listen", "127.0.0.1:7003"}, newFlagSet("serve", os.Stderr), func(k string) string { return env[k] })
+	if err != nil || cfg.listen != "127.0.0.1:7003" {
+		t.Fatalf("flag over env: %+v %v", cfg, err)
+	}
+}

@@ -1,0 +1,206 @@
+// Package events is the outbox of events for the selling app: rows appended
+// in the transaction that caused them, read back in a commit-safe order, and
+// streamed to subscribers as Server-Sent Events.
+//
+// Ids are assigned at insert but transactions commit in any order, so a
+// reader paging by "id > last" can pass over an event whose transaction was
+// still open and commits later. Readers here page by (xid, id) and stop below
+// the oldest transaction still running: every transaction under that horizon
+// has finished, so no row can ever appear behind a cursor.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Topic names an event for the selling app.
+type Topic string
+
+// The topics the outbox accepts (the same list as ck_outbox_topic).
+const (
+	TopicChargePaid       Topic = "charge.paid"
+	TopicAccessGranted    Topic = "access.granted"
+	TopicChargeRefunded   Topic = "charge.refunded"
+	TopicChargeFailed     Topic = "charge.failed"
+	TopicDivergenceOpened Topic = "divergence.opened"
+)
+
+// MaxLimit caps the events one call to Since returns, so that neither a
+// query nor a write to a subscriber grows with the backlog.
+const MaxLimit = 500
+
+// Errors returned by this package; callers test them with errors.Is.
+var (
+	ErrUnknownTopic = errors.New("unknown event topic")
+	ErrBadCursor    = errors.New("invalid event cursor")
+)
+
+// Valid reports whether the outbox accepts t.
+func (t Topic) Valid() bool {
+	switch t {
+	case TopicChargePaid, TopicAccessGranted, TopicChargeRefunded, TopicChargeFailed, TopicDivergenceOpened:
+		return true
+	}
+	return false
+}
+
+// Event is one outbox row as the selling app sees it.
+type Event struct {
+	// Cursor is where a reader resumes after this event ("<xid>-<id>").
+	Cursor    string
+	ID        int64
+	Topic     Topic
+	ChargeID  string
+	Payload   json.RawMessage
+	CreatedAt time.Time
+}
+
+// MarshalJSON renders the event as the selling app receives it; charge_id
+// is null rather than "" for events about no charge.
+func (e Event) MarshalJSON() ([]byte, error) {
+	var charge *string
+	if e.ChargeID != "" {
+		charge = &e.ChargeID
+	}
+	return json.Marshal(struct {
+		ID        int64           `json:"id"`
+		Topic     Topic           `json:"topic"`
+		ChargeID  *string         `json:"charge_id"`
+		Payload   json.RawMessage `json:"payload"`
+		CreatedAt time.Time       `json:"created_at"`
+	}{e.ID, e.Topic, charge, e.Payload, e.CreatedAt})
+}
+
+const appendSQL = `INSERT INTO outbox (topic, charge_id, payload) VALUES ($1, NULLIF($2, ''), $3::jsonb)`
+
+// Append records an event inside the caller's transaction, so that it is
+// published if and only if that transaction commits. It never commits: the
+// caller owns tx. A nil payload is stored as {}. The topic and payload are
+// checked before any SQL runs, because a failed statement would abort the
+// caller's whole transaction.
+func Append(ctx context.Context, tx sqlx.ExecerContext, topic Topic, chargeID string, payload any) error {
+	if !topic.Valid() {
+		return fmt.Errorf("%w: %q", ErrUnknownTopic, topic)
+	}
+	body := []byte("{}")
+	if payload != nil {
+		var err error
+		if body, err = json.Marshal(payload); err != nil {
+			return fmt.Errorf("append %s event: encode payload: %w", topic, err)
+		}
+	}
+	// As a string: lib/pq sends []byte as bytea, which jsonb would reject.
+	if _, err := tx.ExecContext(ctx, appendSQL, string(topic), chargeID, string(body)); err != nil {
+		return fmt.Errorf("append %s event: %w", topic, err)
+	}
+	return nil
+}
+
+// The horizon is read from the statement's own snapshot, the same one that
+// decides which rows it sees, so the two cannot disagree.
+const sinceSQL = `
+SELECT xid::text AS xid, id, topic, coalesce(charge_id, '') AS charge_id, payload, created_at
+FROM outbox
+WHERE (xid, id) > ($1::xid8, $2::bigint)
+  AND xid < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY xid, id
+LIMIT $3`
+
+// row is an outbox row as scanned; payload is []byte so the driver's buffer
+// is copied.
+type row struct {
+	XID       string    `db:"xid"`
+	ID        int64     `db:"id"`
+	Topic     string    `db:"topic"`
+	ChargeID  string    `db:"charge_id"`
+	Payload   []byte    `db:"payload"`
+	CreatedAt time.Time `db:"created_at"`
+}
+
+// Since returns up to limit events after cursor ("" = from the beginning)
+// that are safe to publish, in order. A limit outside 1..MaxLimit means
+// MaxLimit. An event is safe once every transaction that could still insert
+// a row before it has finished; until then it is held back, never skipped.
+// A malformed cursor returns an error wrapping ErrBadCursor.
+func Since(ctx context.Context, q sqlx.QueryerContext, cursor string, limit int) ([]Event, error) {
+	xid, id, err := parseCursor(cursor)
+	if err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > MaxLimit {
+		limit = MaxLimit
+	}
+	var rows []row
+	if err := sqlx.SelectContext(ctx, q, &rows, sinceSQL, xid, id, limit); err != nil {
+		return nil, fmt.Errorf("read events since %q: %w", cursor, err)
+	}
+	out := make([]Event, len(rows))
+	for i, r := range rows {
+		out[i] = Event{
+			Cursor:    r.XID + "-" + strconv.FormatInt(r.ID, 10),
+			ID:        r.ID,
+			Topic:     Topic(r.Topic),
+			ChargeID:  r.ChargeID,
+			Payload:   r.Payload,
+			CreatedAt: r.CreatedAt.UTC(),
+		}
+	}
+	return out, nil
+}
+
+// A committed row at or above the horizon is visible but not yet safe: an
+// older transaction may still insert before it.
+const heldSQL = `
+SELECT EXISTS (
+  SELECT 1 FROM outbox
+  WHERE (xid, id) > ($1::xid8, $2::bigint)
+    AND xid >= pg_snapshot_xmin(pg_current_snapshot()))`
+
+// held reports whether committed events after cursor are waiting for an
+// older transaction to finish, which may end without any notification.
+func held(ctx context.Context, q sqlx.QueryerContext, cursor string) (bool, error) {
+	xid, id, err := parseCursor(cursor)
+	if err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := sqlx.GetContext(ctx, q, &ok, heldSQL, xid, id); err != nil {
+		return false, fmt.Errorf("check held events since %q: %w", cursor, err)
+	}
+	return ok, nil
+}
+
+// ValidCursor reports whether cursor is "" or a cursor Since could have
+// produced, so a handler can answer 400 before streaming anything.
+func ValidCursor(cursor string) error {
+	_, _, err := parseCursor(cursor)
+	return err
+}
+
+// parseCursor splits "<xid>-<id>" into its parts; "" is the beginning. Only
+// the canonical decimal form is accepted (no signs, spaces or leading zeros)
+// so that one position has exactly one spelling. The xid is returned as text
+// because database/sql cannot send a uint64 with its high bit set.
+func parseCursor(cursor string) (xid string, id int64, err error) {
+	if cursor == "" {
+		return "0", 0, nil
+	}
+	x, i, ok := strings.Cut(cursor, "-")
+	if !ok {
+		return "", 0, fmt.Errorf("%w: %q", ErrBadCursor, cursor)
+	}
+	xv, err1 := strconv.ParseUint(x, 10, 64)
+	iv, err2 := strconv.ParseUint(i, 10, 63)
+	if err1 != nil || err2 != nil || strconv.FormatUint(xv, 10) != x || strconv.FormatUint(iv, 10) != i {
+		return "", 0, fmt.Errorf("%w: %q", ErrBadCursor, cursor)
+	}
+	return x, int64(iv), nil
+}

@@ -1,0 +1,222 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/pgtest"
+)
+
+func TestAppendInRolledBackTransactionIsNeverReturned(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ghost := begin(t, db)
+	appendIn(t, ghost, "ghost")
+	if err := ghost.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	appendCommitted(t, db, "real")
+
+	// "real" was appended after "ghost", so once it is safe to publish a
+	// surviving "ghost" would have to come first.
+	got := names(t, waitSince(t, db, "", 1))
+	if !equal(got, []string{"real"}) {
+		t.Fatalf("events %v, want [real]", got)
+	}
+}
+
+func TestSinceReturnsEventOnlyAfterItsTransactionCommits(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	tx := begin(t, db)
+	appendIn(t, tx, "a")
+	if got := since(t, db, ""); len(got) != 0 {
+		t.Fatalf("before commit: %v, want none", names(t, got))
+	}
+	commit(t, tx)
+	if got := names(t, waitSince(t, db, "", 1)); !equal(got, []string{"a"}) {
+		t.Fatalf("after commit: %v, want [a]", got)
+	}
+}
+
+// The hazard the xid column exists for: B gets a later id than A, commits
+// first, and a reader paging by id alone would move past A's id for good.
+func TestSinceHoldsYoungerCommitUntilOlderTransactionEnds(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	a := begin(t, db)
+	appendIn(t, a, "A")
+	b := begin(t, db)
+	appendIn(t, b, "B")
+	commit(t, b)
+
+	if got := since(t, db, ""); len(got) != 0 {
+		t.Fatalf("with A open: %v, want none", names(t, got))
+	}
+	commit(t, a)
+	if got := names(t, waitSince(t, db, "", 2)); !equal(got, []string{"A", "B"}) {
+		t.Fatalf("after A commits: %v, want [A B]", got)
+	}
+}
+
+func TestSinceReturnsOlderCommitWhileYoungerIsOpen(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	a := begin(t, db)
+	appendIn(t, a, "A")
+	b := begin(t, db)
+	appendIn(t, b, "B")
+	commit(t, a)
+
+	first := waitSince(t, db, "", 1)
+	if got := names(t, first); !equal(got, []string{"A"}) {
+		t.Fatalf("with B open: %v, want [A]", got)
+	}
+	commit(t, b)
+	if got := names(t, waitSince(t, db, first[0].Cursor, 1)); !equal(got, []string{"B"}) {
+		t.Fatalf("after B commits: %v, want [B]", got)
+	}
+}
+
+// A transaction's xid is taken at its first write, which need not be its
+// outbox insert: B's event gets the later id but the earlier xid, and must
+// still be neither skipped nor published after a cursor that passed it.
+func TestSinceOrdersByTransactionNotByID(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	b := begin(t, db)
+	if _, err := b.Exec(`SELECT pg_current_xact_id()`); err != nil {
+		t.Fatal(err)
+	}
+	appendCommitted(t, db, "A")
+	if got := since(t, db, ""); len(got) != 0 {
+		t.Fatalf("with older B open: %v, want none", names(t, got))
+	}
+	appendIn(t, b, "B")
+	commit(t, b)
+
+	got := waitSince(t, db, "", 2)
+	if !equal(names(t, got), []string{"B", "A"}) {
+		t.Fatalf("events %v, want [B A]", names(t, got))
+	}
+	if got[0].ID < got[1].ID {
+		t.Fatalf("ids %d, %d: the test needs B's id above A's", got[0].ID, got[1].ID)
+	}
+	if rest := since(t, db, got[1].Cursor); len(rest) != 0 {
+		t.Fatalf("after A's cursor: %v, want none", names(t, rest))
+	}
+}
+
+func TestSinceResumesWithExactlyTheLaterEvents(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	appendCommitted(t, db, "1")
+	appendCommitted(t, db, "2")
+	tx := begin(t, db) // two events of one transaction keep their id order
+	appendIn(t, tx, "3")
+	appendIn(t, tx, "4")
+	commit(t, tx)
+	appendCommitted(t, db, "5")
+	all := waitSince(t, db, "", 5)
+
+	var paged []string
+	for cursor := ""; ; {
+		page, err := events.Since(context.Background(), db, cursor, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		if len(page) > 2 {
+			t.Fatalf("page of %d, limit 2", len(page))
+		}
+		paged = append(paged, names(t, page)...)
+		cursor = page[len(page)-1].Cursor
+	}
+	if want := []string{"1", "2", "3", "4", "5"}; !equal(paged, want) || !equal(names(t, all), want) {
+		t.Fatalf("paged %v, all %v, want %v", paged, names(t, all), want)
+	}
+	if got := names(t, since(t, db, all[2].Cursor)); !equal(got, []string{"4", "5"}) {
+		t.Fatalf("after 3: %v, want [4 5]", got)
+	}
+}
+
+func TestSinceReturnsEventFields(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	tx := begin(t, db)
+	ctx := context.Background()
+	if err := events.Append(ctx, tx, events.TopicDivergenceOpened, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := events.Append(ctx, tx, events.TopicAccessGranted, "ch_1", json.RawMessage(`{"access": "course-42"}`)); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, tx)
+	got := waitSince(t, db, "", 2)
+
+	if e := got[0]; e.Topic != events.TopicDivergenceOpened || e.ChargeID != "" || string(e.Payload) != "{}" {
+		t.Errorf("first event %+v, want divergence.opened, no charge, {}", e)
+	}
+	e := got[1]
+	if e.Topic != events.TopicAccessGranted || e.ChargeID != "ch_1" || e.ID <= got[0].ID || e.CreatedAt.IsZero() {
+		t.Errorf("second event %+v", e)
+	}
+	var wire map[string]any
+	data, _ := json.Marshal(got[0])
+	if err := json.Unmarshal(data, &wire); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := wire["charge_id"]; !ok || v != nil {
+		t.Errorf("wire form %s: want charge_id null", data)
+	}
+}
+
+func TestCursorsAreParsedStrictly(t *testing.T) {
+	t.Parallel()
+	for _, c := range []string{
+		"x", "1", "1-", "-1", "1-2-3", " 1-2", "1-2 ", "01-2", "1-02", "+1-2", "1-+2",
+		"1--2", "0x1-2", "1-9223372036854775808", "18446744073709551616-1", "1_0-2",
+	} {
+		if err := events.ValidCursor(c); !errors.Is(err, events.ErrBadCursor) {
+			t.Errorf("ValidCursor(%q) = %v, want ErrBadCursor", c, err)
+		}
+	}
+	for _, c := range []string{"", "0-0", "755-12", "18446744073709551615-9223372036854775807"} {
+		if err := events.ValidCursor(c); err != nil {
+			t.Errorf("ValidCursor(%q) = %v, want nil", c, err)
+		}
+	}
+}
+
+func TestSinceRejectsMalformedCursor(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	if _, err := events.Since(context.Background(), db, "12", 10); !errors.Is(err, events.ErrBadCursor) {
+		t.Fatalf("err = %v, want ErrBadCursor", err)
+	}
+}
+
+// A refused Append must not abort the caller's transaction, which may hold
+// a posting that is still worth committing.
+func TestAppendRefusesBadInputWithoutAbortingTheTransaction(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	tx := begin(t, db)
+	ctx := context.Background()
+	if err := events.Append(ctx, tx, "charge.exploded", "ch_1", nil); !errors.Is(err, events.ErrUnknownTopic) {
+		t.Fatalf("unknown topic: err = %v, want ErrUnknownTopic", err)
+	}
+	if err := events.Append(ctx, tx, events.TopicChargePaid, "ch_1", make(chan int)); err == nil {
+		t.Fatal("unencodable payload: want an error")
+	}
+	appendIn(t, tx, "ok")
+	commit(t, tx)
+	if got := names(t, waitSince(t, db, "", 1)); !equal(got, []string{"ok"}) {
+		t.Fatalf("events %v, want [ok]", got)
+	}
+}

@@ -1,0 +1,73 @@
+// Package webhook is razao's front door for PSPs: it authenticates each
+// delivery on its raw bytes, stores it once in the inbox, and feeds it
+// through the locked transaction that applies it to the charge and the
+// ledger. A worker retries what could not be applied at once.
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/razao/razao/webhook/scheme"
+)
+
+// DefaultMaxBody is the largest body accepted when an endpoint sets none.
+const DefaultMaxBody = 256 << 10
+
+// EndpointConfig is one configured webhook endpoint, as read from the
+// config file. Secrets are named by environment variable (SecretsEnv) or,
+// for local use, given inline (Secrets); current first, then previous.
+type EndpointConfig struct {
+	Name         string   `yaml:"name"`
+	Scheme       string   `yaml:"scheme"`
+	Merchant     string   `yaml:"merchant"`
+	Secrets      []string `yaml:"secrets"`
+	SecretsEnv   []string `yaml:"secrets_env"`
+	PublicKey    string   `yaml:"public_key"`
+	MaxBodyBytes int64    `yaml:"max_body_bytes"`
+}
+
+// Endpoint is a configured endpoint ready to authenticate deliveries.
+type Endpoint struct {
+	Name     string
+	Merchant string
+	MaxBody  int64
+	Scheme   scheme.Scheme
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// ErrConfig reports a bad endpoint configuration. Its messages never
+// contain a secret.
+var ErrConfig = errors.New("webhook endpoint config")
+
+// NewEndpoint checks cfg and builds its scheme; getenv reads SecretsEnv.
+func NewEndpoint(cfg EndpointConfig, getenv func(string) string) (*Endpoint, error) {
+	if !nameRE.MatchString(cfg.Name) {
+		return nil, fmt.Errorf("%w: name %q must be 1-63 of a-z 0-9 _ -", ErrConfig, cfg.Name)
+	}
+	if cfg.Merchant == "" {
+		return nil, fmt.Errorf("%w: endpoint %s: merchant is required", ErrConfig, cfg.Name)
+	}
+	secrets := append([]string(nil), cfg.Secrets...)
+	for _, env := range cfg.SecretsEnv {
+		v := getenv(env)
+		if v == "" {
+			return nil, fmt.Errorf("%w: endpoint %s: environment variable %s is empty or unset", ErrConfig, cfg.Name, env)
+		}
+		secrets = append(secrets, v)
+	}
+	max := cfg.MaxBodyBytes
+	if max == 0 {
+		max = DefaultMaxBody
+	}
+	if max < 1<<10 || max > 16<<20 {
+		return nil, fmt.Errorf("%w: endpoint %s: max_body_bytes must be 1 KiB..16 MiB", ErrConfig, cfg.Name)
+	}
+	s, err := scheme.New(cfg.Scheme, scheme.Config{Secrets: secrets, PublicKey: cfg.PublicKey})
+	if err != nil {
+		return nil, fmt.Errorf("%w: endpoint %s: %w", ErrConfig, cfg.Name, err)
+	}
+	return &Endpoint{Name: cfg.Name, Merchant: cfg.Merchant, MaxBody: max, Scheme: s}, nil
+}

@@ -1,0 +1,126 @@
+package webhook_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/razao/razao/accounts"
+)
+
+// assertPaidOnce checks the exact effect of one confirmation of a 4990
+// charge with a 10% commission to partner-42.
+func (e *env) assertPaidOnce(charge string) {
+	e.t.Helper()
+	for _, c := range []struct {
+		what  string
+		query string
+	}{
+		{"sale", `SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND charge_id = $1`},
+		{"commission", `SELECT count(*) FROM posting_sets WHERE kind = 'commission' AND charge_id = $1`},
+		{"access grant", `SELECT count(*) FROM access_grants WHERE charge_id = $1`},
+		{"charge.paid event", `SELECT count(*) FROM outbox WHERE topic = 'charge.paid' AND charge_id = $1`},
+		{"access.granted event", `SELECT count(*) FROM outbox WHERE topic = 'access.granted' AND charge_id = $1`},
+	} {
+		if n := e.count(c.query, charge); n != 1 {
+			e.t.Errorf("%d %s for %s, want exactly 1", n, c.what, charge)
+		}
+	}
+	payable, _ := accounts.PartnerPayable("partner-42")
+	e.wantBalances(map[string]int64{accounts.Cash: 4990, accounts.Revenue: -4990, accounts.CommissionExpense: 499, payable: -499})
+}
+
+// The gate: a separate connection holds the charge's row lock while n
+// deliveries for the same payment arrive; only once they are all seen
+// waiting (or answered as duplicates) is the lock released.
+func TestGateConcurrentConfirmationsApplyOnce(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{2, 20} {
+		for _, sameID := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%d deliveries, same event id %v", n, sameID), func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t)
+				e.charge("order-1", 4990, "partner-42", 1000)
+				gate := e.db.MustBegin()
+				gate.MustExec(`SELECT 1 FROM charges WHERE id = 'order-1' FOR UPDATE`)
+
+				replies := make([]reply, n)
+				var wg sync.WaitGroup
+				for i := 0; i < n; i++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						msgID := "msg-1"
+						if !sameID {
+							msgID = fmt.Sprintf("msg-%d", i)
+						}
+						replies[i] = e.postStandard(msgID, "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990})
+					}()
+				}
+				// With one event id, one delivery is stored and waits on the
+				// charge; the others are answered as duplicates at once.
+				waiters := n
+				if sameID {
+					waiters = 1
+				}
+				e.waitLockWaiters(waiters)
+				if e.count(`SELECT count(*) FROM posting_sets`) != 0 {
+					t.Fatal("a sale was written while the charge was locked")
+				}
+				gate.Rollback()
+				wg.Wait()
+				for i, r := range replies {
+					if r.Code != 200 {
+						t.Fatalf("delivery %d: %d %+v", i, r.Code, r.Body)
+					}
+				}
+				e.assertPaidOnce("order-1")
+				if n := e.count(`SELECT count(*) FROM inbox WHERE status <> 'processed'`); n != 0 {
+					t.Fatalf("%d deliveries not processed", n)
+				}
+			})
+		}
+	}
+}
+
+func TestCrashAfterSaleLeavesNothingThenRedeliveryAppliesOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.charge("order-1", 4990, "partner-42", 1000)
+	e.applier.AfterSale = func() error { return errors.New("simulated crash after the sale") }
+	body := hodlePaid("track-1", "order-1", "49.90")
+	if r := e.postHodle(body); r.Code != 200 || r.Body.Status != "accepted" {
+		t.Fatalf("first delivery: %d %+v (stored, so 200)", r.Code, r.Body)
+	}
+	for _, table := range []string{"posting_sets", "postings", "access_grants", "outbox"} {
+		if n := e.count(`SELECT count(*) FROM ` + table); n != 0 {
+			t.Errorf("%d rows in %s after the crash, want 0", n, table)
+		}
+	}
+	var attempts int
+	var lastErr string
+	e.db.QueryRow(`SELECT attempts, last_error FROM inbox`).Scan(&attempts, &lastErr)
+	if attempts != 1 || lastErr == "" {
+		t.Fatalf("attempts %d, error %q: the failure should be counted and kept", attempts, lastErr)
+	}
+
+	e.applier.AfterSale = nil
+	if r := e.postHodle(body); r.Code != 200 || r.Body.Status != "duplicate" {
+		t.Fatalf("redelivery: %d %+v", r.Code, r.Body)
+	}
+	e.assertPaidOnce("order-1")
+
+	// Repair: the grant is not ledger data; losing it must be repairable
+	// by a redelivery without crediting the commission again.
+	e.db.MustExec(`DELETE FROM access_grants`)
+	if r := e.postHodle(body); r.Code != 200 {
+		t.Fatalf("repair redelivery: %d", r.Code)
+	}
+	if n := e.count(`SELECT count(*) FROM access_grants WHERE charge_id = 'order-1'`); n != 1 {
+		t.Fatalf("grant not repaired: %d", n)
+	}
+	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'commission'`); n != 1 {
+		t.Fatalf("%d commissions after repair, want 1", n)
+	}
+}

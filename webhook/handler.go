@@ -1,0 +1,172 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/razao/razao/webhook/scheme"
+)
+
+// Handler serves POST /webhooks/{endpoint}.
+type Handler struct {
+	endpoints map[string]*Endpoint
+	inbox     *Inbox
+	proc      *Processor
+	now       func() time.Time
+	log       *slog.Logger
+}
+
+// NewHandler returns the webhook handler for the configured endpoints.
+// now is the clock the timestamp windows are checked against.
+func NewHandler(endpoints []*Endpoint, inbox *Inbox, proc *Processor, now func() time.Time, log *slog.Logger) *Handler {
+	m := make(map[string]*Endpoint, len(endpoints))
+	for _, ep := range endpoints {
+		m[ep.Name] = ep
+	}
+	return &Handler{endpoints: m, inbox: inbox, proc: proc, now: now, log: log}
+}
+
+// Response is the JSON body of every webhook answer.
+type Response struct {
+	Status string        `json:"status"`
+	Error  string        `json:"error,omitempty"`
+	Events []EventStatus `json:"events,omitempty"`
+}
+
+// EventStatus says what happened to one event of a delivery.
+type EventStatus struct {
+	Key    string `json:"key"`
+	Status string `json:"status"`
+}
+
+// ServeHTTP authenticates, stores and applies one delivery. It never
+// answers 2xx before the delivery is committed to the inbox.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ep, ok := h.endpoints[endpointName(r)]
+	if !ok {
+		reply(w, http.StatusNotFound, Response{Status: "error", Error: "unknown webhook endpoint"})
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		reply(w, http.StatusMethodNotAllowed, Response{Status: "error", Error: "use POST"})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, ep.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			reply(w, http.StatusRequestEntityTooLarge, Response{Status: "error", Error: "body too large"})
+			return
+		}
+		reply(w, http.StatusBadRequest, Response{Status: "error", Error: "could not read body"})
+		return
+	}
+	req := scheme.Request{Header: r.Header, Query: r.URL.Query(), Body: body, Now: h.now(),
+		ClientCertVerified: r.TLS != nil && len(r.TLS.VerifiedChains) > 0}
+	if ep.Scheme.IsTest(req) {
+		reply(w, http.StatusOK, Response{Status: "test"})
+		return
+	}
+	if err := ep.Scheme.Authenticate(req); err != nil {
+		h.log.Warn("webhook refused", "endpoint", ep.Name, "reason", err.Error())
+		reply(w, http.StatusUnauthorized, Response{Status: "unauthorized"})
+		return
+	}
+	if !isJSON(r.Header.Get("Content-Type")) {
+		reply(w, http.StatusUnsupportedMediaType, Response{Status: "error", Error: "body must be application/json"})
+		return
+	}
+	evs, err := scheme.ParseDelivery(ep.Scheme, req)
+	if err != nil {
+		h.malformed(w, r.Context(), ep, req, err)
+		return
+	}
+	h.store(w, r.Context(), ep, evs, body, auditHeaders(r.Header))
+}
+
+func (h *Handler) malformed(w http.ResponseWriter, ctx context.Context, ep *Endpoint, req scheme.Request, cause error) {
+	if _, err := h.inbox.putMalformed(ctx, ep, ep.Scheme.DeliveryID(req), req.Body, auditHeaders(req.Header), cause); err != nil {
+		h.log.Error("inbox unavailable", "endpoint", ep.Name, "error", err)
+		reply(w, http.StatusServiceUnavailable, Response{Status: "unavailable"})
+		return
+	}
+	reply(w, http.StatusBadRequest, Response{Status: "malformed", Error: cause.Error()})
+}
+
+func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint, evs []scheme.Event, body, headers []byte) {
+	entries := entriesFor(ep, evs, body)
+	stored, err := h.inbox.put(ctx, ep, entries, body, headers)
+	if err != nil {
+		h.log.Error("inbox unavailable", "endpoint", ep.Name, "error", err)
+		reply(w, http.StatusServiceUnavailable, Response{Status: "unavailable"})
+		return
+	}
+	resp := Response{Status: "duplicate"}
+	for i, s := range stored {
+		st := "accepted"
+		switch {
+		case s.Duplicate:
+			st = "duplicate"
+		case entries[i].status == "ignored":
+			st = "ignored"
+		}
+		resp.Events = append(resp.Events, EventStatus{Key: s.Key, Status: st})
+		resp.Status = overall(resp.Status, st)
+	}
+	// The delivery is durable: whatever happens now, the answer is 200
+	// and the worker finishes what this request could not. The request's
+	// cancellation must not abort a transaction half way.
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	for i, s := range stored {
+		var err error
+		switch {
+		case entries[i].status != "pending":
+		case s.Duplicate:
+			err = h.proc.Redelivered(pctx, s.Key)
+		default:
+			err = h.proc.Process(pctx, s.ID)
+		}
+		if err != nil {
+			h.log.Warn("delivery stored, processing deferred to the worker", "endpoint", ep.Name, "key", s.Key, "error", err)
+		}
+	}
+	reply(w, http.StatusOK, resp)
+}
+
+// overall folds the events' statuses: accepted wins over ignored, which
+// wins over duplicate.
+func overall(cur, next string) string {
+	rank := map[string]int{"duplicate": 0, "ignored": 1, "accepted": 2}
+	if rank[next] > rank[cur] {
+		return next
+	}
+	return cur
+}
+
+func isJSON(contentType string) bool {
+	if contentType == "" {
+		return true // several PSPs omit it; the parser still demands JSON
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || len(mt) > 5 && mt[len(mt)-5:] == "+json")
+}
+
+func reply(w http.ResponseWriter, code int, body Response) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(body)
+}
+
+// endpointName is the {endpoint} path variable of the route.
+func endpointName(r *http.Request) string { return mux.Vars(r)["endpoint"] }

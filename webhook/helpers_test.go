@@ -1,0 +1,219 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao/charges"
+	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/postings"
+	"github.com/razao/razao/webhook"
+)
+
+const (
+	hodleSecret    = "example-secret-for-local-tests-only"
+	abacateSecret  = "url-secret-abcdefghijklmnopqrstuvwxyz-0123"
+	standardSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+)
+
+// clock is the injected "now" of the webhook front: tests pin it so the
+// timestamp window is exercised, never disabled.
+var clock = time.Unix(1790035200, 0)
+
+// env is one test's running webhook front on its own database.
+type env struct {
+	t       *testing.T
+	db      *sqlx.DB
+	url     string
+	applier *charges.Applier
+	proc    *webhook.Processor
+	router  http.Handler
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	db, url := pgtest.NewWithURL(t)
+	return newEnvWithDB(t, db, url)
+}
+
+func newEnvWithDB(t *testing.T, db *sqlx.DB, url string) *env {
+	t.Helper()
+	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	applier := &charges.Applier{Ledger: postings.New(db, cal)}
+	proc := webhook.NewProcessor(db, applier, log)
+	var eps []*webhook.Endpoint
+	for _, c := range []webhook.EndpointConfig{
+		{Name: "hodle", Scheme: "hodle", Merchant: "loja-1", Secrets: []string{hodleSecret}, MaxBodyBytes: 4096},
+		{Name: "abacate", Scheme: "abacatepay", Merchant: "loja-1", Secrets: []string{abacateSecret}},
+		{Name: "std", Scheme: "standard", Merchant: "loja-1", Secrets: []string{standardSecret}},
+	} {
+		ep, err := webhook.NewEndpoint(c, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		eps = append(eps, ep)
+	}
+	h := webhook.NewHandler(eps, webhook.NewInbox(db), proc, func() time.Time { return clock }, log)
+	r := mux.NewRouter()
+	r.Handle("/webhooks/{endpoint}", h)
+	return &env{t: t, db: db, url: url, applier: applier, proc: proc, router: r}
+}
+
+// charge registers a charge the way the app does.
+func (e *env) charge(id string, amount int64, partner string, bp int64) {
+	e.t.Helper()
+	_, _, err := charges.Register(context.Background(), e.db, charges.NewCharge{
+		ID: id, Amount: amount, Partner: partner, CommissionBP: bp, Access: "course:" + id,
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+type reply struct {
+	Code int
+	Body webhook.Response
+}
+
+// post sends a delivery through the real router and handler.
+func (e *env) post(path string, header http.Header, body []byte) reply {
+	e.t.Helper()
+	return e.do(http.MethodPost, path, header, body)
+}
+
+func (e *env) do(method, path string, header http.Header, body []byte) reply {
+	e.t.Helper()
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	rec := httptest.NewRecorder()
+	e.router.ServeHTTP(rec, req)
+	var r reply
+	r.Code = rec.Code
+	json.Unmarshal(rec.Body.Bytes(), &r.Body)
+	return r
+}
+
+func hodleHeaders(ts int64, body []byte, secret string) http.Header {
+	mac := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(mac, "%d.", ts)
+	mac.Write(body)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Hodle-Timestamp", strconv.FormatInt(ts, 10))
+	h.Set("X-Hodle-Signature", hex.EncodeToString(mac.Sum(nil)))
+	return h
+}
+
+// postHodle signs body with the test secret at the clock's time.
+func (e *env) postHodle(body string) reply {
+	e.t.Helper()
+	return e.post("/webhooks/hodle", hodleHeaders(clock.Unix(), []byte(body), hodleSecret), []byte(body))
+}
+
+func standardHeaders(id string, ts int64, body []byte) http.Header {
+	key, _ := base64.StdEncoding.DecodeString(standardSecret[len("whsec_"):])
+	mac := hmac.New(sha256.New, key)
+	fmt.Fprintf(mac, "%s.%d.", id, ts)
+	mac.Write(body)
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("webhook-id", id)
+	h.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	h.Set("webhook-signature", "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	return h
+}
+
+// postStandard sends razao's own event format, signed as Standard Webhooks.
+func (e *env) postStandard(msgID, typ string, data map[string]any) reply {
+	e.t.Helper()
+	body, _ := json.Marshal(map[string]any{"type": typ, "timestamp": clock.UTC().Format(time.RFC3339), "data": data})
+	return e.post("/webhooks/std", standardHeaders(msgID, clock.Unix(), body), body)
+}
+
+func hodlePaid(trackID, externalID, reais string) string {
+	return fmt.Sprintf(`{"event":"DEPOSIT_ASSET_SUCCESS","data":{"trackId":%q,"externalId":%q,"valueInBrl":%q,"fee":"0.75"}}`, trackID, externalID, reais)
+}
+
+func hodleRefund(eventID, externalID, reais string) string {
+	return fmt.Sprintf(`{"event":"DEPOSIT_ASSET_REFUNDED","data":{"eventId":%q,"externalId":%q,"valueInBrl":%q}}`, eventID, externalID, reais)
+}
+
+func (e *env) count(query string, args ...any) int64 {
+	e.t.Helper()
+	var n int64
+	if err := e.db.Get(&n, query, args...); err != nil {
+		e.t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// balances returns each account's balance over the whole ledger.
+func (e *env) balances() map[string]int64 {
+	e.t.Helper()
+	rows := []struct {
+		Code    string `db:"code"`
+		Balance int64  `db:"balance"`
+	}{}
+	if err := e.db.Select(&rows, `SELECT a.code, sum(p.amount) AS balance FROM postings p
+		JOIN accounts a ON a.id = p.account_id GROUP BY a.code`); err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, r := range rows {
+		out[r.Code] = r.Balance
+	}
+	return out
+}
+
+func (e *env) wantBalances(want map[string]int64) {
+	e.t.Helper()
+	got := e.balances()
+	for code, w := range want {
+		if got[code] != w {
+			e.t.Errorf("balance %s = %d, want %d (all: %v)", code, got[code], w, got)
+		}
+	}
+	for code, g := range got {
+		if _, ok := want[code]; !ok && g != 0 {
+			e.t.Errorf("unexpected balance %s = %d", code, g)
+		}
+	}
+}
+
+// waitLockWaiters blocks until n sessions of this database wait on a lock.
+func (e *env) waitLockWaiters(n int) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		waiting := e.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)
+		if waiting >= int64(n) {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d of %d sessions waiting on the lock", waiting, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

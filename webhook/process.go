@@ -1,0 +1,230 @@
+package webhook
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao/charges"
+	"github.com/razao/razao/postings"
+	"github.com/razao/razao/webhook/scheme"
+)
+
+// DefaultMaxAttempts is how often a delivery is tried before it becomes a
+// divergence instead of looping forever.
+const DefaultMaxAttempts = 10
+
+// Processor applies stored deliveries, one locked transaction each.
+type Processor struct {
+	db          *sqlx.DB
+	applier     *charges.Applier
+	log         *slog.Logger
+	MaxAttempts int
+}
+
+// NewProcessor returns a processor applying deliveries with applier.
+func NewProcessor(db *sqlx.DB, applier *charges.Applier, log *slog.Logger) *Processor {
+	return &Processor{db: db, applier: applier, log: log, MaxAttempts: DefaultMaxAttempts}
+}
+
+type inboxRow struct {
+	ID         int64           `db:"id"`
+	Scheme     string          `db:"scheme"`
+	Kind       string          `db:"kind"`
+	Event      json.RawMessage `db:"event"`
+	Attempts   int             `db:"attempts"`
+	ReceivedAt time.Time       `db:"received_at"`
+}
+
+// Process applies the pending delivery id. It returns nil without doing
+// anything when the delivery is done or another worker holds it. On
+// failure the transaction rolls back whole, the attempt is recorded with
+// its error and a back-off, and the error is returned. Deliveries it
+// released from parking (refunds whose payment just landed) are processed
+// after the commit.
+func (p *Processor) Process(ctx context.Context, id int64) error {
+	released, err := p.processTx(ctx, id)
+	if err != nil {
+		p.recordFailure(ctx, id, err)
+		return err
+	}
+	for _, rid := range released {
+		if err := p.Process(ctx, rid); err != nil {
+			p.log.Warn("released delivery failed; the worker will retry", "delivery", rid, "error", err)
+		}
+	}
+	return nil
+}
+
+// Redelivered handles a PSP's redelivery of a stored delivery: one still
+// pending is tried again now rather than at its back-off; a payment
+// already applied re-ensures the charge's access grant, which repairs a
+// grant lost to a partial state without booking anything twice.
+func (p *Processor) Redelivered(ctx context.Context, key string) error {
+	var row struct {
+		ID     int64  `db:"id"`
+		Status string `db:"status"`
+		Kind   string `db:"kind"`
+	}
+	if err := p.db.GetContext(ctx, &row, `SELECT id, status, kind FROM inbox WHERE delivery_key = $1`, key); err != nil {
+		return fmt.Errorf("redelivery %s: %w", key, err)
+	}
+	switch {
+	case row.Status == "pending":
+		return p.Process(ctx, row.ID)
+	case row.Status == "processed" && row.Kind == string(scheme.KindPaid):
+		return p.repairGrant(ctx, row.ID)
+	}
+	return nil
+}
+
+func (p *Processor) repairGrant(ctx context.Context, id int64) error {
+	tx, err := p.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("repair grant for delivery %d: begin: %w", id, err)
+	}
+	defer tx.Rollback()
+	var ev scheme.Event
+	var raw json.RawMessage
+	if err := tx.GetContext(ctx, &raw, `SELECT event FROM inbox WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("repair grant for delivery %d: %w", id, err)
+	}
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return fmt.Errorf("repair grant for delivery %d: decode: %w", id, err)
+	}
+	if err := charges.EnsureGrantTx(ctx, tx, ev.ChargeID, ev.PSPRef); err != nil {
+		return fmt.Errorf("repair grant for delivery %d: %w", id, err)
+	}
+	return tx.Commit()
+}
+
+func (p *Processor) processTx(ctx context.Context, id int64) ([]int64, error) {
+	tx, err := p.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("process delivery %d: begin: %w", id, err)
+	}
+	defer tx.Rollback()
+	// Lock order is always inbox row, then charge row: no deadlocks.
+	var row inboxRow
+	err = tx.GetContext(ctx, &row, `SELECT id, scheme, kind, event, attempts, received_at FROM inbox
+		WHERE id = $1 AND status = 'pending' FOR UPDATE SKIP LOCKED`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("process delivery %d: lock: %w", id, err)
+	}
+	status, released, err := p.apply(ctx, tx, row)
+	if err != nil {
+		return nil, fmt.Errorf("process delivery %d: %w", id, err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE inbox SET status = $2, processed_at = now(), attempts = attempts + 1
+		WHERE id = $1`, id, status); err != nil {
+		return nil, fmt.Errorf("process delivery %d: mark %s: %w", id, status, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("process delivery %d: commit: %w", id, postings.MapError(err))
+	}
+	return released, nil
+}
+
+// apply decides what the delivery does and returns the inbox status it
+// ends in.
+func (p *Processor) apply(ctx context.Context, tx *sqlx.Tx, row inboxRow) (string, []int64, error) {
+	var ev scheme.Event
+	if err := json.Unmarshal(row.Event, &ev); err != nil {
+		return "", nil, fmt.Errorf("decode stored event: %w", err)
+	}
+	switch ev.Kind {
+	case scheme.KindIgnored, scheme.KindTest:
+		return "ignored", nil, nil
+	case scheme.KindDisputed:
+		return "divergent", nil, openDivergence(ctx, tx, row.ID, ev.ChargeID, "disputed", "the PSP reports a dispute ("+ev.Type+")")
+	}
+	at := ev.OccurredAt
+	if at.IsZero() {
+		at = row.ReceivedAt
+	}
+	out, err := p.applier.ApplyTx(ctx, tx, charges.Event{
+		Kind: charges.Kind(ev.Kind), ChargeID: ev.ChargeID, PSPRef: ev.PSPRef, RefundID: ev.RefundID,
+		Amount: ev.Amount, HasAmount: ev.HasAmount, Fee: ev.Fee, HasFee: ev.HasFee,
+		FullRefundIfNoAmount: ev.FullRefund, At: at, InboxID: row.ID,
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	switch out.Result {
+	case charges.Parked:
+		return "parked", nil, nil
+	case charges.Divergence:
+		return "divergent", nil, openDivergence(ctx, tx, row.ID, out.ChargeID, out.Reason, out.Detail)
+	}
+	if ev.Kind != scheme.KindPaid || out.Result != charges.Applied {
+		return "processed", nil, nil
+	}
+	released, err := releaseParked(ctx, tx, out.ChargeID)
+	return "processed", released, err
+}
+
+// releaseParked makes the refunds that arrived before their payment due
+// again, now that the payment is in.
+func releaseParked(ctx context.Context, tx *sqlx.Tx, chargeID string) ([]int64, error) {
+	var ids []int64
+	err := tx.SelectContext(ctx, &ids, `UPDATE inbox SET status = 'pending', next_attempt_at = now()
+		WHERE status = 'parked' AND charge_ref IN (
+			SELECT unnest(ARRAY[id, psp_ref, paid_ref]) FROM charges WHERE id = $1)
+		RETURNING id`, chargeID)
+	if err != nil {
+		return nil, fmt.Errorf("release parked deliveries of %s: %w", chargeID, err)
+	}
+	return ids, nil
+}
+
+// recordFailure counts a failed attempt and schedules the next with
+// exponential back-off (1 s doubling to 10 min, jittered so replicas do not
+// retry in lockstep); past MaxAttempts the delivery becomes a divergence.
+func (p *Processor) recordFailure(ctx context.Context, id int64, cause error) {
+	ctx = context.WithoutCancel(ctx)
+	if err := p.recordFailureTx(ctx, id, cause); err != nil {
+		p.log.Error("record delivery failure", "delivery", id, "error", err, "cause", cause)
+	}
+}
+
+func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) error {
+	tx, err := p.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var attempts int
+	err = tx.GetContext(ctx, &attempts, `UPDATE inbox SET attempts = attempts + 1, last_error = left($2, 2000),
+		next_attempt_at = now() + least(600, power(2, least(attempts, 10))) * (0.5 + random() / 2) * interval '1 second'
+		WHERE id = $1 AND status = 'pending' RETURNING attempts`, id, cause.Error())
+	if isNoRows(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if attempts >= p.MaxAttempts {
+		if _, err := tx.ExecContext(ctx, `UPDATE inbox SET status = 'divergent', processed_at = now() WHERE id = $1`, id); err != nil {
+			return err
+		}
+		if err := openDivergence(ctx, tx, id, "", "processing_failed", fmt.Sprintf("gave up after %d attempts: %v", attempts, cause)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	p.log.Warn("delivery failed; will retry", "delivery", id, "attempts", attempts, "error", cause)
+	return nil
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

@@ -1,0 +1,65 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Worker retries deliveries that are due: ones whose processing failed,
+// ones a crashed process stored but never applied, and refunds released
+// from parking. Several replicas may run workers on one database: each
+// delivery is applied under FOR UPDATE SKIP LOCKED and status 'pending',
+// so exactly one of them applies it.
+type Worker struct {
+	proc     *Processor
+	interval time.Duration
+	batch    int
+}
+
+// NewWorker returns a worker polling every interval.
+func NewWorker(proc *Processor, interval time.Duration) *Worker {
+	return &Worker{proc: proc, interval: interval, batch: 100}
+}
+
+// Run works until ctx ends; a delivery in flight then finishes, as
+// processing runs on a context that outlives ctx by a bounded time.
+func (w *Worker) Run(ctx context.Context) error {
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	for {
+		n, err := w.RunOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			w.proc.log.Warn("worker poll failed", "error", err)
+		}
+		if n == w.batch {
+			continue // more may be due right now
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce processes the deliveries due now, up to one batch, and returns
+// how many it picked.
+func (w *Worker) RunOnce(ctx context.Context) (int, error) {
+	var ids []int64
+	err := w.proc.db.SelectContext(ctx, &ids, `SELECT id FROM inbox
+		WHERE status = 'pending' AND next_attempt_at <= now()
+		ORDER BY next_attempt_at LIMIT $1`, w.batch)
+	if err != nil {
+		return 0, fmt.Errorf("poll inbox: %w", err)
+	}
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			break
+		}
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		w.proc.Process(pctx, id) // failures are recorded on the delivery
+		cancel()
+	}
+	return len(ids), nil
+}
