@@ -1,0 +1,103 @@
+package webhook_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/razao/razao/webhook"
+)
+
+// makeDue stands in for the passing of back-off time.
+func (e *env) makeDue() {
+	e.t.Helper()
+	e.db.MustExec(`UPDATE inbox SET next_attempt_at = now() WHERE status = 'pending'`)
+}
+
+func TestWorkerRetriesAFailedDeliveryUntilApplied(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.charge("order-1", 4990, "partner-42", 1000)
+	e.applier.AfterSale = func() error { return errors.New("database hiccup") }
+	e.postHodle(hodlePaid("track-1", "order-1", "49.90"))
+	w := webhook.NewWorker(e.proc, time.Hour)
+	if n, _ := w.RunOnce(context.Background()); n != 0 {
+		t.Fatalf("worker picked %d deliveries still in back-off", n)
+	}
+	e.applier.AfterSale = nil
+	e.makeDue()
+	if n, err := w.RunOnce(context.Background()); n != 1 || err != nil {
+		t.Fatalf("worker picked %d (%v), want 1", n, err)
+	}
+	e.assertPaidOnce("order-1")
+	var attempts int
+	e.db.Get(&attempts, `SELECT attempts FROM inbox`)
+	if attempts != 2 {
+		t.Fatalf("attempts %d, want 2", attempts)
+	}
+}
+
+func TestDeliveryFailingPastTheLimitBecomesDivergence(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.charge("order-1", 4990, "", 0)
+	e.proc.MaxAttempts = 3
+	e.applier.AfterSale = func() error { return errors.New("always failing") }
+	e.postHodle(hodlePaid("track-1", "order-1", "49.90"))
+	w := webhook.NewWorker(e.proc, time.Hour)
+	for i := 0; i < 5; i++ {
+		e.makeDue()
+		w.RunOnce(context.Background())
+	}
+	var status string
+	var attempts int
+	e.db.QueryRow(`SELECT status, attempts FROM inbox`).Scan(&status, &attempts)
+	if status != "divergent" || attempts != 3 {
+		t.Fatalf("status %s after %d attempts, want divergent after 3", status, attempts)
+	}
+	var reason string
+	e.db.Get(&reason, `SELECT reason FROM divergences`)
+	if reason != "processing_failed" {
+		t.Fatalf("divergence %q, want processing_failed", reason)
+	}
+	if n := e.count(`SELECT count(*) FROM posting_sets`); n != 0 {
+		t.Fatalf("%d sets from a delivery that never applied", n)
+	}
+}
+
+// Three workers, as three replicas would run them, drain the same due
+// deliveries: each is applied exactly once.
+func TestConcurrentWorkersApplyEachDeliveryOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const n = 30
+	e.applier.AfterSale = func() error { return errors.New("first attempt fails") }
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("order-%d", i)
+		e.charge(id, 1000, "partner-42", 1000)
+		e.postHodle(hodlePaid("track-"+id, id, "10.00"))
+	}
+	e.applier.AfterSale = nil
+	e.makeDue()
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			webhook.NewWorker(e.proc, time.Hour).RunOnce(context.Background())
+		}()
+	}
+	wg.Wait()
+	if got := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'sale'`); got != n {
+		t.Fatalf("%d sales, want %d", got, n)
+	}
+	if got := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'commission'`); got != n {
+		t.Fatalf("%d commissions, want %d", got, n)
+	}
+	if got := e.count(`SELECT count(*) FROM inbox WHERE status = 'processed'`); got != n {
+		t.Fatalf("%d processed, want %d", got, n)
+	}
+}
