@@ -11,7 +11,8 @@ import (
 	"github.com/lib/pq"
 )
 
-// Channel is the NOTIFY channel the outbox trigger announces inserts on.
+// Channel is the NOTIFY channel on which writers announce committed outbox
+// rows (see Notifier).
 const Channel = "razao_outbox"
 
 // Defaults of the Hub's settings.

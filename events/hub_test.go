@@ -1,7 +1,10 @@
 package events_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"testing"
 	"time"
@@ -74,17 +77,23 @@ func TestStreamResumesAfterQueryCursor(t *testing.T) {
 	}
 }
 
-// With polling all but off, only the NOTIFY sent at commit can wake the
-// stream before the deadline.
+// With polling all but off, only the NOTIFY the Notifier sends after the
+// commit can wake the stream before the deadline.
 func TestStreamIsWokenByNotification(t *testing.T) {
 	t.Parallel()
 	h := startHub(t, time.Hour, nil)
+	n := events.NewNotifier(h.db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go n.Run(ctx)
 	c := openStream(t, h, "", "")
 	appendCommitted(t, h.db, "now")
+	n.Kick()
 	if name := payloadName(t, decode(t, c.next(t)).Payload); name != "now" {
 		t.Fatalf("got %s, want now", name)
 	}
 	appendCommitted(t, h.db, "later")
+	n.Kick()
 	if name := payloadName(t, decode(t, c.next(t)).Payload); name != "later" {
 		t.Fatalf("got %s, want later", name)
 	}

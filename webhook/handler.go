@@ -99,6 +99,7 @@ func (h *Handler) malformed(w http.ResponseWriter, ctx context.Context, ep *Endp
 		reply(w, http.StatusServiceUnavailable, Response{Status: "unavailable"})
 		return
 	}
+	h.proc.committed() // a divergence.opened event
 	reply(w, http.StatusBadRequest, Response{Status: "malformed", Error: cause.Error()})
 }
 

@@ -38,7 +38,7 @@ var clock = time.Unix(1790035200, 0)
 
 // env is one test's running webhook front on its own database.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	db      *sqlx.DB
 	url     string
 	applier *charges.Applier
@@ -46,13 +46,13 @@ type env struct {
 	router  http.Handler
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	db, url := pgtest.NewWithURL(t)
 	return newEnvWithDB(t, db, url)
 }
 
-func newEnvWithDB(t *testing.T, db *sqlx.DB, url string) *env {
+func newEnvWithDB(t testing.TB, db *sqlx.DB, url string) *env {
 	t.Helper()
 	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
 	if err != nil {

@@ -26,6 +26,15 @@ type Processor struct {
 	applier     *charges.Applier
 	log         *slog.Logger
 	MaxAttempts int
+	// OnCommit runs after each commit that may have appended outbox
+	// events: the service kicks its events.Notifier there.
+	OnCommit func()
+}
+
+func (p *Processor) committed() {
+	if p.OnCommit != nil {
+		p.OnCommit()
+	}
 }
 
 // NewProcessor returns a processor applying deliveries with applier.
@@ -101,7 +110,11 @@ func (p *Processor) repairGrant(ctx context.Context, id int64) error {
 	if err := charges.EnsureGrantTx(ctx, tx, ev.ChargeID, ev.PSPRef); err != nil {
 		return fmt.Errorf("repair grant for delivery %d: %w", id, err)
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("repair grant for delivery %d: commit: %w", id, err)
+	}
+	p.committed()
+	return nil
 }
 
 func (p *Processor) processTx(ctx context.Context, id int64) ([]int64, error) {
@@ -131,6 +144,7 @@ func (p *Processor) processTx(ctx context.Context, id int64) ([]int64, error) {
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("process delivery %d: commit: %w", id, postings.MapError(err))
 	}
+	p.committed()
 	return released, nil
 }
 
@@ -223,6 +237,7 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	p.committed()
 	p.log.Warn("delivery failed; will retry", "delivery", id, "attempts", attempts, "error", cause)
 	return nil
 }

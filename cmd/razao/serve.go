@@ -45,12 +45,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // server is the running service: its database, ledger, webhook front,
 // worker, event hub and HTTP handler.
 type server struct {
-	db      *sqlx.DB
-	log     *slog.Logger
-	http    *http.Server
-	worker  *webhook.Worker
-	hub     *events.Hub
-	applier *charges.Applier
+	db       *sqlx.DB
+	log      *slog.Logger
+	http     *http.Server
+	worker   *webhook.Worker
+	hub      *events.Hub
+	notifier *events.Notifier
+	applier  *charges.Applier
 }
 
 func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (*server, error) {
@@ -73,13 +74,16 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		}
 	}
 	applier := &charges.Applier{Ledger: postings.New(db, cal)}
+	notifier := events.NewNotifier(db, logger)
 	proc := webhook.NewProcessor(db, applier, logger)
+	proc.OnCommit = notifier.Kick
 	s := &server{
-		db:      db,
-		log:     logger,
-		worker:  webhook.NewWorker(proc, cfg.workerInterval),
-		hub:     events.NewHub(db, cfg.db.url, logger),
-		applier: applier,
+		db:       db,
+		log:      logger,
+		worker:   webhook.NewWorker(proc, cfg.workerInterval),
+		hub:      events.NewHub(db, cfg.db.url, logger),
+		notifier: notifier,
+		applier:  applier,
 	}
 	hooks := webhook.NewHandler(cfg.endpoints, webhook.NewInbox(db), proc, now, logger)
 	s.http = &http.Server{
@@ -125,9 +129,10 @@ func (s *server) ready(w http.ResponseWriter, r *http.Request) {
 func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); s.worker.Run(bg) }()
 	go func() { defer wg.Done(); s.hub.Run(bg) }()
+	go func() { defer wg.Done(); s.notifier.Run(bg) }()
 	defer func() { stopBG(); wg.Wait() }()
 
 	errc := make(chan error, 1)
