@@ -102,12 +102,10 @@ func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body []
 	for i, e := range entries {
 		keys[i], types[i], ids[i], kinds[i], refs[i], evs[i], statuses[i] = e.key, e.eventType, e.eventID, e.kind, e.chargeRef, string(e.event), e.status
 	}
-	tx, err := in.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("inbox: begin: %w", err)
-	}
-	defer tx.Rollback()
-	rows, err := tx.QueryxContext(ctx, `
+	// One statement in autocommit: a single round trip, and the rows are
+	// read to the end (ReadyForQuery, after COMMIT) before anyone is told
+	// the delivery is stored.
+	rows, err := in.db.QueryxContext(ctx, `
 		INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref, event, body, headers, status, next_attempt_at)
 		SELECT k, $2, $3, $4, t, i, kd, NULLIF(r, ''), e::jsonb, $9, $10, s, now() + interval '5 seconds'
 		FROM unnest($1::text[], $5::text[], $6::text[], $7::text[], $8::text[], $11::text[], $12::text[]) AS u (k, t, i, kd, r, e, s)
@@ -131,8 +129,8 @@ func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body []
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("inbox: insert: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("inbox: commit: %w", err)
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("inbox: insert: %w", err)
 	}
 	out := make([]Stored, n)
 	for i, e := range entries {

@@ -133,12 +133,12 @@ func (p *Processor) processTx(ctx context.Context, id int64) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("process delivery %d: lock: %w", id, err)
 	}
-	status, released, err := p.apply(ctx, tx, row)
+	status, paidCharge, err := p.apply(ctx, tx, row)
 	if err != nil {
 		return nil, fmt.Errorf("process delivery %d: %w", id, err)
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE inbox SET status = $2, processed_at = now(), attempts = attempts + 1
-		WHERE id = $1`, id, status); err != nil {
+	released, err := finish(ctx, tx, id, status, paidCharge)
+	if err != nil {
 		return nil, fmt.Errorf("process delivery %d: mark %s: %w", id, status, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -149,17 +149,17 @@ func (p *Processor) processTx(ctx context.Context, id int64) ([]int64, error) {
 }
 
 // apply decides what the delivery does and returns the inbox status it
-// ends in.
-func (p *Processor) apply(ctx context.Context, tx *sqlx.Tx, row inboxRow) (string, []int64, error) {
+// ends in and, when it confirmed a payment, the charge it paid.
+func (p *Processor) apply(ctx context.Context, tx *sqlx.Tx, row inboxRow) (string, string, error) {
 	var ev scheme.Event
 	if err := json.Unmarshal(row.Event, &ev); err != nil {
-		return "", nil, fmt.Errorf("decode stored event: %w", err)
+		return "", "", fmt.Errorf("decode stored event: %w", err)
 	}
 	switch ev.Kind {
 	case scheme.KindIgnored, scheme.KindTest:
-		return "ignored", nil, nil
+		return "ignored", "", nil
 	case scheme.KindDisputed:
-		return "divergent", nil, openDivergence(ctx, tx, row.ID, ev.ChargeID, "disputed", "the PSP reports a dispute ("+ev.Type+")")
+		return "divergent", "", openDivergence(ctx, tx, row.ID, ev.ChargeID, "disputed", "the PSP reports a dispute ("+ev.Type+")")
 	}
 	at := ev.OccurredAt
 	if at.IsZero() {
@@ -171,33 +171,34 @@ func (p *Processor) apply(ctx context.Context, tx *sqlx.Tx, row inboxRow) (strin
 		FullRefundIfNoAmount: ev.FullRefund, At: at, InboxID: row.ID,
 	})
 	if err != nil {
-		return "", nil, err
+		return "", "", err
 	}
 	switch out.Result {
 	case charges.Parked:
-		return "parked", nil, nil
+		return "parked", "", nil
 	case charges.Divergence:
-		return "divergent", nil, openDivergence(ctx, tx, row.ID, out.ChargeID, out.Reason, out.Detail)
+		return "divergent", "", openDivergence(ctx, tx, row.ID, out.ChargeID, out.Reason, out.Detail)
 	}
 	if ev.Kind != scheme.KindPaid || out.Result != charges.Applied {
-		return "processed", nil, nil
+		return "processed", "", nil
 	}
-	released, err := releaseParked(ctx, tx, out.ChargeID)
-	return "processed", released, err
+	return "processed", out.ChargeID, nil
 }
 
-// releaseParked makes the refunds that arrived before their payment due
-// again, now that the payment is in.
-func releaseParked(ctx context.Context, tx *sqlx.Tx, chargeID string) ([]int64, error) {
+// finish marks the delivery with its final status and, when it paid a
+// charge, makes the refunds parked before that payment due again; one
+// statement for both. It returns the released deliveries.
+func finish(ctx context.Context, tx *sqlx.Tx, id int64, status, paidCharge string) ([]int64, error) {
 	var ids []int64
-	err := tx.SelectContext(ctx, &ids, `UPDATE inbox SET status = 'pending', next_attempt_at = now()
-		WHERE status = 'parked' AND charge_ref IN (
-			SELECT unnest(ARRAY[id, psp_ref, paid_ref]) FROM charges WHERE id = $1)
-		RETURNING id`, chargeID)
-	if err != nil {
-		return nil, fmt.Errorf("release parked deliveries of %s: %w", chargeID, err)
-	}
-	return ids, nil
+	err := tx.SelectContext(ctx, &ids, `
+		WITH done AS (
+			UPDATE inbox SET status = $2, processed_at = now(), attempts = attempts + 1 WHERE id = $1
+		)
+		UPDATE inbox SET status = 'pending', next_attempt_at = now()
+		WHERE $3 <> '' AND status = 'parked' AND charge_ref IN (
+			SELECT unnest(ARRAY[c.id, c.psp_ref, c.paid_ref]) FROM charges c WHERE c.id = $3)
+		RETURNING id`, id, status, paidCharge)
+	return ids, err
 }
 
 // recordFailure counts a failed attempt and schedules the next with
