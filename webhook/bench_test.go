@@ -1,8 +1,8 @@
 package webhook_test
 
 import (
-	"os"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
