@@ -14,7 +14,7 @@ run: ## start the service; without DATABASE_URL, starts a local PostgreSQL in .p
 
 .PHONY: demo
 demo: ## against a running `make run`: confirm, duplicate, race, refund, forge; print balances
-	@set -a && source "$$(bash scripts/dev-secrets.sh)" && set +a && go run ./cmd/razao demo
+	@set -a && source "$$(bash scripts/dev-secrets.sh)" && set +a && RAZAO_API_TOKEN="$$(cat .dev/api-token)" go run ./cmd/razao demo
 
 .PHONY: test
 test: ## run every test, with the race detector, against a real PostgreSQL

@@ -2,20 +2,20 @@ package api
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
-	"strings"
+	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/auth"
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
 
@@ -24,49 +24,29 @@ const maxJSONBody = 64 << 10
 
 // API holds what the /v1 handlers need.
 type API struct {
-	DB  *sqlx.DB
-	Log *slog.Logger
-	// Tokens are the SHA-256 digests of the accepted bearer tokens. Empty
-	// means the API is not protected (local development only: serve
-	// refuses to listen beyond loopback without tokens).
-	Tokens [][32]byte
+	DB     *sqlx.DB
+	Ledger *postings.Ledger
+	Log    *slog.Logger
+	// Now is the clock of requests that book something (payouts).
+	Now func() time.Time
 	// Events serves GET /v1/events.
 	Events http.Handler
 }
 
-// Register mounts the /v1 routes on r.
+// Register mounts the /v1 routes on r. Every route needs a bearer token
+// (auth.Middleware); each declares the scope it needs.
 func (a *API) Register(r *mux.Router) {
 	v1 := r.PathPrefix("/v1").Subrouter()
-	v1.Use(a.authenticate)
-	v1.HandleFunc("/charges", a.createCharge).Methods(http.MethodPost)
-	v1.HandleFunc("/charges/{id}", a.getCharge).Methods(http.MethodGet)
-	v1.HandleFunc("/balances", a.balances).Methods(http.MethodGet)
+	v1.Use(auth.Middleware(a.DB, a.Log))
+	read, write := auth.Require(auth.Read), auth.Require(auth.Write)
+	v1.Handle("/charges", write(http.HandlerFunc(a.createCharge))).Methods(http.MethodPost)
+	v1.Handle("/charges/{id}", read(http.HandlerFunc(a.getCharge))).Methods(http.MethodGet)
+	v1.Handle("/balances", read(http.HandlerFunc(a.balances))).Methods(http.MethodGet)
+	v1.Handle("/partners/{id}", read(http.HandlerFunc(a.getPartner))).Methods(http.MethodGet)
+	v1.Handle("/partners/{id}/payouts", write(http.HandlerFunc(a.createPayout))).Methods(http.MethodPost)
 	if a.Events != nil {
-		v1.Handle("/events", a.Events).Methods(http.MethodGet)
+		v1.Handle("/events", read(a.Events)).Methods(http.MethodGet)
 	}
-}
-
-// authenticate demands a bearer token whose digest is configured,
-// compared in constant time.
-func (a *API) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(a.Tokens) == 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(token))
-		match := 0
-		for _, t := range a.Tokens {
-			match |= subtle.ConstantTimeCompare(sum[:], t[:])
-		}
-		if !ok || match == 0 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="razao"`)
-			writeProblem(w, http.StatusUnauthorized, "unauthorized", "Missing or invalid bearer token", "")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // decodeJSON reads a bounded JSON body into v, refusing unknown fields,

@@ -1,7 +1,7 @@
 package api_test
 
 import (
-	"crypto/sha256"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -9,21 +9,34 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/api"
+	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/postings"
 )
 
-const token = "test-token-0123456789abcdef"
-
-func newAPI(t *testing.T) http.Handler {
+// newAPI returns the /v1 routes over a fresh database and a token with
+// the scopes asked for.
+func newAPI(t *testing.T, scopes ...auth.Scope) (http.Handler, string, *sqlx.DB) {
 	t.Helper()
+	db := pgtest.New(t)
+	if len(scopes) == 0 {
+		scopes = []auth.Scope{auth.Admin}
+	}
+	token, _, err := auth.Create(context.Background(), db, "test", scopes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
 	r := mux.NewRouter()
-	(&api.API{DB: pgtest.New(t), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Tokens: [][32]byte{sha256.Sum256([]byte(token))}}).Register(r)
-	return r
+	(&api.API{DB: db, Ledger: postings.New(db, cal), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now: func() time.Time { return time.Date(2026, 9, 2, 12, 0, 0, 0, time.UTC) }}).Register(r)
+	return r, token, db
 }
 
 func call(t *testing.T, h http.Handler, method, path, auth, body string) (int, map[string]any, http.Header) {
@@ -42,7 +55,7 @@ func call(t *testing.T, h http.Handler, method, path, auth, body string) (int, m
 
 func TestRegisterChargeIsIdempotentOnID(t *testing.T) {
 	t.Parallel()
-	h := newAPI(t)
+	h, token, _ := newAPI(t)
 	body := `{"id":"order-1","amount":4990,"partner":"partner-42","commission_bp":1000,"access":"course:go","metadata":{"b":1,"a":2}}`
 	if code, m, _ := call(t, h, "POST", "/v1/charges", token, body); code != 201 || m["state"] != "pending" {
 		t.Fatalf("first: %d %v", code, m)
@@ -67,7 +80,7 @@ func TestRegisterChargeIsIdempotentOnID(t *testing.T) {
 
 func TestRegisterChargeRefusesBadInput(t *testing.T) {
 	t.Parallel()
-	h := newAPI(t)
+	h, token, _ := newAPI(t)
 	for _, body := range []string{
 		`{"id":"order-1","amount":0}`,
 		`{"id":"order-1","amount":-5}`,
@@ -93,13 +106,104 @@ func TestRegisterChargeRefusesBadInput(t *testing.T) {
 	}
 }
 
-func TestAPIDemandsBearerToken(t *testing.T) {
+// Every route: no token → 401, revoked token → 401, a scope too low →
+// 403, the scope it needs → not an auth error.
+func TestEveryRouteDemandsTokenAndScope(t *testing.T) {
 	t.Parallel()
-	h := newAPI(t)
-	for _, auth := range []string{"", "wrong-token-0123456789abcdef"} {
-		code, m, hdr := call(t, h, "GET", "/v1/charges/order-1", auth, "")
-		if code != 401 || hdr.Get("WWW-Authenticate") == "" {
-			t.Errorf("auth %q: %d %v, want 401", auth, code, m)
+	h, _, db := newAPI(t)
+	routes := []struct {
+		method, path, body string
+		needs              auth.Scope
+	}{
+		{"POST", "/v1/charges", `{"id":"x","amount":1}`, auth.Write},
+		{"GET", "/v1/charges/x", "", auth.Read},
+		{"GET", "/v1/balances", "", auth.Read},
+		{"GET", "/v1/partners/p1", "", auth.Read},
+		{"POST", "/v1/partners/p1/payouts", `{"amount":1}`, auth.Write},
+	}
+	ctx := context.Background()
+	readTok, _, _ := auth.Create(ctx, db, "reader", []auth.Scope{auth.Read})
+	writeTok, _, _ := auth.Create(ctx, db, "writer", []auth.Scope{auth.Write})
+	revokedTok, revoked, _ := auth.Create(ctx, db, "gone", []auth.Scope{auth.Admin})
+	if _, err := auth.Revoke(ctx, db, revoked.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range routes {
+		t.Run(rt.method+" "+rt.path, func(t *testing.T) {
+			for _, c := range []struct {
+				token string
+				want  int
+			}{{"", 401}, {revokedTok, 401}, {"rz_not-a-real-token", 401}} {
+				if code, _, _ := call(t, h, rt.method, rt.path, c.token, rt.body); code != c.want {
+					t.Errorf("token %q: %d, want %d", c.token, code, c.want)
+				}
+			}
+			if rt.needs == auth.Write {
+				if code, _, _ := call(t, h, rt.method, rt.path, readTok, rt.body); code != 403 {
+					t.Errorf("read token on a write route: %d, want 403", code)
+				}
+			}
+			good := readTok
+			if rt.needs == auth.Write {
+				good = writeTok
+			}
+			if code, _, _ := call(t, h, rt.method, rt.path, good, rt.body); code == 401 || code == 403 {
+				t.Errorf("token with scope %s: %d", rt.needs, code)
+			}
+		})
+	}
+}
+
+func TestPayoutNeedsKeyIsIdempotentAndRefusesOverPayout(t *testing.T) {
+	t.Parallel()
+	h, token, db := newAPI(t)
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	at := time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC)
+	for _, s := range []func() (postings.Set, error){
+		func() (postings.Set, error) { return postings.Sale("c1", "BRL", 4990, 0, at) },
+		func() (postings.Set, error) {
+			s, _, err := postings.CommissionSet("c1", "p1", "BRL", 4990, 1000, at)
+			return s, err
+		},
+	} {
+		set, _ := s()
+		if _, err := postings.New(db, cal).Post(context.Background(), set); err != nil {
+			t.Fatal(err)
 		}
+	}
+	payout := func(key, body string) (int, map[string]any) {
+		req := httptest.NewRequest("POST", "/v1/partners/p1/payouts", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var m map[string]any
+		json.Unmarshal(rec.Body.Bytes(), &m)
+		return rec.Code, m
+	}
+	if code, _ := payout("", `{"amount":100}`); code != 400 {
+		t.Fatalf("without key: %d, want 400", code)
+	}
+	code, first := payout("po-1", `{"amount":300}`)
+	if code != 201 {
+		t.Fatalf("payout: %d %v", code, first)
+	}
+	if code, again := payout("po-1", `{"amount":300}`); code != 200 || again["posting_set_id"] != first["posting_set_id"] {
+		t.Fatalf("same key again: %d %v (first %v)", code, again, first)
+	}
+	if code, m := payout("po-1", `{"amount":301}`); code != 422 || !strings.HasSuffix(m["type"].(string), "/idempotency-conflict") {
+		t.Fatalf("same key, other amount: %d %v", code, m)
+	}
+	if code, m := payout("po-2", `{"amount":200}`); code != 422 || !strings.HasSuffix(m["type"].(string), "/over-owed") {
+		t.Fatalf("over-payout: %d %v", code, m)
+	}
+	code, m, _ := call(t, h, "GET", "/v1/partners/p1", token, "")
+	if code != 200 || m["owed"].(float64) != 199 || m["paid"].(float64) != 300 {
+		t.Fatalf("partner: %d %v", code, m)
+	}
+	if n := 0; db.Get(&n, `SELECT count(*) FROM posting_sets WHERE kind = 'payout'`) != nil || n != 1 {
+		t.Fatalf("%d payout sets, want 1", n)
 	}
 }

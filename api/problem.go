@@ -10,6 +10,8 @@ import (
 	"net/http"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/partners"
+	"github.com/razao/razao/postings"
 )
 
 // problemBase prefixes every problem type: a stable identifier clients can
@@ -35,6 +37,16 @@ func writeProblem(w http.ResponseWriter, status int, kind, title, detail string)
 // generic 500, logged once with its cause and never shown to the client.
 func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 	switch {
+	case errors.Is(err, partners.ErrInvalid):
+		writeProblem(w, http.StatusBadRequest, "invalid-payout", "Invalid payout", err.Error())
+	case errors.Is(err, partners.ErrNotFound):
+		writeProblem(w, http.StatusNotFound, "not-found", "Not found", err.Error())
+	case errors.Is(err, partners.ErrOverOwed):
+		writeProblem(w, http.StatusUnprocessableEntity, "over-owed", "Payout above what is owed", err.Error())
+	case errors.Is(err, postings.ErrIdempotencyConflict):
+		writeProblem(w, http.StatusUnprocessableEntity, "idempotency-conflict", "Idempotency key reused with other content", err.Error())
+	case errors.Is(err, postings.ErrClosedMonth):
+		writeProblem(w, http.StatusConflict, "closed-month", "Competence month is closed", err.Error())
 	case errors.Is(err, charges.ErrInvalid):
 		writeProblem(w, http.StatusBadRequest, "invalid-charge", "Invalid charge", err.Error())
 	case errors.Is(err, charges.ErrConflict):

@@ -35,7 +35,7 @@ func TestLedgerTablesAreAppendOnlyForSuperuser(t *testing.T) {
 		`TRUNCATE posting_sets CASCADE`,
 		`UPDATE accounts SET code = 'assets:stolen' WHERE code = 'assets:cash'`,
 		`DELETE FROM closed_periods`,
-		`TRUNCATE closed_periods`,
+		`TRUNCATE closed_periods CASCADE`,
 	} {
 		t.Run(stmt, func(t *testing.T) {
 			_, err := db.Exec(stmt)
@@ -273,5 +273,17 @@ func waitForLockWaiters(t *testing.T, db interface {
 			t.Fatalf("only %d of %d sessions waiting on the lock", waiting, n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRetryAtAnotherTimeIsReplayNotConflict(t *testing.T) {
+	t.Parallel()
+	l, _ := newLedger(t)
+	first, err := postings.Payout("p1", "po-1", "BRL", 100, aug)
+	p1 := mustPost(t, l, first, err)
+	retry, _ := postings.Payout("p1", "po-1", "BRL", 100, aug.Add(time.Minute))
+	p2 := mustPost(t, l, retry, nil)
+	if !p2.Replayed || p2.ID != p1.ID {
+		t.Fatalf("retry = %+v, want replay of set %d", p2, p1.ID)
 	}
 }

@@ -179,8 +179,10 @@ func addChecked(a, b int64) (int64, bool) {
 	return c, true
 }
 
-// contentHash fingerprints the intent of a set: what it records, not where
-// or when it was booked, so a replay after its month closed still matches.
+// contentHash fingerprints the intent of a set: what money it moves and
+// for which business event, not where or when it was booked. The event
+// time is left out on purpose: a client retrying a payout a minute later,
+// or a replay after its month closed, is the same set, not a conflict.
 func (s *Set) contentHash() string {
 	legs := make([]Leg, len(s.Legs))
 	for i, l := range s.Legs {
@@ -195,14 +197,12 @@ func (s *Set) contentHash() string {
 		Key        string `json:"key"`
 		Amount     int64  `json:"amount"`
 		Currency   string `json:"currency"`
-		EventAt    string `json:"event_at"`
 		Competence string `json:"competence,omitempty"`
 		Charge     string `json:"charge,omitempty"`
 		Refund     string `json:"refund,omitempty"`
 		Partner    string `json:"partner,omitempty"`
 		Legs       []Leg  `json:"legs"`
-	}{s.Kind, s.IdempotencyKey, s.Amount, s.Currency, s.EventAt.UTC().Format(time.RFC3339Nano),
-		competence, s.ChargeID, s.RefundID, s.Partner, legs})
+	}{s.Kind, s.IdempotencyKey, s.Amount, s.Currency, competence, s.ChargeID, s.RefundID, s.Partner, legs})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -115,7 +115,8 @@ var verifyChecks = []struct{ name, query string }{
 	{"append-only triggers are in place and enabled", `
 		SELECT t.name FROM (VALUES ('trg_posting_sets_append_only'), ('trg_posting_sets_no_truncate'),
 			('trg_postings_append_only'), ('trg_postings_no_truncate'), ('trg_posting_sets_balanced'),
-			('trg_posting_sets_open_month'), ('trg_postings_sealed_set')) AS t (name)
+			('trg_posting_sets_open_month'), ('trg_postings_sealed_set'), ('trg_accounts_immutable'),
+			('trg_closed_periods_append_only'), ('trg_closed_periods_no_truncate')) AS t (name)
 		LEFT JOIN pg_trigger g ON g.tgname = t.name AND g.tgenabled = 'A'
 		WHERE g.oid IS NULL`},
 }

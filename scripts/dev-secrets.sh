@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prints the path of .dev/secrets.env, creating it with fresh random
-# secrets the first time: the API token and one secret per dev endpoint.
+# secrets the first time: one secret per development endpoint.
 # The file is ignored by git and readable by its owner only.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -10,7 +10,6 @@ if [[ ! -f "$file" ]]; then
 	umask 077
 	rnd() { head -c "$1" /dev/urandom | base64 | tr -d '\n/+=' | head -c "$2"; }
 	{
-		echo "RAZAO_API_TOKEN=$(rnd 48 40)"
 		echo "RAZAO_DEV_HODLE_SECRET=$(rnd 48 40)"
 		echo "RAZAO_DEV_STANDARD_SECRET=whsec_$(head -c 32 /dev/urandom | base64 | tr -d '\n')"
 		echo "RAZAO_DEV_ABACATEPAY_SECRET=$(rnd 64 48)"

@@ -25,6 +25,11 @@ if [[ -z "${RAZAO_CONFIG:-}" ]]; then
 	echo "config: scripts/dev.yaml, secrets in .dev/secrets.env (try 'make demo' in another terminal)" >&2
 fi
 
-mkdir -p bin
+mkdir -p bin .dev
 go build -o bin/razao ./cmd/razao
+bin/razao migrate >/dev/null
+# A fresh admin token for this run, for make demo and your curl calls; the
+# database keeps only its hash. Revoke old ones with bin/razao token revoke.
+(umask 077; bin/razao token create -name "make run $(date -u +%FT%TZ)" -scope admin 2>/dev/null >.dev/api-token)
+echo "API token (admin) in .dev/api-token: curl -H \"Authorization: Bearer \$(cat .dev/api-token)\" ..." >&2
 exec bin/razao serve "$@"

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/webhook/scheme"
 )
 
@@ -22,6 +23,8 @@ type Handler struct {
 	proc      *Processor
 	now       func() time.Time
 	log       *slog.Logger
+	// Metrics counts deliveries by endpoint and outcome; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // NewHandler returns the webhook handler for the configured endpoints.
@@ -52,37 +55,37 @@ type EventStatus struct {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ep, ok := h.endpoints[endpointName(r)]
 	if !ok {
-		reply(w, http.StatusNotFound, Response{Status: "error", Error: "unknown webhook endpoint"})
+		h.reply(w, "", "not_found", http.StatusNotFound, Response{Status: "error", Error: "unknown webhook endpoint"})
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		reply(w, http.StatusMethodNotAllowed, Response{Status: "error", Error: "use POST"})
+		h.reply(w, ep.Name, "bad_method", http.StatusMethodNotAllowed, Response{Status: "error", Error: "use POST"})
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, ep.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			reply(w, http.StatusRequestEntityTooLarge, Response{Status: "error", Error: "body too large"})
+			h.reply(w, ep.Name, "too_large", http.StatusRequestEntityTooLarge, Response{Status: "error", Error: "body too large"})
 			return
 		}
-		reply(w, http.StatusBadRequest, Response{Status: "error", Error: "could not read body"})
+		h.reply(w, ep.Name, "unreadable", http.StatusBadRequest, Response{Status: "error", Error: "could not read body"})
 		return
 	}
 	req := scheme.Request{Header: r.Header, Query: r.URL.Query(), Body: body, Now: h.now(),
 		ClientCertVerified: r.TLS != nil && len(r.TLS.VerifiedChains) > 0}
 	if ep.Scheme.IsTest(req) {
-		reply(w, http.StatusOK, Response{Status: "test"})
+		h.reply(w, ep.Name, "test", http.StatusOK, Response{Status: "test"})
 		return
 	}
 	if err := ep.Scheme.Authenticate(req); err != nil {
-		h.log.Warn("webhook refused", "endpoint", ep.Name, "reason", err.Error())
-		reply(w, http.StatusUnauthorized, Response{Status: "unauthorized"})
+		h.log.WarnContext(r.Context(), "webhook refused", "endpoint", ep.Name, "reason", err.Error())
+		h.reply(w, ep.Name, "unauthorized", http.StatusUnauthorized, Response{Status: "unauthorized"})
 		return
 	}
 	if !isJSON(r.Header.Get("Content-Type")) {
-		reply(w, http.StatusUnsupportedMediaType, Response{Status: "error", Error: "body must be application/json"})
+		h.reply(w, ep.Name, "unsupported_media_type", http.StatusUnsupportedMediaType, Response{Status: "error", Error: "body must be application/json"})
 		return
 	}
 	evs, err := scheme.ParseDelivery(ep.Scheme, req)
@@ -95,20 +98,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) malformed(w http.ResponseWriter, ctx context.Context, ep *Endpoint, req scheme.Request, cause error) {
 	if _, err := h.inbox.putMalformed(ctx, ep, ep.Scheme.DeliveryID(req), req.Body, auditHeaders(req.Header), cause); err != nil {
-		h.log.Error("inbox unavailable", "endpoint", ep.Name, "error", err)
-		reply(w, http.StatusServiceUnavailable, Response{Status: "unavailable"})
+		h.log.ErrorContext(ctx, "inbox unavailable", "endpoint", ep.Name, "error", err)
+		h.reply(w, ep.Name, "unavailable", http.StatusServiceUnavailable, Response{Status: "unavailable"})
 		return
 	}
 	h.proc.committed() // a divergence.opened event
-	reply(w, http.StatusBadRequest, Response{Status: "malformed", Error: cause.Error()})
+	h.reply(w, ep.Name, "malformed", http.StatusBadRequest, Response{Status: "malformed", Error: cause.Error()})
 }
 
 func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint, evs []scheme.Event, body, headers []byte) {
 	entries := entriesFor(ep, evs, body)
 	stored, err := h.inbox.put(ctx, ep, entries, body, headers)
 	if err != nil {
-		h.log.Error("inbox unavailable", "endpoint", ep.Name, "error", err)
-		reply(w, http.StatusServiceUnavailable, Response{Status: "unavailable"})
+		h.log.ErrorContext(ctx, "inbox unavailable", "endpoint", ep.Name, "error", err)
+		h.reply(w, ep.Name, "unavailable", http.StatusServiceUnavailable, Response{Status: "unavailable"})
 		return
 	}
 	resp := Response{Status: "duplicate"}
@@ -138,10 +141,10 @@ func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint
 			err = h.proc.Process(pctx, s.ID)
 		}
 		if err != nil {
-			h.log.Warn("delivery stored, processing deferred to the worker", "endpoint", ep.Name, "key", s.Key, "error", err)
+			h.log.WarnContext(ctx, "delivery stored, processing deferred to the worker", "endpoint", ep.Name, "key", s.Key, "error", err)
 		}
 	}
-	reply(w, http.StatusOK, resp)
+	h.reply(w, ep.Name, resp.Status, http.StatusOK, resp)
 }
 
 // overall folds the events' statuses: accepted wins over ignored, which
@@ -160,6 +163,11 @@ func isJSON(contentType string) bool {
 	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && (mt == "application/json" || len(mt) > 5 && mt[len(mt)-5:] == "+json")
+}
+
+func (h *Handler) reply(w http.ResponseWriter, endpoint, outcome string, code int, body Response) {
+	h.Metrics.Delivery(endpoint, outcome)
+	reply(w, code, body)
 }
 
 func reply(w http.ResponseWriter, code int, body Response) {

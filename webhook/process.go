@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook/scheme"
 )
@@ -29,6 +30,8 @@ type Processor struct {
 	// OnCommit runs after each commit that may have appended outbox
 	// events: the service kicks its events.Notifier there.
 	OnCommit func()
+	// Metrics records processing time and failures; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 func (p *Processor) committed() {
@@ -118,6 +121,7 @@ func (p *Processor) repairGrant(ctx context.Context, id int64) error {
 }
 
 func (p *Processor) processTx(ctx context.Context, id int64) ([]int64, error) {
+	start := time.Now()
 	tx, err := p.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("process delivery %d: begin: %w", id, err)
@@ -145,6 +149,7 @@ func (p *Processor) processTx(ctx context.Context, id int64) ([]int64, error) {
 		return nil, fmt.Errorf("process delivery %d: commit: %w", id, postings.MapError(err))
 	}
 	p.committed()
+	p.Metrics.Processed(status, time.Since(start))
 	return released, nil
 }
 
@@ -206,6 +211,7 @@ func finish(ctx context.Context, tx *sqlx.Tx, id int64, status, paidCharge strin
 // retry in lockstep); past MaxAttempts the delivery becomes a divergence.
 func (p *Processor) recordFailure(ctx context.Context, id int64, cause error) {
 	ctx = context.WithoutCancel(ctx)
+	p.Metrics.Failure()
 	if err := p.recordFailureTx(ctx, id, cause); err != nil {
 		p.log.Error("record delivery failure", "delivery", id, "error", err, "cause", cause)
 	}

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"crypto/sha256"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -20,7 +18,6 @@ type fileConfig struct {
 	Listen         string                   `yaml:"listen"`
 	TimeZone       string                   `yaml:"time_zone"`
 	WorkerInterval time.Duration            `yaml:"worker_interval"`
-	APITokensEnv   []string                 `yaml:"api_tokens_env"`
 	Endpoints      []webhook.EndpointConfig `yaml:"endpoints"`
 }
 
@@ -34,7 +31,6 @@ type serveConfig struct {
 	migrate        bool
 	workerInterval time.Duration
 	endpoints      []*webhook.Endpoint
-	apiTokens      [][32]byte
 }
 
 func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) string) (serveConfig, error) {
@@ -68,8 +64,8 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	return cfg, cfg.loadSecrets(file, getenv)
 }
 
-// loadSecrets builds the endpoints and API tokens. Errors name variables
-// and endpoints, never values.
+// loadSecrets builds the endpoints. Errors name variables and endpoints,
+// never values.
 func (cfg *serveConfig) loadSecrets(file fileConfig, getenv func(string) string) error {
 	seen := map[string]bool{}
 	for _, ec := range file.Endpoints {
@@ -83,32 +79,7 @@ func (cfg *serveConfig) loadSecrets(file fileConfig, getenv func(string) string)
 		seen[ep.Name] = true
 		cfg.endpoints = append(cfg.endpoints, ep)
 	}
-	for _, env := range append([]string{"RAZAO_API_TOKEN"}, file.APITokensEnv...) {
-		v := getenv(env)
-		if v == "" {
-			continue
-		}
-		if len(v) < 24 {
-			return fmt.Errorf("config: API token in %s is shorter than 24 characters", env)
-		}
-		cfg.apiTokens = append(cfg.apiTokens, sha256.Sum256([]byte(v)))
-	}
-	if len(cfg.apiTokens) == 0 && !isLoopback(cfg.listen) {
-		return fmt.Errorf("config: listening on %s beyond loopback needs an API token (RAZAO_API_TOKEN)", cfg.listen)
-	}
 	return nil
-}
-
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func first(vs ...string) string {

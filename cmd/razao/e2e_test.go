@@ -17,26 +17,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/webhook"
 )
 
-const (
-	e2eToken  = "e2e-token-0123456789abcdefgh"
-	e2eSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-)
+const e2eSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 // startServer runs the real wiring of `razao serve` on a loopback port.
-func startServer(t *testing.T) (base string, stop func()) {
+func startServer(t *testing.T) (base, token string, stop func()) {
 	t.Helper()
-	_, url := pgtest.NewWithURL(t)
+	db, url := pgtest.NewWithURL(t)
+	token, _, err := auth.Create(context.Background(), db, "e2e", []auth.Scope{auth.Admin})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ep, err := webhook.NewEndpoint(webhook.EndpointConfig{Name: "psp", Scheme: "standard", Merchant: "loja", Secrets: []string{e2eSecret}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := serveConfig{db: dbFlags{url: url}, timeZone: "America/Sao_Paulo", migrate: true,
-		workerInterval: 50 * time.Millisecond, endpoints: []*webhook.Endpoint{ep},
-		apiTokens: [][32]byte{sha256.Sum256([]byte(e2eToken))}}
+		workerInterval: 50 * time.Millisecond, endpoints: []*webhook.Endpoint{ep}}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := newServer(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
 	if err != nil {
@@ -48,7 +49,7 @@ func startServer(t *testing.T) (base string, stop func()) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	return "http://" + ln.Addr().String(), func() {
+	return "http://" + ln.Addr().String(), token, func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
@@ -75,10 +76,10 @@ func signedStandard(t *testing.T, base, msgID string, body []byte) *http.Respons
 	return resp
 }
 
-func apiCall(t *testing.T, method, url, body string) (int, map[string]any) {
+func apiCall(t *testing.T, token, method, url, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+e2eToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -92,15 +93,15 @@ func apiCall(t *testing.T, method, url, body string) (int, map[string]any) {
 
 func TestServeEndToEnd(t *testing.T) {
 	t.Parallel()
-	base, stop := startServer(t)
+	base, token, stop := startServer(t)
 	defer stop()
 
-	if code, m := apiCall(t, "POST", base+"/v1/charges", `{"id":"order-1","amount":4990,"partner":"p1","commission_bp":1000,"access":"course:go"}`); code != 201 {
+	if code, m := apiCall(t, token, "POST", base+"/v1/charges", `{"id":"order-1","amount":4990,"partner":"p1","commission_bp":1000,"access":"course:go"}`); code != 201 {
 		t.Fatalf("register: %d %v", code, m)
 	}
 	// Subscribe before paying: the app hears "paid" only after commit.
 	req, _ := http.NewRequest("GET", base+"/v1/events", nil)
-	req.Header.Set("Authorization", "Bearer "+e2eToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	stream, err := http.DefaultClient.Do(req)
 	if err != nil || stream.StatusCode != 200 {
 		t.Fatalf("events: %v %v", err, stream)
@@ -120,7 +121,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if topics[0] != "charge.paid" || topics[1] != "access.granted" {
 		t.Fatalf("events %v, want charge.paid then access.granted", topics)
 	}
-	code, m := apiCall(t, "GET", base+"/v1/charges/order-1", "")
+	code, m := apiCall(t, token, "GET", base+"/v1/charges/order-1", "")
 	if code != 200 || m["state"] != "paid" || len(m["posting_sets"].([]any)) != 2 {
 		t.Fatalf("charge: %d %v", code, m)
 	}
@@ -131,6 +132,18 @@ func TestServeEndToEnd(t *testing.T) {
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if resp, err := http.Get(base + path); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("%s: %v %v", path, err, resp)
+		}
+	}
+	resp, err = http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`razao_webhook_deliveries_total{endpoint="psp",outcome="accepted"} 1`,
+		"razao_inbox_pending 0", "razao_divergences_open 0", "razao_delivery_processing_seconds_count"} {
+		if !strings.Contains(string(scrape), want) {
+			t.Errorf("metrics lack %q", want)
 		}
 	}
 }

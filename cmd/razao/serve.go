@@ -19,6 +19,8 @@ import (
 	"github.com/razao/razao/api"
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/reqid"
+	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
 )
@@ -28,7 +30,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, nil))
+	logger := slog.New(reqid.LogHandler{Handler: slog.NewJSONHandler(stderr, nil)})
 	srv, err := newServer(ctx, cfg, logger, time.Now)
 	if err != nil {
 		return err
@@ -73,10 +75,13 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 			logger.Info("migration applied", "name", m)
 		}
 	}
-	applier := &charges.Applier{Ledger: postings.New(db, cal)}
+	ledger := postings.New(db, cal)
+	applier := &charges.Applier{Ledger: ledger}
 	notifier := events.NewNotifier(db, logger)
+	m := metrics.New(db)
 	proc := webhook.NewProcessor(db, applier, logger)
 	proc.OnCommit = notifier.Kick
+	proc.Metrics = m
 	s := &server{
 		db:       db,
 		log:      logger,
@@ -86,8 +91,10 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		applier:  applier,
 	}
 	hooks := webhook.NewHandler(cfg.endpoints, webhook.NewInbox(db), proc, now, logger)
+	hooks.Metrics = m
+	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub}
 	s.http = &http.Server{
-		Handler:           s.routes(hooks, cfg.apiTokens),
+		Handler:           reqid.Middleware(s.routes(hooks, v1, m.Handler())),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -97,15 +104,16 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	return s, nil
 }
 
-func (s *server) routes(hooks http.Handler, tokens [][32]byte) http.Handler {
+func (s *server) routes(hooks http.Handler, v1 *api.API, metrics http.Handler) http.Handler {
 	r := mux.NewRouter()
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"ok"}`)
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.ready).Methods(http.MethodGet)
+	r.Handle("/metrics", metrics).Methods(http.MethodGet)
 	r.Handle("/webhooks/{endpoint}", hooks)
-	(&api.API{DB: s.db, Log: s.log, Tokens: tokens, Events: s.hub}).Register(r)
+	v1.Register(r)
 	return r
 }
 

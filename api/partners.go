@@ -1,0 +1,51 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/razao/razao/partners"
+)
+
+func (a *API) getPartner(w http.ResponseWriter, r *http.Request) {
+	s, err := partners.Get(r.Context(), a.DB, mux.Vars(r)["id"])
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+// payoutRequest is the body of POST /v1/partners/{id}/payouts.
+type payoutRequest struct {
+	Amount        int64 `json:"amount"`
+	AllowOverOwed bool  `json:"allow_over_owed"`
+}
+
+// createPayout books a payout, idempotently on the Idempotency-Key header:
+// 201 when booked, 200 when the same request was already booked.
+func (a *API) createPayout(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		writeProblem(w, http.StatusBadRequest, "idempotency-key-required", "Idempotency-Key header required", "")
+		return
+	}
+	var body payoutRequest
+	if !decodeJSON(w, r, &body) {
+		return
+	}
+	res, err := partners.Payout(r.Context(), a.DB, a.Ledger, partners.PayoutRequest{
+		Partner: mux.Vars(r)["id"], IdempotencyKey: key, Amount: body.Amount,
+		AllowOverOwed: body.AllowOverOwed, At: a.Now(),
+	})
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	status := http.StatusCreated
+	if res.Replayed {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, res)
+}

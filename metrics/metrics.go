@@ -1,0 +1,133 @@
+// Package metrics exposes razao's Prometheus metrics: what the webhook
+// front received and did, how long processing took, the inbox backlog, the
+// retries and the open divergences. Methods are safe on a nil *Metrics, so
+// tests and tools can run without a registry.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds the service's collectors in a registry of its own (no
+// package-level state).
+type Metrics struct {
+	reg        *prometheus.Registry
+	deliveries *prometheus.CounterVec
+	processing *prometheus.HistogramVec
+	retries    prometheus.Counter
+	exportRuns *prometheus.CounterVec
+}
+
+// New returns the metrics of one service; db feeds the gauges read from the
+// database at scrape time (backlog, oldest pending age, open divergences).
+func New(db *sqlx.DB) *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "razao_webhook_deliveries_total",
+			Help: "Webhook deliveries received, by endpoint and outcome (accepted, duplicate, test, ignored, malformed, unauthorized, too_large, unavailable...).",
+		}, []string{"endpoint", "outcome"}),
+		processing: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "razao_delivery_processing_seconds",
+			Help:    "Duration of the locked processing transaction of one delivery, by result.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"result"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "razao_delivery_failures_total",
+			Help: "Processing attempts that failed and were scheduled for a retry (or given up).",
+		}),
+		exportRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "razao_export_runs_total",
+			Help: "Scheduled export runs, by kind and outcome.",
+		}, []string{"kind", "outcome"}),
+	}
+	m.reg.MustRegister(m.deliveries, m.processing, m.retries, m.exportRuns,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&dbCollector{db: db})
+	return m
+}
+
+// Handler serves the registry for Prometheus to scrape.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Timeout: 10 * time.Second})
+}
+
+// Delivery counts one webhook delivery's outcome.
+func (m *Metrics) Delivery(endpoint, outcome string) {
+	if m != nil {
+		m.deliveries.WithLabelValues(endpoint, outcome).Inc()
+	}
+}
+
+// Processed records one processing transaction.
+func (m *Metrics) Processed(result string, d time.Duration) {
+	if m != nil {
+		m.processing.WithLabelValues(result).Observe(d.Seconds())
+	}
+}
+
+// Failure counts a failed processing attempt.
+func (m *Metrics) Failure() {
+	if m != nil {
+		m.retries.Inc()
+	}
+}
+
+// ExportRun counts a scheduled export run.
+func (m *Metrics) ExportRun(kind, outcome string) {
+	if m != nil {
+		m.exportRuns.WithLabelValues(kind, outcome).Inc()
+	}
+}
+
+// dbCollector reads the gauges that live in the database when scraped, so
+// every replica reports the same truth and nothing is cached in process.
+type dbCollector struct {
+	db *sqlx.DB
+}
+
+var (
+	backlogDesc = prometheus.NewDesc("razao_inbox_pending", "Deliveries stored but not yet applied.", nil, nil)
+	oldestDesc  = prometheus.NewDesc("razao_inbox_oldest_pending_seconds", "Age of the oldest delivery not yet applied (0 when none).", nil, nil)
+	parkedDesc  = prometheus.NewDesc("razao_inbox_parked", "Refunds parked until their payment lands.", nil, nil)
+	openDesc    = prometheus.NewDesc("razao_divergences_open", "Divergences waiting for finance.", nil, nil)
+	upDesc      = prometheus.NewDesc("razao_database_up", "1 when the database answered the scrape's queries.", nil, nil)
+)
+
+func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{backlogDesc, oldestDesc, parkedDesc, openDesc, upDesc} {
+		ch <- d
+	}
+}
+
+func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var row struct {
+		Pending int64   `db:"pending"`
+		Oldest  float64 `db:"oldest"`
+		Parked  int64   `db:"parked"`
+		Open    int64   `db:"open"`
+	}
+	err := c.db.GetContext(ctx, &row, `SELECT
+		(SELECT count(*) FROM inbox WHERE status = 'pending') AS pending,
+		coalesce((SELECT extract(epoch FROM now() - min(received_at)) FROM inbox WHERE status = 'pending'), 0)::float8 AS oldest,
+		(SELECT count(*) FROM inbox WHERE status = 'parked') AS parked,
+		(SELECT count(*) FROM divergences WHERE status = 'open') AS open`)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
+	ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(row.Pending))
+	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, row.Oldest)
+	ch <- prometheus.MustNewConstMetric(parkedDesc, prometheus.GaugeValue, float64(row.Parked))
+	ch <- prometheus.MustNewConstMetric(openDesc, prometheus.GaugeValue, float64(row.Open))
+}

@@ -1,0 +1,296 @@
+// Package partners holds what razao owes its partners and pays them: the
+// commission-payable account of each partner, read from the ledger, and
+// payouts booked against it.
+package partners
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/postings"
+)
+
+// Errors returned by this package; callers test them with errors.Is. A
+// payout's other refusals come from postings (ErrIdempotencyConflict,
+// ErrClosedMonth...).
+var (
+	// ErrInvalid is returned for a malformed partner id, amount or key.
+	ErrInvalid = errors.New("invalid payout request")
+	// ErrNotFound is returned for a partner that has no payable account:
+	// razao has never owed it anything.
+	ErrNotFound = errors.New("partner not found")
+	// ErrOverOwed is returned for a payout above what is owed to the
+	// partner, unless the request allows it.
+	ErrOverOwed = errors.New("payout exceeds what is owed")
+)
+
+// Summary is a partner's commission-payable account, from the ledger, in
+// centavos. Owed = Commissions − Reversed − Paid + Adjustments; it is
+// negative when the partner has been paid more than it earned.
+type Summary struct {
+	Partner  string `db:"-" json:"partner"`
+	Account  string `db:"-" json:"account"`
+	Currency string `db:"-" json:"currency"`
+	// Owed is the account's balance as a liability: what razao owes.
+	Owed int64 `db:"owed" json:"owed"`
+	// Commissions are the credits of commission sets.
+	Commissions int64 `db:"commissions" json:"commissions"`
+	// Reversed are the debits of commission_reversal sets (refunds taking
+	// commission back).
+	Reversed int64 `db:"reversed" json:"reversed"`
+	// Paid are the debits of payout sets.
+	Paid int64 `db:"paid" json:"paid"`
+	// Adjustments is the net credit of adjustment sets on the account,
+	// usually 0.
+	Adjustments int64 `db:"adjustments" json:"adjustments"`
+}
+
+// Get returns partner's summary, or ErrNotFound if it has no account.
+func Get(ctx context.Context, q sqlx.QueryerContext, partner string) (Summary, error) {
+	code, err := payable(partner)
+	if err != nil {
+		return Summary{}, err
+	}
+	a, err := accounts.Get(ctx, q, code)
+	if errors.Is(err, accounts.ErrUnknownAccount) {
+		return Summary{}, fmt.Errorf("%w: %s", ErrNotFound, partner)
+	}
+	if err != nil {
+		return Summary{}, err
+	}
+	return summarize(ctx, q, partner, a)
+}
+
+// summarize reads the account's postings (and its descendants', as for
+// every parent balance) in one statement, so the figures are of one
+// snapshot and add up.
+func summarize(ctx context.Context, q sqlx.QueryerContext, partner string, a accounts.Account) (Summary, error) {
+	s := Summary{Partner: partner, Account: a.Code, Currency: a.Currency}
+	err := sqlx.GetContext(ctx, q, &s, `
+		SELECT
+			coalesce(-sum(p.amount), 0)::bigint AS owed,
+			coalesce(-sum(p.amount) FILTER (WHERE ps.kind = 'commission'), 0)::bigint AS commissions,
+			coalesce(sum(p.amount) FILTER (WHERE ps.kind = 'commission_reversal'), 0)::bigint AS reversed,
+			coalesce(sum(p.amount) FILTER (WHERE ps.kind = 'payout'), 0)::bigint AS paid,
+			coalesce(-sum(p.amount) FILTER (WHERE ps.kind NOT IN ('commission', 'commission_reversal', 'payout')), 0)::bigint AS adjustments
+		FROM postings p
+		JOIN accounts a ON a.id = p.account_id
+		JOIN posting_sets ps ON ps.id = p.posting_set_id
+		WHERE a.code = $1 OR starts_with(a.code, $1 || ':')`, a.Code)
+	if err != nil {
+		return Summary{}, fmt.Errorf("summary of partner %s: %w", partner, err)
+	}
+	return s, nil
+}
+
+// PayoutRequest asks to pay Amount centavos to Partner.
+type PayoutRequest struct {
+	Partner string
+	// IdempotencyKey is the caller's key for this payout (the HTTP
+	// Idempotency-Key header): 1 to 200 printable ASCII characters, unique
+	// per partner. The same key with the same amount is the same payout.
+	IdempotencyKey string
+	Amount         int64
+	// AllowOverOwed books the payout even above what is owed (an advance),
+	// including to a partner with no account yet.
+	AllowOverOwed bool
+	// At is when the payout happens: the server's clock, read once. Its
+	// date in the ledger's time zone is the payout's competence.
+	At time.Time
+}
+
+// Result is the outcome of a payout.
+type Result struct {
+	Partner        string `json:"partner"`
+	PostingSet     int64  `json:"posting_set_id"`
+	Amount         int64  `json:"amount"`
+	Currency       string `json:"currency"`
+	Competence     string `json:"competence"` // YYYY-MM-DD
+	OwedBefore     int64  `json:"owed_before"`
+	OwedAfter      int64  `json:"owed_after"`
+	OverOwed       bool   `json:"over_owed"`
+	Replayed       bool   `json:"replayed"`
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// maxKey bounds the caller's idempotency key.
+const maxKey = 200
+
+// Validate checks a request without touching the database.
+func (r PayoutRequest) Validate() error {
+	if _, err := payable(r.Partner); err != nil {
+		return err
+	}
+	if r.Amount <= 0 {
+		return fmt.Errorf("%w: amount %d must be positive", ErrInvalid, r.Amount)
+	}
+	if n := len(r.IdempotencyKey); n == 0 || n > maxKey {
+		return fmt.Errorf("%w: idempotency key must have 1 to %d characters, has %d", ErrInvalid, maxKey, n)
+	}
+	for i := 0; i < len(r.IdempotencyKey); i++ {
+		if c := r.IdempotencyKey[i]; c < 0x21 || c > 0x7e {
+			return fmt.Errorf("%w: idempotency key must be printable ASCII without spaces", ErrInvalid)
+		}
+	}
+	if r.At.IsZero() {
+		return fmt.Errorf("%w: payout time missing", ErrInvalid)
+	}
+	return nil
+}
+
+func payable(partner string) (string, error) {
+	code, err := accounts.PartnerPayable(partner)
+	if err != nil {
+		return "", fmt.Errorf("%w: partner: %w", ErrInvalid, err)
+	}
+	return code, nil
+}
+
+// Payout books req in a transaction of its own. See PayoutTx.
+func Payout(ctx context.Context, db *sqlx.DB, l *postings.Ledger, req PayoutRequest) (Result, error) {
+	if err := req.Validate(); err != nil {
+		return Result{}, err
+	}
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return Result{}, fmt.Errorf("payout to %s: begin: %w", req.Partner, err)
+	}
+	defer tx.Rollback()
+	res, err := PayoutTx(ctx, tx, l, req)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Result{}, fmt.Errorf("payout to %s: commit: %w", req.Partner, postings.MapError(err))
+	}
+	return res, nil
+}
+
+// PayoutTx books a payout of req.Amount to req.Partner inside tx: D
+// commission-payable:{partner}, C cash. It locks the partner's account row
+// first and decides with it locked, so concurrent payouts to one partner
+// run one after the other and cannot together exceed what is owed. tx must
+// be READ COMMITTED (the default), so that what is owed is read after the
+// lock is granted, including payouts committed while waiting for it.
+//
+// The idempotency key is checked before what is owed: a retry of a payout
+// that went through returns it (Replayed) even though nothing is owed any
+// more. The same key with another amount is postings.ErrIdempotencyConflict.
+// A replay is recognised by its business content (partner, amount,
+// currency), not by its time, since a client's retry comes later.
+func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRequest) (Result, error) {
+	if err := req.Validate(); err != nil {
+		return Result{}, err
+	}
+	code, _ := payable(req.Partner)
+	set, err := postings.Payout(req.Partner, req.IdempotencyKey, accounts.DefaultCurrency, req.Amount, req.At)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if len(set.IdempotencyKey) > 300 {
+		return Result{}, fmt.Errorf("%w: partner id and idempotency key are too long together", ErrInvalid)
+	}
+
+	a, err := lockAccount(ctx, tx, code)
+	if errors.Is(err, accounts.ErrUnknownAccount) {
+		if !req.AllowOverOwed {
+			return Result{}, fmt.Errorf("%w: %s: nothing was ever owed to it", ErrNotFound, req.Partner)
+		}
+		// An advance to a partner that has earned nothing yet: create its
+		// account (concurrent creators get the one row), then lock it.
+		if _, err := accounts.Ensure(ctx, tx, code); err != nil {
+			return Result{}, fmt.Errorf("payout to %s: %w", req.Partner, err)
+		}
+		a, err = lockAccount(ctx, tx, code)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("payout to %s: %w", req.Partner, err)
+	}
+	// The legs carry no currency of their own: they take the set's, which
+	// is the account's.
+	set.Currency = a.Currency
+
+	before, err := summarize(ctx, tx, req.Partner, a)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Partner: req.Partner, Amount: req.Amount, Currency: a.Currency, IdempotencyKey: req.IdempotencyKey}
+
+	prior, found, err := existing(ctx, tx, set.IdempotencyKey)
+	if err != nil {
+		return Result{}, err
+	}
+	if found {
+		if prior.Kind != string(postings.KindPayout) || prior.Partner.String != req.Partner ||
+			prior.Amount != req.Amount || prior.Currency != a.Currency {
+			return Result{}, fmt.Errorf("%w: payout key %q of partner %s was used for %d %s (set %d), now %d %s",
+				postings.ErrIdempotencyConflict, req.IdempotencyKey, req.Partner, prior.Amount, prior.Currency, prior.ID, req.Amount, a.Currency)
+		}
+		// Owed before and after are of now, not of when the payout was
+		// first booked: the ledger has moved on since.
+		res.PostingSet, res.Competence, res.Replayed = prior.ID, prior.Competence.Format(time.DateOnly), true
+		res.OwedBefore, res.OwedAfter = before.Owed, before.Owed
+		return res, nil
+	}
+
+	if req.Amount > before.Owed {
+		if !req.AllowOverOwed {
+			return Result{}, fmt.Errorf("%w: payout of %d to %s, %d owed", ErrOverOwed, req.Amount, req.Partner, before.Owed)
+		}
+		res.OverOwed = true
+	}
+	p, err := l.PostTx(ctx, tx, set)
+	if err != nil {
+		return Result{}, fmt.Errorf("payout to %s: %w", req.Partner, err)
+	}
+	res.PostingSet, res.Competence, res.Replayed = p.ID, p.Competence.Format(time.DateOnly), p.Replayed
+	res.OwedBefore, res.OwedAfter = before.Owed, before.Owed-req.Amount
+	return res, nil
+}
+
+// lockAccount locks the account row with FOR NO KEY UPDATE: it conflicts
+// with another payout's lock, so payouts to one partner serialise, but not
+// with the FOR KEY SHARE locks the postings' foreign key takes, so
+// commissions and reversals for the partner are never held up by a payout.
+// (They need not be: a commission only raises what is owed, and a reversal
+// is a refund's consequence that must be booked whatever was paid.)
+func lockAccount(ctx context.Context, tx *sqlx.Tx, code string) (accounts.Account, error) {
+	var a accounts.Account
+	err := tx.GetContext(ctx, &a, `SELECT id, code, type, normal_side, currency, parent_id
+		FROM accounts WHERE code = $1 FOR NO KEY UPDATE`, code)
+	if errors.Is(err, sql.ErrNoRows) {
+		return accounts.Account{}, fmt.Errorf("%w: %s", accounts.ErrUnknownAccount, code)
+	}
+	if err != nil {
+		return accounts.Account{}, fmt.Errorf("lock account %s: %w", code, err)
+	}
+	return a, nil
+}
+
+type priorSet struct {
+	ID         int64          `db:"id"`
+	Kind       string         `db:"kind"`
+	Amount     int64          `db:"amount"`
+	Currency   string         `db:"currency"`
+	Partner    sql.NullString `db:"partner"`
+	Competence time.Time      `db:"competence"`
+}
+
+func existing(ctx context.Context, tx *sqlx.Tx, key string) (priorSet, bool, error) {
+	var s priorSet
+	err := tx.GetContext(ctx, &s, `SELECT id, kind, amount, currency, partner, competence
+		FROM posting_sets WHERE idempotency_key = $1`, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return priorSet{}, false, nil
+	}
+	if err != nil {
+		return priorSet{}, false, fmt.Errorf("read payout %s: %w", key, err)
+	}
+	return s, true, nil
+}
