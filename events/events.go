@@ -5,8 +5,8 @@
 // Ids are assigned at insert but transactions commit in any order, so a
 // reader paging by "id > last" can pass over an event whose transaction was
 // still open and commits later. Readers here page by (xid, id) and stop below
-// the oldest transaction still running: every transaction under that horizon
-// has finished, so no row can ever appear behind a cursor.
+// the oldest transaction of this database still running: every transaction
+// under that horizon has finished, so no row can ever appear behind a cursor.
 package events
 
 import (
@@ -104,13 +104,29 @@ func Append(ctx context.Context, tx sqlx.ExecerContext, topic Topic, chargeID st
 	return nil
 }
 
+// horizon is the xid below which no transaction of this database can still
+// commit an outbox row: the oldest transaction in progress in the
+// statement's own snapshot (the one that decides which rows it sees),
+// except those seen running right now in another database, which never
+// write here. A long transaction elsewhere on the server (a bulk load, a
+// report) must not hold every event stream back. The classification errs
+// safe: a transaction that has finished by the time pg_locks is read counts
+// as ours, which only delays its successors until the next read.
+const horizon = `(
+  SELECT coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))
+  FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+  WHERE NOT EXISTS (
+    SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+    WHERE l.locktype = 'transactionid' AND l.granted AND l.transactionid = xid(x)
+      AND a.datname <> current_database()))`
+
 // The horizon is read from the statement's own snapshot, the same one that
 // decides which rows it sees, so the two cannot disagree.
 const sinceSQL = `
 SELECT xid::text AS xid, id, topic, coalesce(charge_id, '') AS charge_id, payload, created_at
 FROM outbox
 WHERE (xid, id) > ($1::xid8, $2::bigint)
-  AND xid < pg_snapshot_xmin(pg_current_snapshot())
+  AND xid < ` + horizon + `
 ORDER BY xid, id
 LIMIT $3`
 
@@ -162,7 +178,7 @@ const heldSQL = `
 SELECT EXISTS (
   SELECT 1 FROM outbox
   WHERE (xid, id) > ($1::xid8, $2::bigint)
-    AND xid >= pg_snapshot_xmin(pg_current_snapshot()))`
+    AND xid >= ` + horizon + `)`
 
 // held reports whether committed events after cursor are waiting for an
 // older transaction to finish, which may end without any notification.

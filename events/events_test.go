@@ -220,3 +220,18 @@ func TestAppendRefusesBadInputWithoutAbortingTheTransaction(t *testing.T) {
 		t.Fatalf("events %v, want [ok]", got)
 	}
 }
+
+// A transaction left open in another database of the same server (a bulk
+// load, a long report) must not hold this database's events back.
+func TestLongTransactionInAnotherDatabaseDoesNotHoldEvents(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	other := pgtest.New(t)
+	long := other.MustBegin()
+	defer long.Rollback()
+	long.MustExec(`SELECT pg_current_xact_id()`) // takes an xid, as a writer does
+	appendCommitted(t, db, "now")
+	if got := names(t, since(t, db, "")); len(got) != 1 || got[0] != "now" {
+		t.Fatalf("events %v, want [now] without waiting for the other database", got)
+	}
+}
