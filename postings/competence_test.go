@@ -102,3 +102,38 @@ func TestCloseMonthRules(t *testing.T) {
 		t.Fatal("closed August twice")
 	}
 }
+
+// A close and a posting into the same month race: the posting in flight
+// holds the close lock shared, so the close waits for it; the set commits
+// in its month and the month closes after it.
+func TestCloseWaitsForPostingInFlight(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	ctx := context.Background()
+	tx := db.MustBegin()
+	sale, _ := postings.Sale("ch-1", "BRL", 1000, 0, saoPaulo(t, 2026, 8, 31, 23, 59))
+	if _, err := l.PostTx(ctx, tx, sale); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- l.CloseMonth(ctx, postings.Month{Year: 2026, Month: 8}, time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC))
+	}()
+	waitForLockWaiters(t, db, 1)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	late, _ := postings.Sale("ch-2", "BRL", 1000, 0, saoPaulo(t, 2026, 8, 31, 23, 59))
+	p := mustPost(t, l, late, nil)
+	if got := p.Competence.Format(time.DateOnly); got != "2026-09-01" {
+		t.Fatalf("posting after the close booked on %s, want 2026-09-01", got)
+	}
+	var aug int64
+	db.Get(&aug, `SELECT count(*) FROM posting_sets WHERE competence_month = '2026-08-01'`)
+	if aug != 1 {
+		t.Fatalf("%d sets in August, want the one committed before the close", aug)
+	}
+}

@@ -10,6 +10,10 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
+// closeLockID is the advisory lock postings hold shared and a close takes
+// exclusively (sql/0007).
+const closeLockID = 7261003
+
 // Errors of month close.
 var (
 	ErrMonthNotOver     = errors.New("month has not ended yet")
@@ -20,15 +24,17 @@ var (
 // CloseMonthTx closes competence month m inside tx: from then on the
 // database refuses any posting set dated in it, and late events go to the
 // next open month. Months close in order, and only once they have ended in
-// the ledger's time zone (now is the caller's clock). It takes a lock on
-// posting_sets that waits for in-flight postings and holds new ones until
-// tx ends, so no set slips into the month between check and close.
+// the ledger's time zone (now is the caller's clock). It takes the close
+// lock exclusively: every posting set insert holds it shared until its
+// commit (trg_posting_sets_open_month), so the close waits for postings in
+// flight and holds new ones until tx ends, and no set slips into the month
+// between check and close.
 func (l *Ledger) CloseMonthTx(ctx context.Context, tx *sqlx.Tx, m Month, now time.Time) error {
 	if now.Before(m.End(l.cal.Location())) {
 		return fmt.Errorf("close %s: %w", m, ErrMonthNotOver)
 	}
-	if _, err := tx.ExecContext(ctx, `LOCK TABLE posting_sets IN SHARE ROW EXCLUSIVE MODE`); err != nil {
-		return fmt.Errorf("close %s: lock posting_sets: %w", m, err)
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, closeLockID); err != nil {
+		return fmt.Errorf("close %s: take the close lock: %w", m, err)
 	}
 	var last, first sql.NullTime
 	err := tx.QueryRowxContext(ctx, `SELECT (SELECT max(month) FROM closed_periods), (SELECT min(competence_month) FROM posting_sets)`).Scan(&last, &first)
