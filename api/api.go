@@ -15,6 +15,7 @@ import (
 
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/internal/strictjson"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -34,18 +35,30 @@ type API struct {
 }
 
 // Register mounts the /v1 routes on r. Every route needs a bearer token
-// (auth.Middleware); each declares the scope it needs.
+// (auth.Middleware) and declares the scope it needs. Routes are mounted on
+// r itself, not a subrouter, so that a known path with the wrong method is
+// answered 405 by r's MethodNotAllowedHandler.
 func (a *API) Register(r *mux.Router) {
-	v1 := r.PathPrefix("/v1").Subrouter()
-	v1.Use(auth.Middleware(a.DB, a.Log))
-	read, write := auth.Require(auth.Read), auth.Require(auth.Write)
-	v1.Handle("/charges", write(http.HandlerFunc(a.createCharge))).Methods(http.MethodPost)
-	v1.Handle("/charges/{id}", read(http.HandlerFunc(a.getCharge))).Methods(http.MethodGet)
-	v1.Handle("/balances", read(http.HandlerFunc(a.balances))).Methods(http.MethodGet)
-	v1.Handle("/partners/{id}", read(http.HandlerFunc(a.getPartner))).Methods(http.MethodGet)
-	v1.Handle("/partners/{id}/payouts", write(http.HandlerFunc(a.createPayout))).Methods(http.MethodPost)
+	authed := auth.Middleware(a.DB, a.Log)
+	route := func(method, path string, scope auth.Scope, h http.HandlerFunc) {
+		r.Handle("/v1"+path, authed(auth.Require(scope)(h))).Methods(method)
+	}
+	route(http.MethodPost, "/charges", auth.Write, a.createCharge)
+	route(http.MethodGet, "/charges/{id}", auth.Read, a.getCharge)
+	route(http.MethodGet, "/balances", auth.Read, a.balances)
+	route(http.MethodGet, "/partners/{id}", auth.Read, a.getPartner)
+	route(http.MethodPost, "/partners/{id}/payouts", auth.Write, a.createPayout)
+	route(http.MethodGet, "/reports/trial-balance/{month}", auth.Read, a.trialBalance)
+	route(http.MethodGet, "/reports/income-statement/{month}", auth.Read, a.incomeStatement)
+	route(http.MethodGet, "/reports/journal/{month}", auth.Read, a.journal)
+	route(http.MethodGet, "/accounts/{code}/series", auth.Read, a.accountSeries)
+	route(http.MethodGet, "/periods", auth.Read, a.periods)
+	route(http.MethodPost, "/periods/{month}/close", auth.Admin, a.closePeriod)
+	route(http.MethodGet, "/divergences", auth.Read, a.divergences)
+	route(http.MethodPost, "/divergences/{id}/resolve", auth.Write, a.resolveDivergence)
+	route(http.MethodGet, "/exports/{kind}.csv", auth.Read, a.exportCSV)
 	if a.Events != nil {
-		v1.Handle("/events", read(a.Events)).Methods(http.MethodGet)
+		route(http.MethodGet, "/events", auth.Read, a.Events.ServeHTTP)
 	}
 }
 
@@ -66,6 +79,10 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 			return false
 		}
 		writeProblem(w, http.StatusBadRequest, "bad-body", "Could not read body", "")
+		return false
+	}
+	if err := strictjson.Check(body); err != nil {
+		writeProblem(w, http.StatusBadRequest, "invalid-json", "Invalid JSON", err.Error())
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

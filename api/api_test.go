@@ -33,7 +33,10 @@ func newAPI(t *testing.T, scopes ...auth.Scope) (http.Handler, string, *sqlx.DB)
 		t.Fatal(err)
 	}
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	r := mux.NewRouter()
+	// No path cleaning: a path with .. is not redirected anywhere; it
+	// simply matches no route.
+	r := mux.NewRouter().SkipClean(true)
+	r.NotFoundHandler, r.MethodNotAllowedHandler = api.NotFound(), api.MethodNotAllowed()
 	(&api.API{DB: db, Ledger: postings.New(db, cal), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now: func() time.Time { return time.Date(2026, 9, 2, 12, 0, 0, 0, time.UTC) }}).Register(r)
 	return r, token, db
@@ -94,6 +97,10 @@ func TestRegisterChargeRefusesBadInput(t *testing.T) {
 		`{"id":"order-1","amount":100,"metadata":[1,2]}`,
 		`{"id":"order-1","amount":100,"unknown":true}`,
 		`{"id":"order-1","amount":100} {"id":"x"}`,
+		`{"id":"order-1","amount":100,"amount":1}`,
+		"{\"id\":\"order-1\",\"amount\":100,\"access\":\"\xff\"}",
+		`{"id":"order-1","amount":4.99e3}`,
+		`{"id":"x'; DROP TABLE postings;--","amount":100}`,
 		`not json`,
 	} {
 		code, m, hdr := call(t, h, "POST", "/v1/charges", token, body)
@@ -120,10 +127,20 @@ func TestEveryRouteDemandsTokenAndScope(t *testing.T) {
 		{"GET", "/v1/balances", "", auth.Read},
 		{"GET", "/v1/partners/p1", "", auth.Read},
 		{"POST", "/v1/partners/p1/payouts", `{"amount":1}`, auth.Write},
+		{"GET", "/v1/reports/trial-balance/2026-08", "", auth.Read},
+		{"GET", "/v1/reports/income-statement/2026-08", "", auth.Read},
+		{"GET", "/v1/reports/journal/2026-08", "", auth.Read},
+		{"GET", "/v1/accounts/assets:cash/series?from=2026-01&to=2026-08", "", auth.Read},
+		{"GET", "/v1/periods", "", auth.Read},
+		{"POST", "/v1/periods/2026-07/close", "", auth.Admin},
+		{"GET", "/v1/divergences", "", auth.Read},
+		{"POST", "/v1/divergences/1/resolve", `{"note":"x"}`, auth.Write},
+		{"GET", "/v1/exports/journal.csv?month=2026-08", "", auth.Read},
 	}
 	ctx := context.Background()
 	readTok, _, _ := auth.Create(ctx, db, "reader", []auth.Scope{auth.Read})
 	writeTok, _, _ := auth.Create(ctx, db, "writer", []auth.Scope{auth.Write})
+	adminTok, _, _ := auth.Create(ctx, db, "admin", []auth.Scope{auth.Admin})
 	revokedTok, revoked, _ := auth.Create(ctx, db, "gone", []auth.Scope{auth.Admin})
 	if _, err := auth.Revoke(ctx, db, revoked.ID); err != nil {
 		t.Fatal(err)
@@ -138,14 +155,17 @@ func TestEveryRouteDemandsTokenAndScope(t *testing.T) {
 					t.Errorf("token %q: %d, want %d", c.token, code, c.want)
 				}
 			}
-			if rt.needs == auth.Write {
-				if code, _, _ := call(t, h, rt.method, rt.path, readTok, rt.body); code != 403 {
-					t.Errorf("read token on a write route: %d, want 403", code)
-				}
+			lower, good := "", readTok
+			switch rt.needs {
+			case auth.Write:
+				lower, good = readTok, writeTok
+			case auth.Admin:
+				lower, good = writeTok, adminTok
 			}
-			good := readTok
-			if rt.needs == auth.Write {
-				good = writeTok
+			if lower != "" {
+				if code, _, _ := call(t, h, rt.method, rt.path, lower, rt.body); code != 403 {
+					t.Errorf("token one scope too low: %d, want 403", code)
+				}
 			}
 			if code, _, _ := call(t, h, rt.method, rt.path, good, rt.body); code == 401 || code == 403 {
 				t.Errorf("token with scope %s: %d", rt.needs, code)
@@ -205,5 +225,44 @@ func TestPayoutNeedsKeyIsIdempotentAndRefusesOverPayout(t *testing.T) {
 	}
 	if n := 0; db.Get(&n, `SELECT count(*) FROM posting_sets WHERE kind = 'payout'`) != nil || n != 1 {
 		t.Fatalf("%d payout sets, want 1", n)
+	}
+}
+
+func TestReportsAndStreamedExportOverHTTP(t *testing.T) {
+	t.Parallel()
+	h, token, db := newAPI(t)
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	sale, _ := postings.Sale("c1", "BRL", 4990, 0, time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC))
+	if _, err := postings.New(db, cal).Post(context.Background(), sale); err != nil {
+		t.Fatal(err)
+	}
+	code, m, _ := call(t, h, "GET", "/v1/reports/income-statement/2026-08", token, "")
+	if code != 200 {
+		t.Fatalf("income statement: %d %v", code, m)
+	}
+	code, m, _ = call(t, h, "GET", "/v1/reports/trial-balance/2026-13", token, "")
+	if code != 400 || !strings.HasSuffix(m["type"].(string), "/invalid-parameter") {
+		t.Fatalf("bad month: %d %v", code, m)
+	}
+	req := httptest.NewRequest("GET", "/v1/exports/journal.csv?month=2026-08&dialect=br", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/csv") ||
+		!strings.Contains(rec.Header().Get("Content-Disposition"), "razao-journal-2026-08-br.csv") ||
+		!strings.HasPrefix(rec.Body.String(), "\ufeff") || !strings.Contains(rec.Body.String(), "49,90") {
+		t.Fatalf("export: %d %v\n%s", rec.Code, rec.Header(), rec.Body.String())
+	}
+	for _, path := range []string{"/v1/exports/passwd.csv?month=2026-08", "/v1/exports/..%2f..%2fetc%2fpasswd.csv?month=2026-08", "/v1/exports/journal.csv?month=2026-08&dialect=xls"} {
+		if code, _, _ := call(t, h, "GET", path, token, ""); code != 404 {
+			t.Errorf("%s: %d, want 404", path, code)
+		}
+	}
+	// The month has not ended at the API's clock (2026-09-02)? August has.
+	if code, m, _ := call(t, h, "POST", "/v1/periods/2026-08/close", token, ""); code != 200 {
+		t.Fatalf("close August: %d %v", code, m)
+	}
+	if code, m, _ := call(t, h, "POST", "/v1/periods/2026-09/close", token, ""); code != 409 {
+		t.Fatalf("close September before it ends: %d %v", code, m)
 	}
 }

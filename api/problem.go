@@ -12,6 +12,7 @@ import (
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
 )
 
 // problemBase prefixes every problem type: a stable identifier clients can
@@ -47,6 +48,22 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 		writeProblem(w, http.StatusUnprocessableEntity, "idempotency-conflict", "Idempotency key reused with other content", err.Error())
 	case errors.Is(err, postings.ErrClosedMonth):
 		writeProblem(w, http.StatusConflict, "closed-month", "Competence month is closed", err.Error())
+	case errors.Is(err, postings.ErrInvalidMonth), errors.Is(err, reports.ErrInvalidRange),
+		errors.Is(err, reports.ErrInvalidCursor), errors.Is(err, reports.ErrInvalidStatus),
+		errors.Is(err, reports.ErrInvalidNote):
+		writeProblem(w, http.StatusBadRequest, "invalid-parameter", "Invalid parameter", err.Error())
+	case errors.Is(err, reports.ErrUnknownKind), errors.Is(err, reports.ErrUnknownDialect):
+		writeProblem(w, http.StatusNotFound, "unknown-export", "No such export", err.Error())
+	case errors.Is(err, reports.ErrUnknownAccount), errors.Is(err, reports.ErrNotFound):
+		writeProblem(w, http.StatusNotFound, "not-found", "Not found", err.Error())
+	case errors.Is(err, reports.ErrAlreadyResolved):
+		writeProblem(w, http.StatusConflict, "already-resolved", "Divergence already resolved", err.Error())
+	case errors.Is(err, postings.ErrMonthNotOver):
+		writeProblem(w, http.StatusConflict, "month-not-over", "Month has not ended", err.Error())
+	case errors.Is(err, postings.ErrEarlierMonthOpen):
+		writeProblem(w, http.StatusConflict, "earlier-month-open", "An earlier month is still open", err.Error())
+	case errors.Is(err, postings.ErrAlreadyClosed):
+		writeProblem(w, http.StatusConflict, "already-closed", "Month already closed", err.Error())
 	case errors.Is(err, charges.ErrInvalid):
 		writeProblem(w, http.StatusBadRequest, "invalid-charge", "Invalid charge", err.Error())
 	case errors.Is(err, charges.ErrConflict):
@@ -64,4 +81,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(v)
+}
+
+// NotFound answers unknown paths with a problem document.
+func NotFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeProblem(w, http.StatusNotFound, "not-found", "Not found", "")
+	})
+}
+
+// MethodNotAllowed answers a known path with the wrong method.
+func MethodNotAllowed() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeProblem(w, http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "")
+	})
 }

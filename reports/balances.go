@@ -1,12 +1,12 @@
-// Package reports reads the ledger for finance: balances by account, with
-// parents rolled up from their children, in integer centavos.
 package reports
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // AccountBalance is one account's balance, its own postings and its
@@ -20,28 +20,62 @@ type AccountBalance struct {
 	Balance  int64  `db:"balance" json:"balance"`
 }
 
+// balancesSQL sums every account's own postings over the whole ledger:
+// snapshotted months from their snapshots, the others ($1: after the last
+// snapshot; $2: earlier months without one) from postings.
+const balancesSQL = `
+SELECT a.id AS account_id, a.code, a.type, a.normal_side, a.currency, 0::bigint AS opening,
+	(coalesce(s.debits, 0) + coalesce(r.debits, 0) + coalesce(g.debits, 0))::bigint AS debits,
+	(coalesce(s.credits, 0) + coalesce(r.credits, 0) + coalesce(g.credits, 0))::bigint AS credits
+FROM accounts a
+LEFT JOIN (
+	SELECT account_id, sum(debits) AS debits, sum(credits) AS credits FROM trial_balance_snapshots GROUP BY account_id
+) s ON s.account_id = a.id
+CROSS JOIN LATERAL (
+	SELECT sum(p.amount) FILTER (WHERE p.amount > 0) AS debits, -sum(p.amount) FILTER (WHERE p.amount < 0) AS credits
+	FROM postings p WHERE p.account_id = a.id AND p.competence_month > coalesce($1::date, '-infinity')
+) r
+CROSS JOIN LATERAL (
+	SELECT sum(p.amount) FILTER (WHERE p.amount > 0) AS debits, -sum(p.amount) FILTER (WHERE p.amount < 0) AS credits
+	FROM postings p WHERE p.account_id = a.id AND p.competence_month = ANY($2::date[])
+) g`
+
 // Balances returns every account's balance over the whole ledger, parents
-// rolled up, ordered by code.
+// rolled up (descendants of the same currency), ordered by code. Closed
+// months are read from their snapshots, so the cost grows with the
+// postings of the open months, not with the ledger.
 func Balances(ctx context.Context, q sqlx.QueryerContext) ([]AccountBalance, error) {
 	var out []AccountBalance
-	err := sqlx.SelectContext(ctx, q, &out, `
-		WITH own AS (
-			SELECT account_id,
-				sum(amount) FILTER (WHERE amount > 0) AS debits,
-				-sum(amount) FILTER (WHERE amount < 0) AS credits
-			FROM postings GROUP BY account_id
-		)
-		SELECT parent.code, parent.type, parent.currency,
-			coalesce(sum(own.debits), 0)::bigint AS debits,
-			coalesce(sum(own.credits), 0)::bigint AS credits,
-			coalesce(sum(own.debits), 0)::bigint - coalesce(sum(own.credits), 0)::bigint AS balance
-		FROM accounts parent
-		JOIN accounts child ON child.code = parent.code OR starts_with(child.code, parent.code || ':')
-		LEFT JOIN own ON own.account_id = child.id
-		GROUP BY parent.code, parent.type, parent.currency
-		ORDER BY parent.code`)
+	err := read(ctx, q, func(q sqlx.QueryerContext) error {
+		var err error
+		out, err = balances(ctx, q)
+		return err
+	})
+	return out, err
+}
+
+func balances(ctx context.Context, q sqlx.QueryerContext) ([]AccountBalance, error) {
+	var st struct {
+		Last sql.NullTime   `db:"last"`
+		Gaps pq.StringArray `db:"gaps"`
+	}
+	err := sqlx.GetContext(ctx, q, &st, `SELECT
+		(SELECT max(month) FROM month_snapshots) AS last,
+		ARRAY(SELECT d::date::text FROM generate_series(
+				(SELECT min(competence_month) FROM posting_sets), (SELECT max(month) FROM month_snapshots), interval '1 month') d
+			WHERE NOT EXISTS (SELECT 1 FROM month_snapshots s WHERE s.month = d::date)) AS gaps`)
 	if err != nil {
+		return nil, fmt.Errorf("balances: read snapshots: %w", err)
+	}
+	var own []ownLine
+	if err := sqlx.SelectContext(ctx, q, &own, balancesSQL, st.Last, st.Gaps); err != nil {
 		return nil, fmt.Errorf("balances: %w", err)
+	}
+	lines, _ := rollUp(own)
+	out := make([]AccountBalance, len(lines))
+	for i, l := range lines {
+		out[i] = AccountBalance{Code: l.Account, Type: l.Type, Currency: l.Currency,
+			Debits: l.Debits, Credits: l.Credits, Balance: l.Closing}
 	}
 	return out, nil
 }

@@ -8,7 +8,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/razao/razao/exports"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
 	"github.com/razao/razao/webhook"
 )
 
@@ -19,6 +21,15 @@ type fileConfig struct {
 	TimeZone       string                   `yaml:"time_zone"`
 	WorkerInterval time.Duration            `yaml:"worker_interval"`
 	Endpoints      []webhook.EndpointConfig `yaml:"endpoints"`
+	Exports        exportsConfig            `yaml:"exports"`
+}
+
+// exportsConfig schedules the CSV exports; no schedule, no scheduler.
+type exportsConfig struct {
+	Schedule string   `yaml:"schedule"` // cron, e.g. "0 6 1 * *": 06:00 on the 1st, for the month before
+	Dir      string   `yaml:"dir"`
+	Kinds    []string `yaml:"kinds"`    // journal, trial-balance, income-statement (default: all)
+	Dialects []string `yaml:"dialects"` // rfc4180, br (default: both)
 }
 
 // serveConfig is what `razao serve` runs with, from defaults, then the
@@ -31,10 +42,20 @@ type serveConfig struct {
 	migrate        bool
 	workerInterval time.Duration
 	endpoints      []*webhook.Endpoint
+	exports        *exports.Config
+	timeouts       serverTimeouts
 }
 
+// serverTimeouts bound how long a client may hold a connection: a slow
+// sender (slow-loris) is cut at ReadHeader/Read, a slow reader at Write.
+type serverTimeouts struct {
+	ReadHeader, Read, Write, Idle time.Duration
+}
+
+var defaultTimeouts = serverTimeouts{ReadHeader: 5 * time.Second, Read: 15 * time.Second, Write: 30 * time.Second, Idle: 60 * time.Second}
+
 func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) string) (serveConfig, error) {
-	cfg := serveConfig{listen: "127.0.0.1:8080", timeZone: postings.DefaultTimeZone, workerInterval: time.Second}
+	cfg := serveConfig{listen: "127.0.0.1:8080", timeZone: postings.DefaultTimeZone, workerInterval: time.Second, timeouts: defaultTimeouts}
 	cfg.db.register(fs)
 	fs.StringVar(&cfg.configPath, "config", getenv("RAZAO_CONFIG"), "YAML config file ($RAZAO_CONFIG)")
 	listen := fs.String("listen", "", "address to listen on ($RAZAO_LISTEN; default 127.0.0.1:8080)")
@@ -58,8 +79,12 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	if file.WorkerInterval > 0 {
 		cfg.workerInterval = file.WorkerInterval
 	}
-	if _, err := postings.NewCalendar(cfg.timeZone); err != nil {
+	cal, err := postings.NewCalendar(cfg.timeZone)
+	if err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
+	}
+	if cfg.exports, err = file.Exports.build(cal.Location()); err != nil {
+		return cfg, fmt.Errorf("config: exports: %w", err)
 	}
 	return cfg, cfg.loadSecrets(file, getenv)
 }
@@ -89,4 +114,35 @@ func first(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+func (e exportsConfig) build(loc *time.Location) (*exports.Config, error) {
+	if e.Schedule == "" {
+		return nil, nil
+	}
+	if e.Dir == "" {
+		return nil, fmt.Errorf("dir is required with a schedule")
+	}
+	if len(e.Kinds) == 0 {
+		e.Kinds = []string{"journal", "trial-balance", "income-statement"}
+	}
+	if len(e.Dialects) == 0 {
+		e.Dialects = []string{"rfc4180", "br"}
+	}
+	cfg := &exports.Config{Schedule: e.Schedule, Dir: e.Dir, Location: loc}
+	for _, k := range e.Kinds {
+		kind, err := reports.ParseExportKind(k)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Kinds = append(cfg.Kinds, kind)
+	}
+	for _, d := range e.Dialects {
+		dialect, err := reports.ParseDialect(d)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Dialects = append(cfg.Dialects, dialect)
+	}
+	return cfg, nil
 }

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/webhook"
@@ -25,7 +27,7 @@ import (
 const e2eSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 // startServer runs the real wiring of `razao serve` on a loopback port.
-func startServer(t *testing.T) (base, token string, stop func()) {
+func startServer(t *testing.T, tweak ...func(*serveConfig)) (base, token string, db *sqlx.DB, stop func()) {
 	t.Helper()
 	db, url := pgtest.NewWithURL(t)
 	token, _, err := auth.Create(context.Background(), db, "e2e", []auth.Scope{auth.Admin})
@@ -38,6 +40,9 @@ func startServer(t *testing.T) (base, token string, stop func()) {
 	}
 	cfg := serveConfig{db: dbFlags{url: url}, timeZone: "America/Sao_Paulo", migrate: true,
 		workerInterval: 50 * time.Millisecond, endpoints: []*webhook.Endpoint{ep}}
+	for _, f := range tweak {
+		f(&cfg)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := newServer(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
 	if err != nil {
@@ -49,7 +54,7 @@ func startServer(t *testing.T) (base, token string, stop func()) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	return "http://" + ln.Addr().String(), token, func() {
+	return "http://" + ln.Addr().String(), token, db, func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
@@ -93,7 +98,7 @@ func apiCall(t *testing.T, token, method, url, body string) (int, map[string]any
 
 func TestServeEndToEnd(t *testing.T) {
 	t.Parallel()
-	base, token, stop := startServer(t)
+	base, token, _, stop := startServer(t)
 	defer stop()
 
 	if code, m := apiCall(t, token, "POST", base+"/v1/charges", `{"id":"order-1","amount":4990,"partner":"p1","commission_bp":1000,"access":"course:go"}`); code != 201 {

@@ -5,6 +5,7 @@
 //	razao serve     run the HTTP service (migrates first unless -migrate=false)
 //	razao migrate   apply the embedded SQL migrations
 //	razao verify    re-check every ledger invariant; exit 3 on any breach
+//	razao export    write one month's CSV export (journal, trial balance, income statement)
 //	razao token     create, list or revoke API bearer tokens
 //	razao demo      drive a running service like a PSP and print each answer
 package main
@@ -40,6 +41,7 @@ func commands() []command {
 		{"serve", "run the HTTP service", cmdServe},
 		{"migrate", "apply the embedded SQL migrations", cmdMigrate},
 		{"verify", "re-check every ledger invariant over the whole ledger", cmdVerify},
+		{"export", "write one month's CSV export to a file", cmdExport},
 		{"token", "create, list or revoke API bearer tokens", cmdToken},
 		{"demo", "drive a running service like a PSP would and print what happens", cmdDemo},
 	}

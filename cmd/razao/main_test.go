@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +87,27 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	code, out := runCmd(t, "migrate", "-database-url", url)
 	if code != 0 || !strings.Contains(out, "up to date") {
 		t.Fatalf("migrate on migrated db: exit %d\n%s", code, out)
+	}
+}
+
+func TestExportCommandWritesFileAndChecksum(t *testing.T) {
+	t.Parallel()
+	db, url := pgtest.NewWithURL(t)
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	seedLedger(t, postings.New(db, cal))
+	out := filepath.Join(t.TempDir(), "aug.csv")
+	code, msg := runCmd(t, "export", "-database-url", url, "-kind", "journal", "-month", "2026-08", "-dialect", "br", "-out", out)
+	if code != 0 || !strings.Contains(msg, "sha256") {
+		t.Fatalf("export: exit %d\n%s", code, msg)
+	}
+	body, err := os.ReadFile(out)
+	if err != nil || !strings.HasPrefix(string(body), "\ufeff") {
+		t.Fatalf("file: %v %q", err, body)
+	}
+	if _, err := os.Stat(out + ".sha256"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := runCmd(t, "export", "-database-url", url, "-kind", "../../etc/passwd", "-month", "2026-08"); code == 0 {
+		t.Fatal("unknown kind accepted")
 	}
 }

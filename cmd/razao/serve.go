@@ -19,6 +19,7 @@ import (
 	"github.com/razao/razao/api"
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/events"
+	"github.com/razao/razao/exports"
 	"github.com/razao/razao/internal/reqid"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/postings"
@@ -54,9 +55,13 @@ type server struct {
 	hub      *events.Hub
 	notifier *events.Notifier
 	applier  *charges.Applier
+	exports  *exports.Scheduler // nil without a schedule
 }
 
 func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (*server, error) {
+	if cfg.timeouts == (serverTimeouts{}) {
+		cfg.timeouts = defaultTimeouts
+	}
 	cal, err := postings.NewCalendar(cfg.timeZone)
 	if err != nil {
 		return nil, err
@@ -90,28 +95,39 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		notifier: notifier,
 		applier:  applier,
 	}
+	if cfg.exports != nil {
+		if s.exports, err = exports.NewScheduler(db, *cfg.exports, now, logger, m); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	hooks := webhook.NewHandler(cfg.endpoints, webhook.NewInbox(db), proc, now, logger)
 	hooks.Metrics = m
 	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub}
 	s.http = &http.Server{
 		Handler:           reqid.Middleware(s.routes(hooks, v1, m.Handler())),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
+		ReadHeaderTimeout: cfg.timeouts.ReadHeader,
+		ReadTimeout:       cfg.timeouts.Read,
+		WriteTimeout:      cfg.timeouts.Write,
+		IdleTimeout:       cfg.timeouts.Idle,
 		MaxHeaderBytes:    32 << 10,
 	}
 	return s, nil
 }
 
 func (s *server) routes(hooks http.Handler, v1 *api.API, metrics http.Handler) http.Handler {
-	r := mux.NewRouter()
+	// No path cleaning: a path with .. is not redirected anywhere; it
+	// simply matches no route.
+	r := mux.NewRouter().SkipClean(true)
+	r.NotFoundHandler = api.NotFound()
+	r.MethodNotAllowedHandler = api.MethodNotAllowed()
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"ok"}`)
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.ready).Methods(http.MethodGet)
 	r.Handle("/metrics", metrics).Methods(http.MethodGet)
+	r.Handle("/openapi.json", api.OpenAPIHandler()).Methods(http.MethodGet)
 	r.Handle("/webhooks/{endpoint}", hooks)
 	v1.Register(r)
 	return r
@@ -141,6 +157,10 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { defer wg.Done(); s.worker.Run(bg) }()
 	go func() { defer wg.Done(); s.hub.Run(bg) }()
 	go func() { defer wg.Done(); s.notifier.Run(bg) }()
+	if s.exports != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.exports.Run(bg, 30*time.Second) }()
+	}
 	defer func() { stopBG(); wg.Wait() }()
 
 	errc := make(chan error, 1)

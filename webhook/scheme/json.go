@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/razao/razao/internal/strictjson"
 	"strconv"
 	"strings"
 	"time"
@@ -66,52 +66,16 @@ func decodeObject(body []byte) (object, error) {
 	return object{m: m}, nil
 }
 
-// checkKeys walks the token stream once to find duplicate object keys and
-// trailing data, which Decode alone does not report. It keeps its own stack,
-// so deep nesting costs memory, not Go stack.
+// checkKeys refuses duplicate keys, trailing data and bad UTF-8.
 func checkKeys(body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var stack []map[string]bool // nil for an array
-	expectKey, done := false, false
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return &MalformedError{Field: "body", Reason: "not JSON", Err: err}
-		}
-		if done {
-			return malformed("body", "data after the JSON value")
-		}
-		if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
-			keys := map[string]bool(nil)
-			if d == '{' {
-				keys = map[string]bool{}
-			}
-			stack = append(stack, keys)
-			expectKey = d == '{'
-			continue
-		}
-		if expectKey {
-			key, _ := tok.(string) // the decoder only yields strings or '}' here
-			if d, ok := tok.(json.Delim); !ok || d != '}' {
-				top := stack[len(stack)-1]
-				if top[key] {
-					return malformed("body", fmt.Sprintf("duplicate key %.40q", key))
-				}
-				top[key] = true
-				expectKey = false
-				continue
-			}
-		}
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-		}
-		// A value just ended: inside an object the next token is a key.
-		expectKey = len(stack) > 0 && stack[len(stack)-1] != nil
-		done = len(stack) == 0
+	err := strictjson.Check(body)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, strictjson.ErrSyntax):
+		return &MalformedError{Field: "body", Reason: "not JSON", Err: err}
 	}
+	return malformed("body", err.Error())
 }
 
 // object is a decoded JSON object with its path, so every accessor can say

@@ -1,0 +1,206 @@
+package api
+
+import (
+	"database/sql"
+	"net/http"
+	"strconv"
+
+	"github.com/gorilla/mux"
+
+	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
+)
+
+// month parses the {month} path variable or ?month= query.
+func month(r *http.Request, name string) (postings.Month, error) {
+	v := mux.Vars(r)[name]
+	if v == "" {
+		v = r.URL.Query().Get(name)
+	}
+	return postings.ParseMonth(v)
+}
+
+func limit(r *http.Request) int {
+	n, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	return n
+}
+
+func (a *API) trialBalance(w http.ResponseWriter, r *http.Request) {
+	m, err := month(r, "month")
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	tb, err := reports.TrialBalance(r.Context(), a.DB, m)
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, tb)
+}
+
+func (a *API) incomeStatement(w http.ResponseWriter, r *http.Request) {
+	m, err := month(r, "month")
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	inc, err := reports.IncomeStatement(r.Context(), a.DB, m)
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, inc)
+}
+
+func (a *API) journal(w http.ResponseWriter, r *http.Request) {
+	m, err := month(r, "month")
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	page, err := reports.Journal(r.Context(), a.DB, m, r.URL.Query().Get("cursor"), limit(r))
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (a *API) accountSeries(w http.ResponseWriter, r *http.Request) {
+	from, err := month(r, "from")
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	to, err := month(r, "to")
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	s, err := reports.AccountSeries(r.Context(), a.DB, mux.Vars(r)["code"], from, to)
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (a *API) periods(w http.ResponseWriter, r *http.Request) {
+	ps, err := reports.Periods(r.Context(), a.DB)
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"periods": ps})
+}
+
+// closePeriod closes a month (admin): from then on the database refuses
+// postings into it and its reports are a stored snapshot.
+func (a *API) closePeriod(w http.ResponseWriter, r *http.Request) {
+	m, err := month(r, "month")
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	if err := reports.CloseMonth(r.Context(), a.DB, a.Ledger, m, a.Now()); err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"month": m.String(), "status": "closed"})
+}
+
+func (a *API) divergences(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	page, err := reports.ListDivergences(r.Context(), a.DB, q.Get("status"), q.Get("cursor"), limit(r))
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// resolveRequest is the body of POST /v1/divergences/{id}/resolve.
+type resolveRequest struct {
+	Note string `json:"note"`
+}
+
+func (a *API) resolveDivergence(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(mux.Vars(r)["id"], 10, 64)
+	if err != nil {
+		writeProblem(w, http.StatusNotFound, "not-found", "Not found", "divergence ids are integers")
+		return
+	}
+	var body resolveRequest
+	if !decodeJSON(w, r, &body) {
+		return
+	}
+	d, err := reports.ResolveDivergence(r.Context(), a.DB, id, body.Note, a.Now())
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// exportCSV streams an export: the rows go from the database cursor to the
+// client as they come, in one read-only snapshot, so memory stays flat and
+// the file is consistent with itself.
+func (a *API) exportCSV(w http.ResponseWriter, r *http.Request) {
+	kind, err := reports.ParseExportKind(mux.Vars(r)["kind"])
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	m, err := month(r, "month")
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	dialectName := r.URL.Query().Get("dialect")
+	if dialectName == "" {
+		dialectName = "rfc4180"
+	}
+	d, err := reports.ParseDialect(dialectName)
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	tx, err := a.DB.BeginTxx(r.Context(), &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		writeError(w, a.Log, err)
+		return
+	}
+	defer tx.Rollback()
+	out := &lazyHeader{w: w, header: func() {
+		w.Header().Set("Content-Type", d.ContentType())
+		w.Header().Set("Content-Disposition", `attachment; filename="`+reports.FileName(kind, m, d)+`"`)
+		w.Header().Set("Cache-Control", "no-store")
+	}}
+	if _, err := reports.WriteCSV(r.Context(), tx, out, kind, m, d); err != nil {
+		if !out.started {
+			writeError(w, a.Log, err)
+			return
+		}
+		// Mid-stream: the status is gone; cut the connection so the client
+		// sees a broken download rather than a short file that looks whole.
+		a.Log.ErrorContext(r.Context(), "export stream failed", "kind", kind, "month", m.String(), "error", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// lazyHeader sets the CSV headers on the first write, so that an error
+// found before any byte can still be answered as a problem.
+type lazyHeader struct {
+	w       http.ResponseWriter
+	header  func()
+	started bool
+}
+
+func (l *lazyHeader) Write(p []byte) (int, error) {
+	if !l.started {
+		l.started = true
+		l.header()
+	}
+	return l.w.Write(p)
+}

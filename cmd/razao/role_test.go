@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
+)
+
+// The service's role, from docs/razao-role.sql, can run the business but
+// has no right to rewrite the ledger: the database says no before any
+// trigger is asked.
+func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
+	t.Parallel()
+	owner, ownerURL := pgtest.NewWithURL(t)
+	script, err := os.ReadFile("../../docs/razao-role.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Roles are server-wide: give this test's role a name of its own.
+	var dbName string
+	owner.Get(&dbName, `SELECT current_database()`)
+	role := "razao_" + strings.TrimPrefix(dbName, "razao_test_")
+	sqlText := strings.NewReplacer(" razao ", " "+role+" ", " razao;", " "+role+";", " razao\n", " "+role+"\n").Replace(string(script))
+	if _, err := owner.Exec(sqlText); err != nil {
+		t.Fatalf("role script: %v", err)
+	}
+	t.Cleanup(func() {
+		owner.Exec(`DROP OWNED BY ` + pq.QuoteIdentifier(role))
+		owner.Exec(`DROP ROLE IF EXISTS ` + pq.QuoteIdentifier(role))
+	})
+	u, _ := url.Parse(ownerURL)
+	u.User = url.User(role)
+	svc, err := sqlx.Open("postgres", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+
+	// The business path works as the service role.
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	l := postings.New(svc, cal)
+	sale, _ := postings.Sale("c1", "BRL", 4990, 0, time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC))
+	if _, err := l.Post(context.Background(), sale); err != nil {
+		t.Fatalf("post as service role: %v", err)
+	}
+	comm, _, _ := postings.CommissionSet("c1", "p1", "BRL", 4990, 1000, time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC))
+	if _, err := l.Post(context.Background(), comm); err != nil {
+		t.Fatalf("post with a new partner account as service role: %v", err)
+	}
+	if err := reports.CloseMonth(context.Background(), svc, l, postings.Month{Year: 2026, Month: 8}, time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatalf("close a month as service role: %v", err)
+	}
+	// Rewriting the ledger does not.
+	for _, stmt := range []string{
+		`UPDATE postings SET amount = amount + 1`,
+		`DELETE FROM postings`,
+		`UPDATE posting_sets SET amount = 1`,
+		`DELETE FROM posting_sets`,
+		`TRUNCATE postings`,
+		`DELETE FROM closed_periods`,
+		`UPDATE accounts SET code = 'x'`,
+	} {
+		_, err := svc.Exec(stmt)
+		var pqErr *pq.Error
+		if !errors.As(err, &pqErr) || pqErr.Code != "42501" {
+			t.Errorf("%s: got %v, want permission denied (42501)", stmt, err)
+		}
+	}
+}

@@ -1,0 +1,435 @@
+package reports
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao"
+	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/postings"
+)
+
+// The benchmark ledger: benchSales sales over the 24 months of 2024 and
+// 2025, volume growing from 1× to 2× across the range, each with a PSP fee
+// (3 postings); half with a partner commission (2 postings); 5% refunded by
+// half in the following month, commission reversed (4 postings); and a
+// monthly payout to each of benchPartners partners. About 10 million
+// postings in 3.8 million sets; months 2024-01 to 2025-09 are closed
+// through CloseMonth (so they have snapshots), 2025-10 to 2025-12 are open.
+const (
+	benchSales    = 2_375_000
+	benchPartners = 500
+)
+
+var (
+	benchFirstMonth  = postings.Month{Year: 2024, Month: time.January}
+	benchLastClosed  = postings.Month{Year: 2025, Month: time.September}
+	benchLastMonth   = postings.Month{Year: 2025, Month: time.December}
+	benchClosedMonth = postings.Month{Year: 2025, Month: time.June}
+	benchOpenMonth   = postings.Month{Year: 2025, Month: time.October}
+	// benchSmallMonth has about half the postings of benchLastMonth.
+	benchSmallMonth = postings.Month{Year: 2024, Month: time.February}
+)
+
+// BenchmarkReports measures the finance reports on the 10-million-posting
+// ledger above. Building it takes a few minutes and happens only when this
+// benchmark runs (go test -run '^$' -bench Reports ./reports/). Set
+// RAZAO_BENCH_DB=<database name> to build into that database on the test
+// server and keep it, and to reuse it on the next run.
+func BenchmarkReports(b *testing.B) {
+	db, url := benchLedger(b)
+	ctx := context.Background()
+
+	b.Run("trial-balance/closed-month-snapshot", func(b *testing.B) {
+		for b.Loop() {
+			tb, err := TrialBalance(ctx, db, benchClosedMonth)
+			if err != nil || !tb.Snapshot {
+				b.Fatal(err, tb.Snapshot)
+			}
+		}
+	})
+	for _, m := range []postings.Month{benchOpenMonth, benchLastMonth} {
+		b.Run("trial-balance/open-month-"+m.String(), func(b *testing.B) {
+			for b.Loop() {
+				tb, err := TrialBalance(ctx, db, m)
+				if err != nil || tb.Snapshot {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	// The worst case, for scale: an open month with no snapshot to start
+	// from, which reads every earlier posting.
+	b.Run("trial-balance/open-month-no-snapshot", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := liveOwnLines(ctx, db, benchLastMonth, sql.NullTime{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("income-statement/closed-month-snapshot", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := IncomeStatement(ctx, db, benchClosedMonth); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("income-statement/open-month", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := IncomeStatement(ctx, db, benchLastMonth); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, code := range []string{"assets:cash", "liabilities:commission-payable", "liabilities:commission-payable:bp-042"} {
+		b.Run("series-24-months/"+code, func(b *testing.B) {
+			for b.Loop() {
+				s, err := AccountSeries(ctx, db, code, benchFirstMonth, benchLastMonth)
+				if err != nil || len(s.Points) != 24 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("journal-page-100", func(b *testing.B) {
+		cursor := ""
+		for b.Loop() {
+			p, err := Journal(ctx, db, benchLastMonth, cursor, 100)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cursor = p.NextCursor
+		}
+	})
+	b.Run("periods", func(b *testing.B) {
+		for b.Loop() {
+			if ps, err := Periods(ctx, db); err != nil || len(ps) != 24 {
+				b.Fatal(err, len(ps))
+			}
+		}
+	})
+	b.Run("balances-all-time", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Balances(ctx, db); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	for _, m := range []postings.Month{benchSmallMonth, benchLastMonth} {
+		for _, d := range []Dialect{RFC4180, Brazil} {
+			b.Run(fmt.Sprintf("journal-csv/%s/%s", m, d), func(b *testing.B) {
+				benchExport(b, func(w io.Writer) (int64, error) { return WriteCSV(ctx, db, w, ExportJournal, m, d) })
+			})
+		}
+		b.Run(fmt.Sprintf("journal-rows-only/%s", m), func(b *testing.B) {
+			benchExport(b, func(io.Writer) (int64, error) { return scanJournal(ctx, db, m) })
+		})
+		b.Run(fmt.Sprintf("copy-csv-psql/%s", m), func(b *testing.B) {
+			benchExport(b, func(io.Writer) (int64, error) { return psqlCopy(url, m) })
+		})
+	}
+}
+
+// benchExport runs export b.N times and reports rows per second, the
+// peak of the Go heap in use during the runs (sampled every 5 ms, after a
+// GC beforehand), and bytes allocated per row.
+func benchExport(b *testing.B, export func(io.Writer) (int64, error)) {
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var peak atomic.Uint64
+	peak.Store(before.HeapInuse)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				runtime.ReadMemStats(&ms)
+				if ms.HeapInuse > peak.Load() {
+					peak.Store(ms.HeapInuse)
+				}
+			}
+		}
+	}()
+	var rows, bytes, runs int64
+	start := time.Now()
+	for b.Loop() {
+		runs++
+		w := &countingWriter{}
+		n, err := export(w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows += n
+		bytes += w.n
+	}
+	elapsed := time.Since(start)
+	close(stop)
+	wg.Wait()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(rows)/elapsed.Seconds(), "rows/s")
+	b.ReportMetric(float64(rows)/float64(runs), "rows/op")
+	if bytes > 0 {
+		b.ReportMetric(float64(bytes)/float64(runs)/(1<<20), "MB/op")
+	}
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(max(rows, 1)), "alloc-B/row")
+}
+
+type countingWriter struct{ n int64 }
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.n += int64(len(p))
+	return len(p), nil
+}
+
+// scanJournal reads the journal export's rows without formatting them:
+// what the database and the driver cost on their own.
+func scanJournal(ctx context.Context, db *sqlx.DB, m postings.Month) (int64, error) {
+	rows, err := db.QueryContext(ctx, journalCSVSQL, m.First())
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	var (
+		n                                 int64
+		setID, eventUS, postingID, amount int64
+		accountID                         int64
+		k, c, ch, rf, pa, key, desc, u    string
+	)
+	for rows.Next() {
+		if err := rows.Scan(&setID, &k, &c, &eventUS, &ch, &rf, &pa, &key, &desc, &postingID, &accountID, &u, &amount); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, rows.Err()
+}
+
+// psqlCopy has PostgreSQL itself export the same rows with COPY … TO
+// STDOUT WITH CSV through psql into /dev/null (lib/pq has no COPY TO).
+func psqlCopy(url string, m postings.Month) (int64, error) {
+	query := strings.ReplaceAll(journalCSVSQL, "$1", "'"+m.First().Format(time.DateOnly)+"'")
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer devNull.Close()
+	cmd := exec.Command("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url,
+		"-c", "COPY ("+query+") TO STDOUT WITH (FORMAT csv, HEADER)")
+	cmd.Stdout = devNull
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("psql copy: %w: %s", err, stderr.String())
+	}
+	return journalRowCount(url, m)
+}
+
+var journalRowCounts sync.Map // month → rows, counted once per run
+
+func journalRowCount(url string, m postings.Month) (int64, error) {
+	if n, ok := journalRowCounts.Load(m); ok {
+		return n.(int64), nil
+	}
+	db, err := sqlx.Open("postgres", url)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var n int64
+	if err := db.Get(&n, `SELECT count(*) FROM postings WHERE competence_month = $1`, m.First()); err != nil {
+		return 0, err
+	}
+	journalRowCounts.Store(m, n)
+	return n, nil
+}
+
+// benchLedger returns the benchmark ledger, building it first unless
+// RAZAO_BENCH_DB names a database that holds it already.
+func benchLedger(b *testing.B) (*sqlx.DB, string) {
+	b.Helper()
+	name := os.Getenv("RAZAO_BENCH_DB")
+	if name == "" {
+		db, url := pgtest.NewWithURL(b)
+		buildBenchLedger(b, db)
+		return db, url
+	}
+	base := pgtest.ServerURL(b)
+	admin := sqlx.MustOpen("postgres", base)
+	defer admin.Close()
+	var exists bool
+	admin.Get(&exists, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name)
+	if !exists {
+		admin.MustExec(`CREATE DATABASE "` + name + `"`)
+	}
+	url := pgtest.WithDatabase(base, name)
+	db, err := razao.Open(context.Background(), url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if _, err := razao.Migrate(context.Background(), db); err != nil {
+		b.Fatal(err)
+	}
+	var built bool
+	db.Get(&built, `SELECT EXISTS (SELECT 1 FROM month_snapshots WHERE month = $1)`, benchLastClosed.First())
+	if !built {
+		buildBenchLedger(b, db)
+	}
+	return db, url
+}
+
+func buildBenchLedger(b *testing.B, db *sqlx.DB) {
+	b.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	step := func(what string, query string, args ...any) {
+		b.Helper()
+		t := time.Now()
+		if _, err := db.ExecContext(ctx, query, args...); err != nil {
+			b.Fatalf("%s: %v", what, err)
+		}
+		b.Logf("bench ledger: %s in %v", what, time.Since(t).Round(time.Millisecond))
+	}
+	// One connection: the session settings below must hold for every step.
+	db.SetMaxOpenConns(1)
+	defer db.SetMaxOpenConns(0)
+
+	var empty bool
+	if err := db.Get(&empty, `SELECT NOT EXISTS (SELECT 1 FROM posting_sets)`); err != nil || !empty {
+		b.Fatalf("bench ledger: database not empty (%v)", err)
+	}
+	step("partners", `INSERT INTO accounts (code, type, normal_side, currency, parent_id)
+		SELECT 'liabilities:commission-payable:bp-' || lpad(g::text, 3, '0'), 'liability', 'credit', 'BRL', p.id
+		FROM generate_series(0, $1 - 1) g, accounts p WHERE p.code = 'liabilities:commission-payable'`, benchPartners)
+
+	// The ledger's triggers are off for the bulk load only (the data is
+	// balanced by construction), and so are the foreign key checks
+	// (session_replication_role), which would otherwise cost one lookup
+	// per posting. Both come back before anything is measured.
+	step("session", `SET session_replication_role = replica; SET synchronous_commit = off;
+		SET maintenance_work_mem = '512MB'; SET work_mem = '64MB'`)
+	step("disable triggers", `ALTER TABLE posting_sets DISABLE TRIGGER USER; ALTER TABLE postings DISABLE TRIGGER USER`)
+	step("sale, commission, refund and reversal sets", `
+		INSERT INTO posting_sets (id, kind, idempotency_key, amount, currency, competence, event_at,
+			charge_id, refund_id, partner, description, content_hash)
+		SELECT s.g * 4 + k.k, k.kind,
+			k.kind || ':b' || s.g || CASE WHEN k.k >= 2 THEN ':r1' ELSE '' END,
+			CASE k.k WHEN 0 THEN s.a WHEN 1 THEN s.a / 10 WHEN 2 THEN s.a / 2 ELSE (s.a / 10) * (s.a / 2) / s.a END,
+			'BRL', c.d,
+			(c.d + interval '15 hours' + (s.g % 600) * interval '1 minute') AT TIME ZONE 'UTC',
+			'b' || s.g, CASE WHEN k.k >= 2 THEN 'r1' END,
+			CASE WHEN k.k IN (1, 3) THEN 'bp-' || lpad(((s.g / 2) % $2)::text, 3, '0') END,
+			CASE WHEN k.k = 0 THEN 'Pedido #' || s.g || ', PIX' ELSE '' END,
+			'bench'
+		FROM (
+			SELECT g, 1000 + (g * 7919) % 49000 AS a,
+				date '2024-01-01' + floor(731 * (sqrt(1 + 3 * (g - 0.5) / $1::bigint::float8) - 1))::int AS d
+			FROM generate_series(1, $1::bigint) g
+		) s
+		CROSS JOIN LATERAL (VALUES (0, 'sale'), (1, 'commission'), (2, 'refund'), (3, 'commission_reversal')) AS k (k, kind)
+		CROSS JOIN LATERAL (SELECT CASE WHEN k.k < 2 THEN s.d ELSE least(s.d + 30, date '2025-12-31') END AS d) c
+		WHERE k.k = 0 OR (k.k = 1 AND s.g % 2 = 0) OR (k.k >= 2 AND s.g % 20 = 6)`, benchSales, benchPartners)
+	step("payout sets", `
+		INSERT INTO posting_sets (id, kind, idempotency_key, amount, currency, competence, event_at, partner, content_hash)
+		SELECT $1::bigint * 4 + 4 + row_number() OVER (ORDER BY m, p), 'payout',
+			'payout:bp-' || lpad(p::text, 3, '0') || ':' || to_char(m, 'YYYY-MM'), 50000, 'BRL',
+			(m + interval '1 month' - interval '1 day')::date,
+			(m + interval '1 month' - interval '1 day' + interval '18 hours') AT TIME ZONE 'UTC',
+			'bp-' || lpad(p::text, 3, '0'), 'bench'
+		FROM generate_series(date '2024-01-01', date '2025-12-01', interval '1 month') m, generate_series(0, $2 - 1) p`,
+		benchSales, benchPartners)
+	step("set sequence", `SELECT setval('posting_sets_id_seq', (SELECT max(id) FROM posting_sets))`)
+	step("postings", `
+		WITH acc AS (
+			SELECT (SELECT id FROM accounts WHERE code = 'assets:cash') AS cash,
+				(SELECT id FROM accounts WHERE code = 'expenses:psp-fees') AS fees,
+				(SELECT id FROM accounts WHERE code = 'income:revenue') AS revenue,
+				(SELECT id FROM accounts WHERE code = 'expenses:commission') AS commission
+		), pa AS (
+			SELECT substr(code, length('liabilities:commission-payable:') + 1) AS partner, id
+			FROM accounts WHERE starts_with(code, 'liabilities:commission-payable:')
+		)
+		INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+		SELECT s.id, v.account_id, 'BRL', v.amount, s.competence_month
+		FROM posting_sets s CROSS JOIN acc LEFT JOIN pa ON pa.partner = s.partner
+		CROSS JOIN LATERAL (VALUES
+			(1, CASE s.kind WHEN 'sale' THEN acc.cash WHEN 'commission' THEN acc.commission WHEN 'refund' THEN acc.revenue
+				ELSE pa.id END,
+				CASE s.kind WHEN 'sale' THEN s.amount - s.amount / 100 ELSE s.amount END),
+			(2, CASE s.kind WHEN 'sale' THEN acc.fees WHEN 'commission' THEN pa.id WHEN 'commission_reversal' THEN acc.commission
+				ELSE acc.cash END,
+				CASE s.kind WHEN 'sale' THEN s.amount / 100 ELSE -s.amount END),
+			(3, CASE s.kind WHEN 'sale' THEN acc.revenue END, -s.amount)
+		) AS v (leg, account_id, amount)
+		WHERE v.account_id IS NOT NULL`)
+	var names []struct {
+		Table string `db:"tbl"`
+		Name  string `db:"tgname"`
+	}
+	if err := db.Select(&names, `SELECT tgrelid::regclass::text AS tbl, tgname FROM pg_trigger
+		WHERE tgrelid IN ('posting_sets'::regclass, 'postings'::regclass) AND NOT tgisinternal ORDER BY 1, 2`); err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range names {
+		step("enable "+n.Name, fmt.Sprintf(`ALTER TABLE %s ENABLE ALWAYS TRIGGER %s`, n.Table, n.Name))
+	}
+	step("session back", `SET session_replication_role = origin`)
+	step("vacuum analyze", `VACUUM (ANALYZE) posting_sets, postings`)
+	db.SetMaxOpenConns(0)
+
+	t := time.Now()
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	l := postings.New(db, cal)
+	now := benchLastMonth.End(cal.Location()).Add(24 * time.Hour)
+	for m := benchFirstMonth; !benchLastClosed.Before(m); m = m.Next() {
+		if err := CloseMonth(ctx, db, l, m, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("bench ledger: closed %s to %s with snapshots in %v", benchFirstMonth, benchLastClosed, time.Since(t).Round(time.Millisecond))
+	step("analyze", `ANALYZE`)
+
+	var st struct {
+		Sets     int64 `db:"sets"`
+		Postings int64 `db:"postings"`
+		Unbal    int64 `db:"unbalanced"`
+		Small    int64 `db:"small"`
+		Large    int64 `db:"large"`
+	}
+	if err := db.Get(&st, `SELECT (SELECT count(*) FROM posting_sets) AS sets, (SELECT count(*) FROM postings) AS postings,
+		(SELECT count(*) FROM (SELECT 1 FROM postings GROUP BY posting_set_id HAVING sum(amount) <> 0) u) AS unbalanced,
+		(SELECT count(*) FROM postings WHERE competence_month = $1) AS small,
+		(SELECT count(*) FROM postings WHERE competence_month = $2) AS large`,
+		benchSmallMonth.First(), benchLastMonth.First()); err != nil {
+		b.Fatal(err)
+	}
+	if st.Unbal != 0 {
+		b.Fatalf("bench ledger: %d unbalanced sets", st.Unbal)
+	}
+	b.Logf("bench ledger: %d sets, %d postings (%s: %d, %s: %d) built in %v",
+		st.Sets, st.Postings, benchSmallMonth, st.Small, benchLastMonth, st.Large, time.Since(start).Round(time.Second))
+}

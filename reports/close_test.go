@@ -1,0 +1,272 @@
+package reports_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
+)
+
+// TestClosedMonthNeverChanges closes August and then lives through
+// September: a posting dated in August is refused, a late August
+// confirmation is booked on 1 September, and August's trial balance,
+// income statement and CSV exports are the same bytes before and after.
+func TestClosedMonthNeverChanges(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	ctx := context.Background()
+	postAugust(t, l)
+
+	type view struct {
+		tb     reports.TrialBalanceReport
+		income reports.Income
+		csv    []string
+	}
+	read := func() view {
+		t.Helper()
+		tb, err := reports.TrialBalance(ctx, db, aug2026)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inc, err := reports.IncomeStatement(ctx, db, aug2026)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := view{tb: tb, income: inc}
+		for _, kind := range []reports.ExportKind{reports.ExportTrialBalance, reports.ExportIncomeStatement, reports.ExportJournal} {
+			for _, d := range []reports.Dialect{reports.RFC4180, reports.Brazil} {
+				v.csv = append(v.csv, exportCSV(t, db, kind, aug2026, d))
+			}
+		}
+		return v
+	}
+	open := read()
+	if open.tb.Closed || open.tb.Snapshot {
+		t.Fatalf("August reported closed before closing: %+v", open.tb)
+	}
+
+	if err := reports.CloseMonth(ctx, db, l, aug2026, sp(2026, 9, 1, 0, 5)); err != nil {
+		t.Fatal(err)
+	}
+	postSeptember(t, l)
+	// A posting set dated in August is refused...
+	s, err := postings.Sale("c9", "BRL", 1000, 0, sp(2026, 8, 30, 12, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Competence = time.Date(2026, 8, 30, 0, 0, 0, 0, time.UTC)
+	if _, err := l.Post(ctx, s); !errors.Is(err, postings.ErrClosedMonth) {
+		t.Fatalf("posting dated in closed August: %v, want ErrClosedMonth", err)
+	}
+	// ...and a late confirmation of an August payment lands in September.
+	late, err := postings.Sale("c5", "BRL", 1990, 30, sp(2026, 8, 30, 12, 0))
+	p := post(t, l, late, err)
+	if got := p.Competence.Format(time.DateOnly); got != "2026-09-01" {
+		t.Errorf("late August confirmation booked on %s, want 2026-09-01", got)
+	}
+
+	closed := read()
+	if !closed.tb.Closed || !closed.tb.Snapshot || !closed.income.Closed || !closed.income.Snapshot {
+		t.Errorf("August not served from its snapshot: tb %v/%v income %v/%v",
+			closed.tb.Closed, closed.tb.Snapshot, closed.income.Closed, closed.income.Snapshot)
+	}
+	open.tb.Closed, open.tb.Snapshot = true, true
+	open.income.Closed, open.income.Snapshot = true, true
+	if !reflect.DeepEqual(open.tb, closed.tb) {
+		t.Errorf("August's trial balance changed:\nbefore %+v\n after %+v", open.tb, closed.tb)
+	}
+	if open.income != closed.income {
+		t.Errorf("August's income statement changed:\nbefore %+v\n after %+v", open.income, closed.income)
+	}
+	for i := range open.csv {
+		if open.csv[i] != closed.csv[i] {
+			t.Errorf("August export %d changed:\nbefore %q\n after %q", i, open.csv[i], closed.csv[i])
+		}
+	}
+	if open.csv[0] != tbAugustRFC {
+		t.Errorf("August trial balance csv is not the golden one: %q", open.csv[0])
+	}
+
+	// September holds the late sale, its opening starts from August's
+	// snapshot, and the snapshot agrees with the postings.
+	inc, err := reports.IncomeStatement(ctx, db, sep2026)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inc.Sales != 3000+1990 || inc.SalesCount != 2 || inc.Closed {
+		t.Errorf("September income %+v", inc)
+	}
+	tb, err := reports.TrialBalance(ctx, db, sep2026)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tb.Lines[1].Account != "assets:cash" || tb.Lines[1].Opening != 16765 || tb.Lines[1].Debits != 2955+1960 {
+		t.Errorf("September cash %+v", tb.Lines[1])
+	}
+	if bad, err := reports.CheckSnapshots(ctx, db); err != nil || len(bad) > 0 {
+		t.Errorf("CheckSnapshots: %v %+v", err, bad)
+	}
+}
+
+func TestCloseMonthRefusals(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	ctx := context.Background()
+	postAugust(t, l)
+	postSeptember(t, l)
+	tests := []struct {
+		name  string
+		month postings.Month
+		now   time.Time
+		err   error
+	}{
+		// 31 August 23:00 in São Paulo is already September in UTC.
+		{"August not over in São Paulo", aug2026, sp(2026, 8, 31, 23, 0), reports.ErrMonthNotOver},
+		{"September before August", sep2026, afterSeptember, reports.ErrEarlierMonthOpen},
+		{"July, before the first posting, is closable", jul2026, afterSeptember, nil},
+		{"August", aug2026, afterSeptember, nil},
+		{"August again", aug2026, afterSeptember, reports.ErrAlreadyClosed},
+		{"October skipping September", oct2026, time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), reports.ErrEarlierMonthOpen},
+		{"invalid month", postings.Month{Year: 2026, Month: 0}, afterSeptember, reports.ErrInvalidMonth},
+	}
+	// In order: each case depends on the ones before.
+	for _, tt := range tests {
+		err := reports.CloseMonth(ctx, db, l, tt.month, tt.now)
+		if (tt.err == nil && err != nil) || !errors.Is(err, tt.err) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.err)
+		}
+	}
+	periods, err := reports.Periods(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range periods {
+		s := p.Month + " " + p.Status
+		if p.Snapshot {
+			s += " snapshot"
+		}
+		if p.Activity {
+			s += " activity"
+		}
+		if (p.ClosedAt != nil) != (p.Status == "closed") || (p.ClosedBy != "") != (p.Status == "closed") {
+			t.Errorf("%s: closed at %v by %q", p.Month, p.ClosedAt, p.ClosedBy)
+		}
+		got = append(got, s)
+	}
+	want := []string{"2026-07 closed snapshot", "2026-08 closed snapshot activity", "2026-09 open activity"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("periods %q, want %q", got, want)
+	}
+	if tb, err := reports.TrialBalance(ctx, db, jul2026); err != nil || len(tb.Lines) != 0 || !tb.Snapshot {
+		t.Errorf("July: %+v, %v", tb, err)
+	}
+}
+
+func TestPeriodsOfAnEmptyLedger(t *testing.T) {
+	t.Parallel()
+	_, db := newLedger(t)
+	periods, err := reports.Periods(context.Background(), db)
+	if err != nil || len(periods) != 0 {
+		t.Errorf("periods %+v, %v", periods, err)
+	}
+}
+
+// TestBackfillSnapshots: a month closed without its snapshot (by the
+// ledger directly) is still reported right, from postings, and
+// BackfillSnapshots then stores the same figures.
+func TestBackfillSnapshots(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	ctx := context.Background()
+	postAugust(t, l)
+	postSeptember(t, l)
+	want, err := reports.TrialBalance(ctx, db, sep2026)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []postings.Month{aug2026, sep2026} {
+		if err := l.CloseMonth(ctx, m, afterSeptember); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unsnapped, err := reports.TrialBalance(ctx, db, sep2026)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !unsnapped.Closed || unsnapped.Snapshot || !reflect.DeepEqual(unsnapped.Lines, want.Lines) {
+		t.Errorf("closed without snapshot: %+v", unsnapped)
+	}
+	done, err := reports.BackfillSnapshots(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(done, []postings.Month{aug2026, sep2026}) {
+		t.Errorf("backfilled %v", done)
+	}
+	if again, err := reports.BackfillSnapshots(ctx, db); err != nil || len(again) != 0 {
+		t.Errorf("second backfill: %v, %v", again, err)
+	}
+	got, err := reports.TrialBalance(ctx, db, sep2026)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Snapshot || !reflect.DeepEqual(got.Lines, want.Lines) || !reflect.DeepEqual(got.Totals, want.Totals) {
+		t.Errorf("backfilled September %+v, want %+v", got, want)
+	}
+	if bad, err := reports.CheckSnapshots(ctx, db); err != nil || len(bad) > 0 {
+		t.Errorf("CheckSnapshots: %v %+v", err, bad)
+	}
+}
+
+// TestSnapshotsAreFinal: the database refuses to change a snapshot, to
+// add lines to a committed one, or to snapshot an open month; and
+// CheckSnapshots notices a snapshot that disagrees with the ledger.
+func TestSnapshotsAreFinal(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	ctx := context.Background()
+	postAugust(t, l)
+	if err := reports.CloseMonth(ctx, db, l, aug2026, afterSeptember); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, sql, refusedBy string }{
+		{"update a line", `UPDATE trial_balance_snapshots SET debits = debits + 1, closing = closing + 1`, "trg_trial_balance_snapshots_append_only"},
+		{"delete a line", `DELETE FROM trial_balance_snapshots`, "trg_trial_balance_snapshots_append_only"},
+		{"truncate lines", `TRUNCATE trial_balance_snapshots`, "trg_trial_balance_snapshots_no_truncate"},
+		{"update the month", `UPDATE month_snapshots SET sales = 1`, "trg_month_snapshots_append_only"},
+		{"delete the month", `DELETE FROM month_snapshots`, "trg_month_snapshots_append_only"},
+		{"add a line later", `INSERT INTO trial_balance_snapshots (month, account_id, opening, debits, credits, closing)
+			SELECT '2026-08-01', id, 0, 1, 0, 1 FROM accounts WHERE code = 'equity'`, "trg_trial_balance_snapshots_sealed"},
+		{"snapshot an open month", `INSERT INTO month_snapshots (month, currency, sales, sales_count, refunds, refunds_count,
+			commission, psp_fees, other, lines) VALUES ('2026-09-01', 'BRL', 0, 0, 0, 0, 0, 0, 0, 0)`, "fk_month_snapshots_closed"},
+		{"a closing that does not add up", `INSERT INTO trial_balance_snapshots (month, account_id, opening, debits, credits, closing)
+			SELECT '2026-08-01', id, 0, 1, 0, 2 FROM accounts WHERE code = 'equity'`, "ck_trial_balance_snapshots_closing"},
+	}
+	for _, tt := range tests {
+		_, err := db.ExecContext(ctx, tt.sql)
+		var pqErr *pq.Error
+		if !errors.As(err, &pqErr) || pqErr.Constraint != tt.refusedBy {
+			t.Errorf("%s: %v, want refused by %s", tt.name, err, tt.refusedBy)
+		}
+	}
+	// A tampered snapshot (triggers off, as a superuser could) is caught.
+	db.MustExec(`ALTER TABLE trial_balance_snapshots DISABLE TRIGGER trg_trial_balance_snapshots_append_only`)
+	db.MustExec(`UPDATE trial_balance_snapshots SET debits = debits + 1, closing = closing + 1
+		WHERE account_id = (SELECT id FROM accounts WHERE code = 'assets:cash')`)
+	db.MustExec(`ALTER TABLE trial_balance_snapshots ENABLE ALWAYS TRIGGER trg_trial_balance_snapshots_append_only`)
+	bad, err := reports.CheckSnapshots(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []reports.SnapshotMismatch{{Month: "2026-08", What: "assets:cash debits", Snapshot: 17266, Ledger: 17265}}
+	if !reflect.DeepEqual(bad, want) {
+		t.Errorf("CheckSnapshots %+v, want %+v", bad, want)
+	}
+}

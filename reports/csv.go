@@ -1,0 +1,402 @@
+package reports
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao/money"
+	"github.com/razao/razao/postings"
+)
+
+// Dialect is a CSV flavour.
+type Dialect int
+
+// The CSV dialects.
+const (
+	// RFC4180: "," separator, "." decimal point, CRLF line ends, no BOM.
+	RFC4180 Dialect = iota
+	// Brazil: what Excel set to pt-BR opens as columns: ";" separator,
+	// "," decimal comma, UTF-8 with a byte order mark, CRLF line ends. Text
+	// cells that a spreadsheet would read as a formula (starting with = + -
+	// @, tab or CR) are prefixed with an apostrophe.
+	Brazil
+)
+
+// ParseDialect parses "rfc4180" (or "") and "br".
+func ParseDialect(s string) (Dialect, error) {
+	switch s {
+	case "", "rfc4180":
+		return RFC4180, nil
+	case "br":
+		return Brazil, nil
+	}
+	return 0, fmt.Errorf("%w: %q (want rfc4180 or br)", ErrUnknownDialect, s)
+}
+
+// String is the dialect's name as ParseDialect reads it.
+func (d Dialect) String() string {
+	if d == Brazil {
+		return "br"
+	}
+	return "rfc4180"
+}
+
+// ContentType is the MIME type of the dialect's files.
+func (d Dialect) ContentType() string { return "text/csv; charset=utf-8; header=present" }
+
+// ExportKind names a CSV export.
+type ExportKind string
+
+// The CSV exports.
+const (
+	// ExportJournal: one row per posting of the month, in set then posting
+	// order.
+	ExportJournal ExportKind = "journal"
+	// ExportTrialBalance: one row per trial balance line, then a TOTAL row
+	// per currency.
+	ExportTrialBalance ExportKind = "trial-balance"
+	// ExportIncomeStatement: one row per income statement line.
+	ExportIncomeStatement ExportKind = "income-statement"
+)
+
+// ParseExportKind parses journal, trial-balance and income-statement.
+func ParseExportKind(s string) (ExportKind, error) {
+	switch k := ExportKind(s); k {
+	case ExportJournal, ExportTrialBalance, ExportIncomeStatement:
+		return k, nil
+	}
+	return "", fmt.Errorf("%w: %q (want journal, trial-balance or income-statement)", ErrUnknownKind, s)
+}
+
+// FileName is the export's conventional file name, e.g.
+// razao-journal-2026-08.csv, or razao-journal-2026-08-br.csv.
+func FileName(kind ExportKind, m postings.Month, d Dialect) string {
+	suffix := ""
+	if d == Brazil {
+		suffix = "-br"
+	}
+	return "razao-" + string(kind) + "-" + m.String() + suffix + ".csv"
+}
+
+// The columns of each export. Amounts appear twice: in reais with two
+// decimals (the dialect's decimal separator) and in integer centavos.
+var (
+	journalColumns = []string{"posting_set_id", "kind", "competence", "event_at", "charge_id", "refund_id",
+		"partner", "idempotency_key", "description", "posting_id", "account", "currency", "amount", "amount_centavos"}
+	trialBalanceColumns = []string{"month", "account", "type", "currency", "opening", "debits", "credits", "closing",
+		"opening_centavos", "debits_centavos", "credits_centavos", "closing_centavos"}
+	incomeColumns = []string{"month", "currency", "line", "count", "amount", "amount_centavos"}
+)
+
+// WriteCSV writes the export kind of month m to w in dialect d and returns
+// the number of data rows (the header not counted). The bytes depend only
+// on the ledger's data: the same month exports identically every time, and
+// a closed month forever. The journal is streamed from the database row by
+// row, so memory stays flat whatever the month's size.
+//
+// Invalid arguments (ErrUnknownKind, ErrUnknownDialect, ErrInvalidMonth) and
+// a failing query are reported before anything is written, so a caller can
+// still answer with an error status; an error after that means w holds a
+// truncated file.
+func WriteCSV(ctx context.Context, q sqlx.QueryerContext, w io.Writer, kind ExportKind, m postings.Month, d Dialect) (int64, error) {
+	if _, err := ParseExportKind(string(kind)); err != nil {
+		return 0, err
+	}
+	if d != RFC4180 && d != Brazil {
+		return 0, fmt.Errorf("%w: %d", ErrUnknownDialect, int(d))
+	}
+	if err := checkMonth(m); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := read(ctx, q, func(q sqlx.QueryerContext) error {
+		var err error
+		switch kind {
+		case ExportTrialBalance:
+			var tb TrialBalanceReport
+			if tb, err = trialBalance(ctx, q, m); err == nil {
+				n, err = writeTrialBalance(newCSVWriter(w, d), tb)
+			}
+		case ExportIncomeStatement:
+			var inc Income
+			if inc, err = incomeStatement(ctx, q, m); err == nil {
+				n, err = writeIncome(newCSVWriter(w, d), inc)
+			}
+		default:
+			n, err = writeJournal(ctx, q, w, m, d)
+		}
+		return err
+	})
+	return n, err
+}
+
+// journalCSVSQL selects a month's postings in export order: each set of
+// the month (ix_posting_sets_competence_month), then its postings
+// (ix_postings_set), so the cost follows the month's size, never the
+// ledger's. The set's competence is read as text (YYYY-MM-DD) and the
+// event time as epoch microseconds, both exact and cheaper to decode than
+// dates and timestamps; accounts are named from a map read beforehand.
+const journalCSVSQL = `
+SELECT s.id, s.kind, s.competence::text,
+	(extract(epoch FROM s.event_at) * 1000000)::bigint AS event_us,
+	coalesce(s.charge_id, ''), coalesce(s.refund_id, ''), coalesce(s.partner, ''),
+	s.idempotency_key, s.description, p.id, p.account_id, p.currency, p.amount
+FROM posting_sets s
+CROSS JOIN LATERAL (
+	SELECT p.id, p.account_id, p.currency, p.amount FROM postings p
+	WHERE p.posting_set_id = s.id ORDER BY p.id
+) p
+WHERE s.competence_month = $1
+ORDER BY s.id, p.id`
+
+func writeJournal(ctx context.Context, q sqlx.QueryerContext, w io.Writer, m postings.Month, d Dialect) (int64, error) {
+	codes, err := accountCodes(ctx, q)
+	if err != nil {
+		return 0, fmt.Errorf("journal csv %s: %w", m, err)
+	}
+	// Cancelling makes the driver abandon the rest of the result when the
+	// writer fails (a client that went away), instead of draining it.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rows, err := q.QueryContext(ctx, journalCSVSQL, m.First())
+	if err != nil {
+		return 0, fmt.Errorf("journal csv %s: %w", m, err)
+	}
+	defer rows.Close()
+	c := newCSVWriter(w, d)
+	c.header(journalColumns)
+	var (
+		n                                                     int64
+		setID, eventUS, postingID, accountID, amount          int64
+		setKind, competence, chargeID, refundID, partner, key string
+		description, currency                                 string
+	)
+	for rows.Next() {
+		if err := rows.Scan(&setID, &setKind, &competence, &eventUS, &chargeID, &refundID, &partner,
+			&key, &description, &postingID, &accountID, &currency, &amount); err != nil {
+			return n, fmt.Errorf("journal csv %s: %w", m, err)
+		}
+		c.int(setID)
+		c.text(setKind)
+		c.text(competence)
+		c.time(eventUS)
+		c.text(chargeID)
+		c.text(refundID)
+		c.text(partner)
+		c.text(key)
+		c.text(description)
+		c.int(postingID)
+		c.text(codes[accountID])
+		c.text(currency)
+		c.reais(amount)
+		c.int(amount)
+		if err := c.endLine(); err != nil {
+			cancel()
+			return n, fmt.Errorf("journal csv %s: write: %w", m, err)
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return n, fmt.Errorf("journal csv %s: %w", m, err)
+	}
+	if err := c.flush(); err != nil {
+		return n, fmt.Errorf("journal csv %s: write: %w", m, err)
+	}
+	return n, nil
+}
+
+// accountCodes maps every account id to its code. Accounts never change,
+// and there are as many as partners, not as postings.
+func accountCodes(ctx context.Context, q sqlx.QueryerContext) (map[int64]string, error) {
+	rows, err := q.QueryxContext(ctx, `SELECT id, code FROM accounts`)
+	if err != nil {
+		return nil, fmt.Errorf("account codes: %w", err)
+	}
+	defer rows.Close()
+	codes := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var code string
+		if err := rows.Scan(&id, &code); err != nil {
+			return nil, fmt.Errorf("account codes: %w", err)
+		}
+		codes[id] = code
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("account codes: %w", err)
+	}
+	return codes, nil
+}
+
+func writeTrialBalance(c *csvWriter, tb TrialBalanceReport) (int64, error) {
+	c.header(trialBalanceColumns)
+	row := func(account, typ, currency string, opening, debits, credits, closing int64) {
+		c.text(tb.Month)
+		c.text(account)
+		c.text(typ)
+		c.text(currency)
+		for _, v := range []int64{opening, debits, credits, closing} {
+			c.reais(v)
+		}
+		for _, v := range []int64{opening, debits, credits, closing} {
+			c.int(v)
+		}
+		c.endLine()
+	}
+	for _, l := range tb.Lines {
+		row(l.Account, l.Type, l.Currency, l.Opening, l.Debits, l.Credits, l.Closing)
+	}
+	// Account codes are lower case, so TOTAL cannot be one.
+	for _, t := range tb.Totals {
+		row("TOTAL", "", t.Currency, t.Opening, t.Debits, t.Credits, t.Closing)
+	}
+	if err := c.flush(); err != nil {
+		return 0, fmt.Errorf("trial balance csv %s: write: %w", tb.Month, err)
+	}
+	return int64(len(tb.Lines) + len(tb.Totals)), nil
+}
+
+func writeIncome(c *csvWriter, inc Income) (int64, error) {
+	c.header(incomeColumns)
+	lines := []struct {
+		name   string
+		count  int64
+		counts bool
+		amount int64
+	}{
+		{"sales", inc.SalesCount, true, inc.Sales},
+		{"refunds", inc.RefundsCount, true, inc.Refunds},
+		{"net_revenue", 0, false, inc.NetRevenue},
+		{"commission", 0, false, inc.Commission},
+		{"psp_fees", 0, false, inc.PSPFees},
+		{"other", 0, false, inc.Other},
+		{"net_income", 0, false, inc.NetIncome},
+	}
+	for _, l := range lines {
+		c.text(inc.Month)
+		c.text(inc.Currency)
+		c.text(l.name)
+		if l.counts {
+			c.int(l.count)
+		} else {
+			c.text("")
+		}
+		c.reais(l.amount)
+		c.int(l.amount)
+		c.endLine()
+	}
+	if err := c.flush(); err != nil {
+		return 0, fmt.Errorf("income statement csv %s: write: %w", inc.Month, err)
+	}
+	return int64(len(lines)), nil
+}
+
+// csvWriter builds each line in a reused buffer and writes it whole: no
+// allocation per field, and quoting by the one rule both dialects share
+// (a field holding the separator, a quote, CR or LF is quoted, its quotes
+// doubled).
+type csvWriter struct {
+	bw       *bufio.Writer
+	sep      byte
+	decimal  rune
+	guard    bool // neutralise formula-like text (Brazil)
+	bom      bool
+	line     []byte
+	inLine   bool
+	writeErr error
+}
+
+func newCSVWriter(w io.Writer, d Dialect) *csvWriter {
+	c := &csvWriter{bw: bufio.NewWriterSize(w, 64<<10), sep: ',', decimal: '.', line: make([]byte, 0, 512)}
+	if d == Brazil {
+		c.sep, c.decimal, c.guard, c.bom = ';', ',', true, true
+	}
+	return c
+}
+
+func (c *csvWriter) header(cols []string) {
+	if c.bom {
+		c.line = append(c.line, 0xEF, 0xBB, 0xBF)
+	}
+	for _, col := range cols {
+		c.text(col)
+	}
+	c.endLine()
+}
+
+func (c *csvWriter) next() {
+	if c.inLine {
+		c.line = append(c.line, c.sep)
+	}
+	c.inLine = true
+}
+
+func (c *csvWriter) text(s string) {
+	c.next()
+	if c.guard && s != "" {
+		switch s[0] {
+		case '=', '+', '-', '@', '\t', '\r':
+			s = "'" + s
+		}
+	}
+	quote := false
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b == c.sep || b == '"' || b == '\r' || b == '\n' {
+			quote = true
+			break
+		}
+	}
+	if !quote {
+		c.line = append(c.line, s...)
+		return
+	}
+	c.line = append(c.line, '"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			c.line = append(c.line, '"')
+		}
+		c.line = append(c.line, s[i])
+	}
+	c.line = append(c.line, '"')
+}
+
+func (c *csvWriter) int(v int64) {
+	c.next()
+	c.line = strconv.AppendInt(c.line, v, 10)
+}
+
+// reais writes centavos as reais with two decimals; money.FormatReais
+// is the one rendering of amounts in the code base.
+func (c *csvWriter) reais(v int64) {
+	c.next()
+	c.line = append(c.line, money.FormatReais(v, c.decimal)...)
+}
+
+// time writes epoch microseconds as RFC 3339 in UTC, with as many
+// fraction digits as needed.
+func (c *csvWriter) time(us int64) {
+	c.next()
+	c.line = time.UnixMicro(us).UTC().AppendFormat(c.line, time.RFC3339Nano)
+}
+
+func (c *csvWriter) endLine() error {
+	c.line = append(c.line, '\r', '\n')
+	if c.writeErr == nil {
+		_, c.writeErr = c.bw.Write(c.line)
+	}
+	c.line, c.inLine = c.line[:0], false
+	return c.writeErr
+}
+
+func (c *csvWriter) flush() error {
+	if c.writeErr != nil {
+		return c.writeErr
+	}
+	return c.bw.Flush()
+}

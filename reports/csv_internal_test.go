@@ -1,0 +1,69 @@
+package reports
+
+import (
+	"bytes"
+	"math"
+	"testing"
+)
+
+func TestCSVWriterQuotesAndDefuses(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		d    Dialect
+		in   string
+		want string
+	}{
+		{"plain", RFC4180, "abc", "abc"},
+		{"empty", RFC4180, "", ""},
+		{"comma", RFC4180, "a,b", `"a,b"`},
+		{"semicolon is plain in rfc4180", RFC4180, "a;b", "a;b"},
+		{"quote", RFC4180, `say "hi"`, `"say ""hi"""`},
+		{"newline", RFC4180, "a\nb", "\"a\nb\""},
+		{"carriage return", RFC4180, "a\rb", "\"a\rb\""},
+		{"formula kept in rfc4180", RFC4180, "=1+1", "=1+1"},
+		{"semicolon", Brazil, "a;b", `"a;b"`},
+		{"comma is plain in br", Brazil, "a,b", "a,b"},
+		{"formula", Brazil, "=1+1", "'=1+1"},
+		{"plus", Brazil, "+55 11", "'+55 11"},
+		{"minus", Brazil, "-3", "'-3"},
+		{"at", Brazil, "@SUM(A1)", "'@SUM(A1)"},
+		{"tab", Brazil, "\tx", "'\tx"},
+		{"defused and quoted", Brazil, "=A1;B1", `"'=A1;B1"`},
+		{"utf-8 untouched", Brazil, "à vista", "à vista"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var b bytes.Buffer
+			c := newCSVWriter(&b, tt.d)
+			c.text(tt.in)
+			c.endLine()
+			if err := c.flush(); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.String(); got != tt.want+"\r\n" {
+				t.Errorf("got %q, want %q", got, tt.want+"\r\n")
+			}
+		})
+	}
+}
+
+func TestCSVWriterNumbers(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	c := newCSVWriter(&b, Brazil)
+	c.reais(-5)
+	c.reais(math.MinInt64)
+	c.int(-5)
+	c.time(1_788_000_000_123_400)
+	c.time(0)
+	c.endLine()
+	if err := c.flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := "-0,05;-92233720368547758,08;-5;2026-08-29T10:40:00.1234Z;1970-01-01T00:00:00Z\r\n"
+	if got := b.String(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,142 @@
+package reports
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/razao/razao/postings"
+)
+
+// JournalPosting is one posting of a set: signed centavos, debit positive.
+type JournalPosting struct {
+	ID       int64  `db:"id" json:"id"`
+	Account  string `db:"account" json:"account"`
+	Currency string `db:"currency" json:"currency"`
+	Amount   int64  `db:"amount" json:"amount"`
+}
+
+// JournalSet is one posting set (journal entry) with its postings.
+type JournalSet struct {
+	ID             int64  `json:"id"`
+	Kind           string `json:"kind"`
+	IdempotencyKey string `json:"idempotency_key"`
+	// Amount is the business amount of the event (the sale's total, the
+	// refund's amount...).
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	// Competence is the date the set is booked on, YYYY-MM-DD.
+	Competence string `json:"competence"`
+	// EventAt is when the event happened (UTC); it differs from
+	// Competence's month for a late event booked after its month closed.
+	EventAt     time.Time        `json:"event_at"`
+	ChargeID    string           `json:"charge_id,omitempty"`
+	RefundID    string           `json:"refund_id,omitempty"`
+	Partner     string           `json:"partner,omitempty"`
+	InboxID     int64            `json:"inbox_id,omitempty"`
+	Description string           `json:"description"`
+	CreatedAt   time.Time        `json:"created_at"`
+	Postings    []JournalPosting `json:"postings"`
+}
+
+// JournalPage is one page of a month's journal.
+type JournalPage struct {
+	Month string       `json:"month"`
+	Sets  []JournalSet `json:"sets"`
+	// NextCursor fetches the next page; empty on the last one.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// Journal returns the posting sets of month m in id order, with their
+// postings, limit sets per page (DefaultLimit when ≤ 0, at most MaxLimit).
+// cursor is "" for the first page, then the NextCursor of the previous
+// page; a cursor from another month is ErrInvalidCursor. A closed month's
+// pages never change. In an open month a set committed while a client
+// pages arrives after the ones already seen, unless a concurrent writer
+// took a lower id and committed after the page was read: a client that
+// needs every set of a month reads it once closed.
+func Journal(ctx context.Context, q sqlx.QueryerContext, m postings.Month, cursor string, limit int) (JournalPage, error) {
+	if err := checkMonth(m); err != nil {
+		return JournalPage{}, err
+	}
+	scope := "journal:" + m.String()
+	after, err := decodeCursor(cursor, scope)
+	if err != nil {
+		return JournalPage{}, err
+	}
+	limit = clampLimit(limit)
+	var page JournalPage
+	err = read(ctx, q, func(q sqlx.QueryerContext) error {
+		var err error
+		page, err = journal(ctx, q, m, scope, after, limit)
+		return err
+	})
+	return page, err
+}
+
+func journal(ctx context.Context, q sqlx.QueryerContext, m postings.Month, scope string, after int64, limit int) (JournalPage, error) {
+	var sets []struct {
+		ID             int64          `db:"id"`
+		Kind           string         `db:"kind"`
+		IdempotencyKey string         `db:"idempotency_key"`
+		Amount         int64          `db:"amount"`
+		Currency       string         `db:"currency"`
+		Competence     time.Time      `db:"competence"`
+		EventAt        time.Time      `db:"event_at"`
+		ChargeID       sql.NullString `db:"charge_id"`
+		RefundID       sql.NullString `db:"refund_id"`
+		Partner        sql.NullString `db:"partner"`
+		InboxID        sql.NullInt64  `db:"inbox_id"`
+		Description    string         `db:"description"`
+		CreatedAt      time.Time      `db:"created_at"`
+	}
+	err := sqlx.SelectContext(ctx, q, &sets, `
+		SELECT id, kind, idempotency_key, amount, currency, competence, event_at, charge_id, refund_id,
+			partner, inbox_id, description, created_at
+		FROM posting_sets WHERE competence_month = $1 AND id > $2 ORDER BY id LIMIT $3`,
+		m.First(), after, limit+1)
+	if err != nil {
+		return JournalPage{}, fmt.Errorf("journal %s: %w", m, err)
+	}
+	page := JournalPage{Month: m.String(), Sets: make([]JournalSet, 0, min(len(sets), limit))}
+	if len(sets) > limit {
+		sets = sets[:limit]
+		page.NextCursor = encodeCursor(scope, sets[limit-1].ID)
+	}
+	if len(sets) == 0 {
+		return page, nil
+	}
+	ids := make([]int64, len(sets))
+	index := make(map[int64]int, len(sets))
+	for i, s := range sets {
+		ids[i] = s.ID
+		index[s.ID] = i
+		page.Sets = append(page.Sets, JournalSet{
+			ID: s.ID, Kind: s.Kind, IdempotencyKey: s.IdempotencyKey, Amount: s.Amount, Currency: s.Currency,
+			Competence: s.Competence.UTC().Format(time.DateOnly), EventAt: s.EventAt.UTC(),
+			ChargeID: s.ChargeID.String, RefundID: s.RefundID.String, Partner: s.Partner.String,
+			InboxID: s.InboxID.Int64, Description: s.Description, CreatedAt: s.CreatedAt.UTC(),
+			Postings: []JournalPosting{},
+		})
+	}
+	var legs []struct {
+		SetID int64 `db:"posting_set_id"`
+		JournalPosting
+	}
+	err = sqlx.SelectContext(ctx, q, &legs, `
+		SELECT p.posting_set_id, p.id, a.code AS account, p.currency, p.amount
+		FROM postings p JOIN accounts a ON a.id = p.account_id
+		WHERE p.posting_set_id = ANY($1) ORDER BY p.posting_set_id, p.id`, pq.Array(ids))
+	if err != nil {
+		return JournalPage{}, fmt.Errorf("journal %s: postings: %w", m, err)
+	}
+	for _, l := range legs {
+		s := &page.Sets[index[l.SetID]]
+		s.Postings = append(s.Postings, l.JournalPosting)
+	}
+	return page, nil
+}

@@ -1,0 +1,152 @@
+// Package reports reads the ledger for finance, by competence month: trial
+// balances with parents rolled up, an account's monthly series, the income
+// statement, the journal, divergences, month close with its snapshot, and
+// streamed CSV exports. Every amount is int64 centavos, signed debit
+// positive unless a field says otherwise.
+//
+// A closed month never changes (the database refuses postings into it), so
+// closing one stores its trial balance and income statement
+// (month_snapshots, trial_balance_snapshots): its reports are lookups, and an
+// open month's opening balances start from the latest snapshot rather than
+// from the beginning of the ledger. Close months with CloseMonth, which
+// writes the snapshot in the closing transaction; a month closed another way
+// is still reported right, only computed from its postings (BackfillSnapshots
+// repairs that).
+//
+// The read functions take a sqlx.QueryerContext. Given a *sqlx.DB, each
+// runs its statements in a read-only REPEATABLE READ transaction of its
+// own, so they agree with each other, with JIT compilation off (these are
+// index range scans sized by a month, where compiling costs more than it
+// saves). Given a *sqlx.Tx, they run in the caller's transaction.
+package reports
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/postings"
+)
+
+// Errors a caller (the HTTP layer) maps to responses with errors.Is.
+var (
+	// ErrInvalidMonth: a month that is not a valid YYYY-MM.
+	ErrInvalidMonth = postings.ErrInvalidMonth
+	// ErrInvalidRange: a series whose from is after to, or longer than
+	// MaxSeriesMonths.
+	ErrInvalidRange = errors.New("invalid month range")
+	// ErrUnknownAccount: no account has the code.
+	ErrUnknownAccount = accounts.ErrUnknownAccount
+	// ErrInvalidCursor: a cursor this package did not issue for the same
+	// listing (another month, another status).
+	ErrInvalidCursor = errors.New("invalid cursor")
+	// ErrUnknownKind: a CSV export kind other than journal,
+	// trial-balance and income-statement.
+	ErrUnknownKind = errors.New("unknown export kind")
+	// ErrUnknownDialect: a CSV dialect other than rfc4180 and br.
+	ErrUnknownDialect = errors.New("unknown CSV dialect")
+	// ErrInvalidStatus: a divergence status filter other than open,
+	// resolved or empty.
+	ErrInvalidStatus = errors.New("invalid divergence status")
+	// ErrInvalidNote: an empty or overlong resolution note.
+	ErrInvalidNote = errors.New("invalid resolution note")
+	// ErrNotFound: no divergence has the id.
+	ErrNotFound = errors.New("divergence not found")
+	// ErrAlreadyResolved: the divergence was resolved before.
+	ErrAlreadyResolved = errors.New("divergence already resolved")
+
+	// Month close refusals, from the ledger.
+	ErrMonthNotOver     = postings.ErrMonthNotOver
+	ErrEarlierMonthOpen = postings.ErrEarlierMonthOpen
+	ErrAlreadyClosed    = postings.ErrAlreadyClosed
+)
+
+// Page sizes of the paginated listings.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// MaxSeriesMonths bounds AccountSeries.
+const MaxSeriesMonths = 240
+
+// checkMonth refuses a Month that ParseMonth would not have produced.
+func checkMonth(m postings.Month) error {
+	if m.Year < 1900 || m.Year > 9999 || m.Month < 1 || m.Month > 12 {
+		return fmt.Errorf("%w: %04d-%02d", ErrInvalidMonth, m.Year, int(m.Month))
+	}
+	return nil
+}
+
+// clampLimit maps a requested page size to one served.
+func clampLimit(limit int) int {
+	switch {
+	case limit <= 0:
+		return DefaultLimit
+	case limit > MaxLimit:
+		return MaxLimit
+	}
+	return limit
+}
+
+// Cursors are opaque to clients but bound to the listing that issued them:
+// "<scope>|<last id>", base64url. A cursor for August is refused for
+// September rather than silently skipping rows.
+func encodeCursor(scope string, lastID int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(scope + "|" + strconv.FormatInt(lastID, 10)))
+}
+
+// decodeCursor returns the last id a cursor names; "" is the first page.
+func decodeCursor(cursor, scope string) (int64, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return 0, fmt.Errorf("%w: not base64url", ErrInvalidCursor)
+	}
+	s, idText, ok := strings.Cut(string(raw), "|")
+	if !ok || s != scope {
+		return 0, fmt.Errorf("%w: issued for another listing", ErrInvalidCursor)
+	}
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil || id < 0 {
+		return 0, fmt.Errorf("%w: bad position", ErrInvalidCursor)
+	}
+	return id, nil
+}
+
+// beginner is what *sqlx.DB offers and *sqlx.Tx does not.
+type beginner interface {
+	BeginTxx(ctx context.Context, opts *sql.TxOptions) (*sqlx.Tx, error)
+}
+
+var readOnlySnapshot = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+
+// read runs fn in one read-only snapshot of its own when q can begin
+// transactions, else directly on q (the caller's transaction).
+func read(ctx context.Context, q sqlx.QueryerContext, fn func(q sqlx.QueryerContext) error) error {
+	b, ok := q.(beginner)
+	if !ok {
+		return fn(q)
+	}
+	tx, err := b.BeginTxx(ctx, &readOnlySnapshot)
+	if err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SET LOCAL jit = off`); err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

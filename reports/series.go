@@ -1,0 +1,174 @@
+package reports
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/postings"
+)
+
+// SeriesPoint is one month of an account's series, the account's
+// descendants of the same currency included. Signed amounts are debit
+// positive.
+type SeriesPoint struct {
+	Month  string `json:"month"`
+	Closed bool   `json:"closed"`
+	// Opening is the balance before the month, from the beginning.
+	Opening int64 `json:"opening"`
+	Debits  int64 `json:"debits"`
+	Credits int64 `json:"credits"`
+	// Change is the month's movement: Debits − Credits.
+	Change int64 `json:"change"`
+	// Cumulative is the sum of Change from the range's first month
+	// through this one.
+	Cumulative int64 `json:"cumulative"`
+	// Historical is the balance at the month's end, from the beginning:
+	// Opening + Change.
+	Historical int64 `json:"historical"`
+}
+
+// Series is one account's monthly series.
+type Series struct {
+	Account    string        `json:"account"`
+	Type       string        `json:"type"`
+	NormalSide string        `json:"normal_side"`
+	Currency   string        `json:"currency"`
+	From       string        `json:"from"`
+	To         string        `json:"to"`
+	Points     []SeriesPoint `json:"points"`
+}
+
+// seriesSQL returns a row with a NULL month holding the opening balance
+// before the range in debits, then (month, debits, credits) for the months
+// of the range with activity: snapshotted months from their snapshot,
+// others from postings. $1 account code, $2 its currency, $3 the latest
+// snapshot before the range (or NULL), $4 the range's first month, $5 the
+// snapshotted months of the range, $6 the others.
+const seriesSQL = `
+WITH acct AS (
+	SELECT id FROM accounts WHERE (code = $1 OR starts_with(code, $1 || ':')) AND currency = $2
+)
+SELECT NULL::date AS month, (
+	coalesce((SELECT sum(s.closing) FROM trial_balance_snapshots s
+		WHERE s.month = $3::date AND s.account_id IN (SELECT id FROM acct)), 0)
+	+ coalesce((SELECT sum(g.total) FROM acct a CROSS JOIN LATERAL (
+		SELECT sum(p.amount) AS total FROM postings p WHERE p.account_id = a.id
+			AND p.competence_month > coalesce($3::date, '-infinity') AND p.competence_month < $4::date) g), 0)
+	)::bigint AS debits, 0::bigint AS credits
+UNION ALL
+SELECT s.month, sum(s.debits)::bigint, sum(s.credits)::bigint
+FROM trial_balance_snapshots s
+WHERE s.month = ANY($5::date[]) AND s.account_id IN (SELECT id FROM acct)
+GROUP BY s.month
+UNION ALL
+SELECT x.month, sum(x.debits)::bigint, sum(x.credits)::bigint
+FROM acct a CROSS JOIN LATERAL (
+	SELECT p.competence_month AS month,
+		coalesce(sum(p.amount) FILTER (WHERE p.amount > 0), 0) AS debits,
+		coalesce(-sum(p.amount) FILTER (WHERE p.amount < 0), 0) AS credits
+	FROM postings p WHERE p.account_id = a.id AND p.competence_month = ANY($6::date[])
+	GROUP BY p.competence_month
+) x
+GROUP BY x.month`
+
+// AccountSeries returns the monthly series of the account with code (its
+// descendants rolled up) for every month from from to to, inclusive, with
+// the three views finance asks for: the month's change, the change
+// cumulated within the range, and the historical balance. Closed months
+// are read from their snapshots, so a long series costs the open months'
+// postings only.
+func AccountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from, to postings.Month) (Series, error) {
+	if err := checkMonth(from); err != nil {
+		return Series{}, err
+	}
+	if err := checkMonth(to); err != nil {
+		return Series{}, err
+	}
+	n := (to.Year-from.Year)*12 + int(to.Month) - int(from.Month) + 1
+	if n < 1 || n > MaxSeriesMonths {
+		return Series{}, fmt.Errorf("%w: %s to %s (at most %d months, from not after to)", ErrInvalidRange, from, to, MaxSeriesMonths)
+	}
+	var s Series
+	err := read(ctx, q, func(q sqlx.QueryerContext) error {
+		var err error
+		s, err = accountSeries(ctx, q, code, from, to, n)
+		return err
+	})
+	return s, err
+}
+
+func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from, to postings.Month, n int) (Series, error) {
+	acct, err := accounts.Get(ctx, q, code)
+	if err != nil {
+		return Series{}, err
+	}
+	var st struct {
+		Base    sql.NullTime   `db:"base"`
+		Snapped pq.StringArray `db:"snapped"`
+		Closed  pq.StringArray `db:"closed"`
+	}
+	err = sqlx.GetContext(ctx, q, &st, `SELECT
+		(SELECT max(month) FROM month_snapshots WHERE month < $1) AS base,
+		ARRAY(SELECT to_char(month, 'YYYY-MM') FROM month_snapshots WHERE month BETWEEN $1 AND $2) AS snapped,
+		ARRAY(SELECT to_char(month, 'YYYY-MM') FROM closed_periods WHERE month BETWEEN $1 AND $2) AS closed`,
+		from.First(), to.First())
+	if err != nil {
+		return Series{}, fmt.Errorf("series %s: read periods: %w", code, err)
+	}
+	snapped, closed := set(st.Snapped), set(st.Closed)
+	var snapMonths, liveMonths []string
+	for m := from; !to.Before(m); m = m.Next() {
+		if snapped[m.String()] {
+			snapMonths = append(snapMonths, m.First().Format(time.DateOnly))
+		} else {
+			liveMonths = append(liveMonths, m.First().Format(time.DateOnly))
+		}
+	}
+	var rows []struct {
+		Month   sql.NullTime `db:"month"`
+		Debits  int64        `db:"debits"`
+		Credits int64        `db:"credits"`
+	}
+	err = sqlx.SelectContext(ctx, q, &rows, seriesSQL, acct.Code, acct.Currency, st.Base, from.First(),
+		pq.StringArray(snapMonths), pq.StringArray(liveMonths))
+	if err != nil {
+		return Series{}, fmt.Errorf("series %s: %w", code, err)
+	}
+	var opening int64
+	moves := map[postings.Month][2]int64{}
+	for _, r := range rows {
+		if !r.Month.Valid {
+			opening = r.Debits
+			continue
+		}
+		moves[monthOf(r.Month.Time)] = [2]int64{r.Debits, r.Credits}
+	}
+	s := Series{Account: acct.Code, Type: string(acct.Type), NormalSide: acct.NormalSide, Currency: acct.Currency,
+		From: from.String(), To: to.String(), Points: make([]SeriesPoint, 0, n)}
+	var cumulative int64
+	for m := from; !to.Before(m); m = m.Next() {
+		mv := moves[m]
+		change := mv[0] - mv[1]
+		cumulative += change
+		s.Points = append(s.Points, SeriesPoint{
+			Month: m.String(), Closed: closed[m.String()], Opening: opening, Debits: mv[0], Credits: mv[1],
+			Change: change, Cumulative: cumulative, Historical: opening + change,
+		})
+		opening += change
+	}
+	return s, nil
+}
+
+func set(ss []string) map[string]bool {
+	out := make(map[string]bool, len(ss))
+	for _, s := range ss {
+		out[s] = true
+	}
+	return out
+}
