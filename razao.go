@@ -10,6 +10,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	neturl "net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,9 +66,27 @@ func Migrations() ([]Migration, error) {
 	return ms, nil
 }
 
+// DriverURL returns url with the driver settings razao relies on:
+// binary_parameters makes lib/pq send a parameterised statement in one
+// round trip (Parse, Bind, Execute) instead of two (it otherwise prepares
+// first to learn the parameter types), which halves the round trips of
+// every query; []byte arguments then travel as bytea, so JSON goes as text.
+func DriverURL(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return raw // a key=value DSN: left as the operator wrote it
+	}
+	q := u.Query()
+	if q.Get("binary_parameters") == "" {
+		q.Set("binary_parameters", "yes")
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // Open connects to the PostgreSQL database at url and checks it answers.
 func Open(ctx context.Context, url string) (*sqlx.DB, error) {
-	db, err := sqlx.Open("postgres", url)
+	db, err := sqlx.Open("postgres", DriverURL(url))
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}

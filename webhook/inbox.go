@@ -112,7 +112,7 @@ func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body []
 		ON CONFLICT (delivery_key) DO NOTHING
 		RETURNING id, delivery_key`,
 		pq.Array(keys), ep.Name, ep.Scheme.Name(), ep.Merchant, pq.Array(types), pq.Array(ids), pq.Array(kinds),
-		pq.Array(refs), body, headers, pq.Array(evs), pq.Array(statuses))
+		pq.Array(refs), body, string(headers), pq.Array(evs), pq.Array(statuses))
 	if err != nil {
 		return nil, fmt.Errorf("inbox: insert: %w", err)
 	}
@@ -157,7 +157,7 @@ func (in *Inbox) putMalformed(ctx context.Context, ep *Endpoint, deliveryID stri
 		INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body, headers, status, last_error, processed_at)
 		VALUES ($1, $2, $3, $4, 'malformed', $5, 'malformed', '{}', $6, $7, 'divergent', $8, now())
 		ON CONFLICT (delivery_key) DO NOTHING RETURNING id`,
-		key, ep.Name, ep.Scheme.Name(), ep.Merchant, deliveryID, body, headers, cause.Error())
+		key, ep.Name, ep.Scheme.Name(), ep.Merchant, deliveryID, body, string(headers), cause.Error())
 	if err != nil {
 		if isNoRows(err) {
 			return Stored{Key: key, Duplicate: true}, nil

@@ -69,7 +69,7 @@ func NewWithURL(t testing.TB) (*sqlx.DB, string) {
 		t.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	dbURL := WithDatabase(base, name)
-	db, err := sqlx.Open("postgres", dbURL)
+	db, err := sqlx.Open("postgres", razao.DriverURL(dbURL))
 	if err != nil {
 		t.Fatalf("pgtest: open %s: %v", name, err)
 	}
