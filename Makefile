@@ -24,6 +24,10 @@ test: ## run every test, with the race detector, against a real PostgreSQL
 bench: ## run the Go benchmarks (pre-loads the ledger first; takes a few minutes)
 	go test -run '^$$' -bench . -benchtime 5s -timeout 30m ./...
 
+.PHONY: load
+load: ## load test over loopback: fresh DB, pre-load, 3 scenarios, pgbench ceiling (~5 min)
+	@bash scripts/load/run.sh
+
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@scripts/fuzz.sh

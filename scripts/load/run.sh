@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# Load test of razao on this machine, loopback only, every step bounded in
+# time. It builds bin/razao, creates a fresh database razao_load_<pid> on the
+# PostgreSQL at $DATABASE_URL (else 127.0.0.1:5432), migrates it, pre-loads
+# it with PRELOAD paid charges (inbox rows, posting sets and postings), runs
+# `razao verify`, serves razao on a free loopback port with scripts/dev.yaml
+# and the dev secrets, runs the three load scenarios, verifies again, then
+# measures the raw PostgreSQL ceiling with pgbench on scratch bench_* tables
+# in the same database, and prints every figure and the ratios. At exit it
+# stops the server and drops the database (KEEP_DB=1 keeps it).
+#
+# Knobs (environment): N=2000 C=8 STORM=1000 DURATION=300s SCHEME=standard
+# PRELOAD=200000 PGBENCH_CLIENTS=8 PGBENCH_SECONDS=15 OUT=<dir for logs and
+# JSON; default a temporary dir, removed at exit> KEEP_DB=0.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="/usr/local/go/bin:$PATH:/usr/lib/postgresql/15/bin"
+
+N=${N:-2000}
+C=${C:-8}
+STORM=${STORM:-1000}
+DURATION=${DURATION:-300s}
+SCHEME=${SCHEME:-standard}
+PRELOAD=${PRELOAD:-200000}
+PGBENCH_CLIENTS=${PGBENCH_CLIENTS:-8}
+PGBENCH_SECONDS=${PGBENCH_SECONDS:-15}
+KEEP_DB=${KEEP_DB:-0}
+
+die() { echo "load/run.sh: $*" >&2; exit 1; }
+int_in() { [[ $2 =~ ^[0-9]+$ ]] && ((10#$2 >= $3 && 10#$2 <= $4)) || die "$1=$2 must be an integer in $3..$4"; }
+int_in N "$N" 1 100000
+int_in C "$C" 1 1000
+int_in STORM "$STORM" 2 5000
+int_in PRELOAD "$PRELOAD" 1000 2000000
+int_in PGBENCH_CLIENTS "$PGBENCH_CLIENTS" 1 64
+int_in PGBENCH_SECONDS "$PGBENCH_SECONDS" 1 120
+[[ $DURATION =~ ^[0-9]+[sm]$ ]] || die "DURATION=$DURATION must look like 300s or 5m"
+dur_s=${DURATION%?}
+[[ $DURATION == *m ]] && dur_s=$((dur_s * 60))
+((dur_s >= 1 && dur_s <= 600)) || die "DURATION must be at most 10m"
+
+command -v psql >/dev/null || die "psql is missing (apt-get install postgresql-client)"
+command -v pgbench >/dev/null || die "pgbench is missing (apt-get install postgresql-contrib)"
+
+# --- the database server: loopback or a local socket only -------------------
+ADMIN_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
+[[ $ADMIN_URL =~ ^postgres(ql)?:// ]] || die "DATABASE_URL must be a postgres:// URL"
+is_local_host() {
+	local h=$1
+	h=${h#[}
+	h=${h%]}
+	[[ -z $h || $h == /* || $h == localhost || $h =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+$ || $h == ::1 ]]
+}
+authority=${ADMIN_URL#*://}
+authority=${authority%%[/?]*}
+hostport=${authority##*@}
+if [[ $hostport == \[* ]]; then host=${hostport%%]*}]; else host=${hostport%%:*}; fi
+is_local_host "$host" || die "DATABASE_URL host '$host' is not loopback: this load test only talks to this machine"
+if [[ $ADMIN_URL == *\?* ]]; then
+	query=${ADMIN_URL#*\?}
+	for kv in ${query//&/ }; do
+		case $kv in host=* | hostaddr=*)
+			v=${kv#*=}
+			for h in ${v//,/ }; do is_local_host "${h//%2F//}" || die "DATABASE_URL $kv is not loopback"; done ;;
+		esac
+	done
+	[[ $query == *sslmode=* ]] || ADMIN_URL="$ADMIN_URL&sslmode=disable"
+else
+	ADMIN_URL="$ADMIN_URL?sslmode=disable"
+fi
+DB="razao_load_$$"
+# The same server, database $DB.
+LOAD_URL="${ADMIN_URL%%://*}://${authority}/${DB}?${ADMIN_URL#*\?}"
+redact() { sed -E 's#://([^:@/]*):[^@/]*@#://\1:***@#' <<<"$1"; }
+
+WORK=$(mktemp -d /tmp/razao-load.XXXXXX)
+OUTDIR=${OUT:-$WORK}
+mkdir -p "$OUTDIR"
+SERVER_PID=""
+DB_CREATED=0
+
+stop_server() {
+	[[ -n $SERVER_PID ]] || return 0
+	if kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill -TERM "$SERVER_PID" 2>/dev/null || true
+		for _ in $(seq 1 70); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.5; done
+		kill -0 "$SERVER_PID" 2>/dev/null && kill -KILL "$SERVER_PID" 2>/dev/null || true
+	fi
+	wait "$SERVER_PID" 2>/dev/null || true
+	SERVER_PID=""
+}
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	stop_server
+	if ((DB_CREATED)) && [[ $KEEP_DB != 1 ]]; then
+		timeout 60 psql "$ADMIN_URL" -X -q -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 ||
+			echo "load/run.sh: could not drop database $DB" >&2
+	elif ((DB_CREATED)); then
+		echo "kept database $DB: $(redact "$LOAD_URL")" >&2
+	fi
+	if ((rc != 0)) && [[ -s $OUTDIR/serve.log ]]; then
+		echo "--- last lines of razao's log:" >&2
+		tail -n 20 "$OUTDIR/serve.log" | cut -c1-400 >&2
+	fi
+	rm -rf "$WORK"
+	[[ -z ${OUT:-} ]] || echo "logs and JSON kept in $OUTDIR" >&2
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+step() { printf '\n### %s  (%s, load average %s)\n' "$*" "$(date +%T)" "$(cut -d' ' -f1-3 /proc/loadavg)"; }
+psql_load() { psql "$LOAD_URL" -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+step "build"
+mkdir -p bin
+timeout 300 go build -o bin/razao ./cmd/razao
+timeout 300 go build -o "$WORK/load" ./scripts/load
+echo "bin/razao and the load tool built"
+
+step "database $DB on $(redact "$ADMIN_URL")"
+timeout 60 psql "$ADMIN_URL" -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE $DB"
+DB_CREATED=1
+psql "$ADMIN_URL" -X -At -c "SELECT 'server ' || version()" | cut -c1-60
+psql "$ADMIN_URL" -X -At -c "SELECT string_agg(name || '=' || setting, ' ' ORDER BY name) FROM pg_settings
+	WHERE name IN ('fsync', 'synchronous_commit', 'shared_buffers', 'max_connections', 'wal_level', 'max_wal_size')"
+DATABASE_URL=$LOAD_URL timeout 120 bin/razao migrate
+
+step "preload: $PRELOAD charges (inbox rows, posting sets, postings)"
+t0=$(date +%s)
+timeout 1200 psql "$LOAD_URL" -X -q -v ON_ERROR_STOP=1 -v n="$PRELOAD" -f scripts/load/preload.sql
+echo "preload took $(($(date +%s) - t0)) s"
+psql_load -At -c "SELECT 'database size ' || pg_size_pretty(pg_database_size(current_database()))"
+
+step "razao verify (after the preload)"
+DATABASE_URL=$LOAD_URL timeout 600 bin/razao verify || die "the preloaded ledger does not verify"
+
+step "start razao serve on a free loopback port"
+set -a
+# shellcheck disable=SC1090
+source "$(bash scripts/dev-secrets.sh)"
+set +a
+# The API's bearer tokens live in the database where razao has `razao
+# token`; older builds read RAZAO_API_TOKEN from the environment instead.
+API_TOKEN=${RAZAO_API_TOKEN:-}
+commands=$(bin/razao help 2>&1 || true)
+if grep -qE '^ +token ' <<<"$commands"; then
+	API_TOKEN=$(DATABASE_URL=$LOAD_URL timeout 60 bin/razao token create -name load-test -scope read,write 2>/dev/null)
+	echo "created API token 'load-test' (read,write) in $DB"
+fi
+DATABASE_URL=$LOAD_URL RAZAO_CONFIG=scripts/dev.yaml RAZAO_LISTEN=127.0.0.1:0 \
+	bin/razao serve -migrate=false >"$OUTDIR/serve.out" 2>"$OUTDIR/serve.log" &
+SERVER_PID=$!
+URL=""
+for _ in $(seq 1 60); do
+	URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$OUTDIR/serve.out" 2>/dev/null | head -1 || true)
+	[[ -n $URL ]] && break
+	kill -0 "$SERVER_PID" 2>/dev/null || { cat "$OUTDIR/serve.log" >&2; die "razao serve exited"; }
+	sleep 0.5
+done
+[[ -n $URL ]] || die "razao serve did not report its address within 30 s"
+echo "razao (pid $SERVER_PID) serving at $URL"
+
+step "load: scenario all, n=$N c=$C storm=$STORM scheme=$SCHEME (cap $DURATION)"
+load_rc=0
+RAZAO_API_TOKEN=$API_TOKEN timeout $((dur_s + 60)) "$WORK/load" -url "$URL" -scenario all -n "$N" -c "$C" -storm "$STORM" -scheme "$SCHEME" \
+	-duration "$DURATION" -json "$OUTDIR/results.jsonl" -database-url "$LOAD_URL" -server-pid "$SERVER_PID" || load_rc=$?
+
+step "what razao logged during the load"
+grep -o '"level":"[A-Z]*"' "$OUTDIR/serve.log" | sort | uniq -c || true
+grep -o '"msg":"[^"]*"' "$OUTDIR/serve.log" | sort | uniq -c | sort -rn | head -10 || true
+grep -m 5 '"level":"\(ERROR\|WARN\)"' "$OUTDIR/serve.log" | cut -c1-400 || true
+
+step "inbox and divergences after the load (rows of this run only)"
+psql_load -c "SELECT status, kind, count(*), count(*) FILTER (WHERE attempts > 1) AS retried
+	FROM inbox WHERE charge_ref LIKE 'lt%' GROUP BY 1, 2 ORDER BY 1, 2"
+psql_load -c "SELECT reason, count(*) FROM divergences GROUP BY 1"
+
+step "razao verify (after the load)"
+verify_rc=0
+DATABASE_URL=$LOAD_URL timeout 600 bin/razao verify || verify_rc=$?
+
+stop_server
+
+step "pgbench: scratch bench_* tables (copies of the tables, no ledger triggers)"
+timeout 900 psql "$LOAD_URL" -X -q -v ON_ERROR_STOP=1 -f scripts/load/pgbench/setup.sql
+ids=$(psql_load -At -F' ' -c "SELECT
+	(SELECT id FROM accounts WHERE code = 'assets:cash'), (SELECT id FROM accounts WHERE code = 'income:revenue'),
+	(SELECT id FROM accounts WHERE code = 'expenses:commission'),
+	(SELECT id FROM accounts WHERE code = 'liabilities:commission-payable:pre-p1')")
+read -r cash revenue commission payable <<<"$ids"
+
+pgb() { # name script -> prints tps; full output in $OUTDIR/pgbench-name.txt
+	local name=$1 script=$2
+	timeout $((PGBENCH_SECONDS + 120)) pgbench -n -M prepared -c "$PGBENCH_CLIENTS" -j 2 -T "$PGBENCH_SECONDS" \
+		-D nch="$PRELOAD" -D cash="$cash" -D revenue="$revenue" -D commission="$commission" -D payable="$payable" \
+		-f "$script" "$LOAD_URL" >"$OUTDIR/pgbench-$name.txt" 2>&1 || { cat "$OUTDIR/pgbench-$name.txt" >&2; die "pgbench $name failed"; }
+	grep -E '^(number of failed|latency average|tps)' "$OUTDIR/pgbench-$name.txt" | sed 's/^/    /' >&2
+	grep -oE '^tps = [0-9.]+' "$OUTDIR/pgbench-$name.txt" | head -1 | cut -d' ' -f3
+}
+step "pgbench (a) posting tx: lock charge FOR UPDATE, 1 set + 2 postings, update charge; $PGBENCH_CLIENTS clients, ${PGBENCH_SECONDS}s"
+tps_a=$(pgb posting scripts/load/pgbench/posting.sql)
+step "pgbench (c) razao-like delivery: inbox insert + apply tx (2 sets, 4 postings, charge, outbox, grant, inbox update)"
+tps_c=$(pgb razao_like scripts/load/pgbench/razao_like.sql)
+# (b) last: it leaves its rows pending, and pending rows slow (c) down (see README).
+step "pgbench (b) inbox INSERT ... ON CONFLICT DO NOTHING RETURNING; $PGBENCH_CLIENTS clients, ${PGBENCH_SECONDS}s"
+tps_b=$(pgb inbox scripts/load/pgbench/inbox.sql)
+
+# --- summary ----------------------------------------------------------------
+jfield() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
+step "summary"
+printf '%-16s %9s %11s %9s %9s %9s %6s  %s\n' scenario "req/s" "accepted/s" "p50 ms" "p99 ms" "max ms" pass statuses
+distinct_acc=""
+if [[ -s $OUTDIR/results.jsonl ]]; then
+	while IFS= read -r line; do
+		sc=$(jfield "$line" scenario)
+		statuses=$(grep -o '"statuses":{[^}]*}' <<<"$line" | cut -d: -f2- | tr -d '{}"')
+		printf '%-16s %9s %11s %9s %9s %9s %6s  %s\n' "$sc" "$(jfield "$line" requests_per_s)" "$(jfield "$line" accepted_per_s)" \
+			"$(jfield "$line" p50)" "$(jfield "$line" p99)" "$(jfield "$line" max)" "$(jfield "$line" pass)" "$statuses"
+		[[ $sc == distinct ]] && distinct_acc=$(jfield "$line" accepted_per_s)
+	done <"$OUTDIR/results.jsonl"
+fi
+echo
+printf 'pgbench (a) posting tx          %10s tx/s\n' "$tps_a"
+printf 'pgbench (b) inbox insert        %10s tx/s\n' "$tps_b"
+printf 'pgbench (c) razao-like delivery %10s deliveries/s\n' "$tps_c"
+if [[ -n $distinct_acc ]]; then
+	awk -v r="$distinct_acc" -v a="$tps_a" -v b="$tps_b" -v c="$tps_c" 'BEGIN {
+		printf "razao confirmed deliveries/s (distinct) %.1f\n", r
+		printf "  / pgbench (a) posting tx/s        = %.3f\n", r / a
+		printf "  / pgbench (b) inbox insert/s      = %.3f\n", r / b
+		printf "  / pgbench (c) razao-like/s        = %.3f\n", r / c
+	}'
+fi
+printf '{"preload":%s,"n":%s,"c":%s,"pgbench_clients":%s,"pgbench_seconds":%s,"pgbench_posting_tps":%s,"pgbench_inbox_tps":%s,"pgbench_razao_like_tps":%s,"razao_distinct_accepted_per_s":%s}\n' \
+	"$PRELOAD" "$N" "$C" "$PGBENCH_CLIENTS" "$PGBENCH_SECONDS" "${tps_a:-null}" "${tps_b:-null}" "${tps_c:-null}" "${distinct_acc:-null}" |
+	tee -a "$OUTDIR/results.jsonl"
+
+((verify_rc == 0)) || die "razao verify found a breach after the load (exit $verify_rc)"
+((load_rc == 0)) || die "a load scenario failed (exit $load_rc): see the VIOLATION lines above"
+echo "all scenarios passed; ledger verified"
