@@ -49,6 +49,7 @@ type inboxRow struct {
 	ID         int64           `db:"id"`
 	Scheme     string          `db:"scheme"`
 	Kind       string          `db:"kind"`
+	Status     string          `db:"status"`
 	Event      json.RawMessage `db:"event"`
 	Attempts   int             `db:"attempts"`
 	ReceivedAt time.Time       `db:"received_at"`
@@ -96,6 +97,18 @@ func (p *Processor) Redelivered(ctx context.Context, key string) error {
 	return nil
 }
 
+// grantMissing reports whether the paid charge a delivery names lacks its
+// grant: a plain read, so a storm of duplicates of a processed payment
+// does not queue on the charge's row lock only to find the grant there.
+func (p *Processor) grantMissing(ctx context.Context, ev scheme.Event) (bool, error) {
+	var missing bool
+	err := p.db.GetContext(ctx, &missing, `SELECT EXISTS (
+		SELECT 1 FROM charges c WHERE (c.id = $1 OR c.psp_ref = NULLIF($2, ''))
+		  AND c.state IN ('paid', 'partially_refunded', 'refunded')
+		  AND NOT EXISTS (SELECT 1 FROM access_grants g WHERE g.charge_id = c.id))`, ev.ChargeID, ev.PSPRef)
+	return missing, err
+}
+
 func (p *Processor) repairGrant(ctx context.Context, id int64) error {
 	tx, err := p.db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -109,6 +122,9 @@ func (p *Processor) repairGrant(ctx context.Context, id int64) error {
 	}
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return fmt.Errorf("repair grant for delivery %d: decode: %w", id, err)
+	}
+	if missing, err := p.grantMissing(ctx, ev); err != nil || !missing {
+		return err
 	}
 	if err := charges.EnsureGrantTx(ctx, tx, ev.ChargeID, ev.PSPRef); err != nil {
 		return fmt.Errorf("repair grant for delivery %d: %w", id, err)
@@ -127,15 +143,21 @@ func (p *Processor) processTx(ctx context.Context, id int64) ([]int64, error) {
 		return nil, fmt.Errorf("process delivery %d: begin: %w", id, err)
 	}
 	defer tx.Rollback()
-	// Lock order is always inbox row, then charge row: no deadlocks.
+	// Lock order is always inbox row, then charge row: no deadlocks. The
+	// row is found by its primary key alone and its status checked after:
+	// with "AND status = 'pending'" the planner may pick the partial index
+	// of pending rows and read the whole backlog to find one id.
 	var row inboxRow
-	err = tx.GetContext(ctx, &row, `SELECT id, scheme, kind, event, attempts, received_at FROM inbox
-		WHERE id = $1 AND status = 'pending' FOR UPDATE SKIP LOCKED`, id)
+	err = tx.GetContext(ctx, &row, `SELECT id, scheme, kind, status, event, attempts, received_at FROM inbox
+		WHERE id = $1 FOR UPDATE SKIP LOCKED`, id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		return nil, nil // another worker holds it
 	}
 	if err != nil {
 		return nil, fmt.Errorf("process delivery %d: lock: %w", id, err)
+	}
+	if row.Status != "pending" {
+		return nil, nil // done meanwhile
 	}
 	status, paidCharge, err := p.apply(ctx, tx, row)
 	if err != nil {
