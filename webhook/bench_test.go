@@ -15,6 +15,9 @@ import (
 // hundred thousand rows and analysed first: empty tables plan differently.
 func BenchmarkDelivery(b *testing.B) {
 	e := newEnv(b)
+	if os.Getenv("NO_GROUP_COMMIT") == "" {
+		e.groupCommit()
+	}
 	const preload = 200_000
 	e.db.MustExec(`INSERT INTO charges (id, amount, partner, commission_bp, access, request_hash)
 		SELECT 'bench-' || g, 4990, 'partner-42', 1000, 'x', 'h' FROM generate_series(1, $1) g`, 2*preload)

@@ -124,3 +124,49 @@ func TestCrashAfterSaleLeavesNothingThenRedeliveryAppliesOnce(t *testing.T) {
 		t.Fatalf("%d commissions after repair, want 1", n)
 	}
 }
+
+// With group commit, concurrent deliveries share one INSERT and one
+// commit: distinct ones are each accepted once, copies of one are
+// accepted once and duplicates after, and everything is applied once.
+func TestGroupCommitKeepsExactlyOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.groupCommit()
+	const charges, copies = 20, 5
+	for i := 0; i < charges; i++ {
+		e.charge(fmt.Sprintf("order-%d", i), 4990, "partner-42", 1000)
+	}
+	replies := make([]reply, charges*copies)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range replies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			id := fmt.Sprintf("order-%d", i%charges)
+			replies[i] = e.postStandard("msg-"+id, "charge.paid", map[string]any{"charge_id": id, "amount": 4990})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	statuses := map[string]int{}
+	for _, r := range replies {
+		if r.Code != 200 {
+			t.Fatalf("reply %d %+v", r.Code, r.Body)
+		}
+		statuses[r.Body.Status]++
+	}
+	if statuses["accepted"] != charges || statuses["duplicate"] != charges*(copies-1) {
+		t.Fatalf("statuses %v, want %d accepted and %d duplicate", statuses, charges, charges*(copies-1))
+	}
+	if n := e.count(`SELECT count(*) FROM inbox`); n != charges {
+		t.Fatalf("%d inbox rows, want %d", n, charges)
+	}
+	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'sale'`); n != charges {
+		t.Fatalf("%d sales, want %d", n, charges)
+	}
+	if n := e.count(`SELECT count(*) FROM inbox WHERE status <> 'processed'`); n != 0 {
+		t.Fatalf("%d deliveries not processed", n)
+	}
+}

@@ -43,7 +43,16 @@ type env struct {
 	url     string
 	applier *charges.Applier
 	proc    *webhook.Processor
+	inbox   *webhook.Inbox
 	router  http.Handler
+}
+
+// groupCommit starts the inbox's batcher for the rest of the test.
+func (e *env) groupCommit() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.inbox.RunBatcher(ctx, 2); close(done) }()
+	e.t.Cleanup(func() { cancel(); <-done })
 }
 
 func newEnv(t testing.TB) *env {
@@ -73,10 +82,11 @@ func newEnvWithDB(t testing.TB, db *sqlx.DB, url string) *env {
 		}
 		eps = append(eps, ep)
 	}
-	h := webhook.NewHandler(eps, webhook.NewInbox(db), proc, func() time.Time { return clock }, log)
+	inbox := webhook.NewInbox(db)
+	h := webhook.NewHandler(eps, inbox, proc, func() time.Time { return clock }, log)
 	r := mux.NewRouter()
 	r.Handle("/webhooks/{endpoint}", h)
-	return &env{t: t, db: db, url: url, applier: applier, proc: proc, router: r}
+	return &env{t: t, db: db, url: url, applier: applier, proc: proc, inbox: inbox, router: r}
 }
 
 // charge registers a charge the way the app does.

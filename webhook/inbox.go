@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -17,11 +19,16 @@ import (
 
 // Inbox stores authentic deliveries, each exactly once per delivery key.
 type Inbox struct {
-	db *sqlx.DB
+	db       *sqlx.DB
+	requests chan *putRequest
+	stopped  chan struct{} // closed when the batcher has stopped
+	batching atomic.Bool
 }
 
 // NewInbox returns the inbox over db.
-func NewInbox(db *sqlx.DB) *Inbox { return &Inbox{db: db} }
+func NewInbox(db *sqlx.DB) *Inbox {
+	return &Inbox{db: db, requests: make(chan *putRequest), stopped: make(chan struct{})}
+}
 
 // entry is one inbox row to write.
 type entry struct {
@@ -91,30 +98,125 @@ func bodyHash(body []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Put writes the entries of one delivery in one transaction with
-// INSERT … ON CONFLICT DO NOTHING RETURNING: a returned row is a first
-// delivery, a missing one a duplicate. It returns only after COMMIT, so
-// the caller may answer 2xx; any error means nothing was stored.
-func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body []byte, headers []byte) ([]Stored, error) {
-	n := len(entries)
-	keys, types, ids, kinds, refs, evs, statuses := make([]string, n), make([]string, n), make([]string, n),
-		make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	for i, e := range entries {
-		keys[i], types[i], ids[i], kinds[i], refs[i], evs[i], statuses[i] = e.key, e.eventType, e.eventID, e.kind, e.chargeRef, string(e.event), e.status
+// put stores the entries of one delivery and returns only after their
+// COMMIT, so the caller may answer 2xx; any error means nothing was stored.
+// While RunBatcher runs, concurrent deliveries are group-committed: one
+// multi-row INSERT … ON CONFLICT DO NOTHING RETURNING and one commit for
+// all of them, each request answered after that commit.
+func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, headers []byte) ([]Stored, error) {
+	req := &putRequest{ep: ep, entries: entries, body: body, headers: headers, done: make(chan struct{})}
+	if !in.batching.Load() {
+		if err := in.insert(ctx, []*putRequest{req}); err != nil {
+			return nil, err
+		}
+		return req.stored, nil
 	}
-	// One statement in autocommit: a single round trip, and the rows are
-	// read to the end (ReadyForQuery, after COMMIT) before anyone is told
-	// the delivery is stored.
+	select {
+	case in.requests <- req:
+		select {
+		case <-req.done:
+			return req.stored, req.err
+		case <-ctx.Done():
+			// The batch may still commit; the PSP, seeing no answer, will
+			// redeliver and get "duplicate".
+			return nil, ctx.Err()
+		}
+	case <-in.stopped:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if err := in.insert(ctx, []*putRequest{req}); err != nil {
+		return nil, err
+	}
+	return req.stored, nil
+}
+
+// putRequest is one delivery waiting for its group commit.
+type putRequest struct {
+	ep            *Endpoint
+	entries       []entry
+	body, headers []byte
+	stored        []Stored
+	err           error
+	done          chan struct{}
+}
+
+// maxBatch bounds the deliveries of one group commit.
+const maxBatch = 64
+
+// RunBatcher group-commits concurrent deliveries until ctx ends, with
+// workers inserts in flight at once. Without it, each delivery commits on
+// its own.
+func (in *Inbox) RunBatcher(ctx context.Context, workers int) {
+	in.batching.Store(true)
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); in.batchLoop(ctx) }()
+	}
+	wg.Wait()
+	close(in.stopped) // senders from now on insert on their own
+}
+
+func (in *Inbox) batchLoop(ctx context.Context) {
+	for {
+		var batch []*putRequest
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-in.requests:
+			batch = append(batch, r)
+		}
+		// Take whoever queued while the last batch ran; never wait for more.
+	collect:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-in.requests:
+				batch = append(batch, r)
+			default:
+				break collect
+			}
+		}
+		// The batch must commit even if the server is stopping: its
+		// requests are waiting for the answer.
+		err := in.insert(context.WithoutCancel(ctx), batch)
+		for _, r := range batch {
+			if err != nil {
+				r.err = err
+			}
+			close(r.done)
+		}
+	}
+}
+
+// insert writes the entries of every request in one statement in
+// autocommit: one round trip, one commit. The rows are read to the end
+// (ReadyForQuery, after COMMIT) before anyone is told they are stored.
+// Of several entries with one key, the first in the batch is the accepted
+// one and the others are duplicates.
+func (in *Inbox) insert(ctx context.Context, batch []*putRequest) error {
+	var keys, eps, schemes, merchants, types, ids, kinds, refs, evs, headers, statuses []string
+	var bodies [][]byte
+	for _, r := range batch {
+		for _, e := range r.entries {
+			keys, eps, schemes, merchants = append(keys, e.key), append(eps, r.ep.Name), append(schemes, r.ep.Scheme.Name()), append(merchants, r.ep.Merchant)
+			types, ids, kinds, refs = append(types, e.eventType), append(ids, e.eventID), append(kinds, e.kind), append(refs, e.chargeRef)
+			evs, statuses = append(evs, string(e.event)), append(statuses, e.status)
+			bodies, headers = append(bodies, r.body), append(headers, string(r.headers))
+		}
+	}
 	rows, err := in.db.QueryxContext(ctx, `
-		INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref, event, body, headers, status, next_attempt_at)
-		SELECT k, $2, $3, $4, t, i, kd, NULLIF(r, ''), e::jsonb, $9, $10, s, now() + interval '5 seconds'
-		FROM unnest($1::text[], $5::text[], $6::text[], $7::text[], $8::text[], $11::text[], $12::text[]) AS u (k, t, i, kd, r, e, s)
+		INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
+			event, body, headers, status, next_attempt_at)
+		SELECT k, ep, sc, me, t, i, kd, NULLIF(r, ''), e::jsonb, b, h::jsonb, s, now() + interval '5 seconds'
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+			$8::text[], $9::text[], $10::bytea[], $11::text[], $12::text[]) AS u (k, ep, sc, me, t, i, kd, r, e, b, h, s)
 		ON CONFLICT (delivery_key) DO NOTHING
 		RETURNING id, delivery_key`,
-		pq.Array(keys), ep.Name, ep.Scheme.Name(), ep.Merchant, pq.Array(types), pq.Array(ids), pq.Array(kinds),
-		pq.Array(refs), body, string(headers), pq.Array(evs), pq.Array(statuses))
+		pq.Array(keys), pq.Array(eps), pq.Array(schemes), pq.Array(merchants), pq.Array(types), pq.Array(ids),
+		pq.Array(kinds), pq.Array(refs), pq.Array(evs), pq.Array(bodies), pq.Array(headers), pq.Array(statuses))
 	if err != nil {
-		return nil, fmt.Errorf("inbox: insert: %w", err)
+		return fmt.Errorf("inbox: insert: %w", err)
 	}
 	inserted := map[string]int64{}
 	for rows.Next() {
@@ -122,22 +224,25 @@ func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body []
 		var key string
 		if err := rows.Scan(&id, &key); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("inbox: scan: %w", err)
+			return fmt.Errorf("inbox: scan: %w", err)
 		}
 		inserted[key] = id
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("inbox: insert: %w", err)
+		return fmt.Errorf("inbox: insert: %w", err)
 	}
 	if err := rows.Close(); err != nil {
-		return nil, fmt.Errorf("inbox: insert: %w", err)
+		return fmt.Errorf("inbox: insert: %w", err)
 	}
-	out := make([]Stored, n)
-	for i, e := range entries {
-		id, ok := inserted[e.key]
-		out[i] = Stored{ID: id, Key: e.key, Duplicate: !ok}
+	for _, r := range batch {
+		r.stored = make([]Stored, len(r.entries))
+		for i, e := range r.entries {
+			id, ok := inserted[e.key]
+			delete(inserted, e.key) // the first entry with a key takes it
+			r.stored[i] = Stored{ID: id, Key: e.key, Duplicate: !ok}
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // putMalformed keeps an authentic delivery whose payload could not be

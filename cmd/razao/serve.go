@@ -56,6 +56,7 @@ type server struct {
 	notifier *events.Notifier
 	applier  *charges.Applier
 	exports  *exports.Scheduler // nil without a schedule
+	inbox    *webhook.Inbox
 }
 
 func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (*server, error) {
@@ -101,7 +102,8 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 			return nil, err
 		}
 	}
-	hooks := webhook.NewHandler(cfg.endpoints, webhook.NewInbox(db), proc, now, logger)
+	s.inbox = webhook.NewInbox(db)
+	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, proc, now, logger)
 	hooks.Metrics = m
 	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub}
 	s.http = &http.Server{
@@ -162,6 +164,13 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() { defer wg.Done(); s.exports.Run(bg, 30*time.Second) }()
 	}
 	defer func() { stopBG(); wg.Wait() }()
+
+	// The inbox batcher outlives the HTTP server: requests still in flight
+	// during shutdown wait for their group commit.
+	batchCtx, stopBatcher := context.WithCancel(context.WithoutCancel(ctx))
+	batcherDone := make(chan struct{})
+	go func() { s.inbox.RunBatcher(batchCtx, 2); close(batcherDone) }()
+	defer func() { stopBatcher(); <-batcherDone }()
 
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(ln) }()
