@@ -10,28 +10,18 @@ import (
 	"net/http"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/internal/problem"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
 
-// problemBase prefixes every problem type: a stable identifier clients can
-// switch on, not a page that must resolve.
-const problemBase = "https://razao.dev/problems/"
+// Problem is the application/problem+json body of every API error.
+type Problem = problem.Problem
 
-// Problem is an application/problem+json body.
-type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-}
-
+// writeProblem answers with a problem document of kind.
 func writeProblem(w http.ResponseWriter, status int, kind, title, detail string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(Problem{Type: problemBase + kind, Title: title, Status: status, Detail: detail})
+	problem.Write(w, status, kind, title, detail)
 }
 
 // writeError maps a domain error to its problem. An unknown error is a

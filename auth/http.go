@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao/internal/problem"
 )
 
 type ctxKey struct{}
@@ -43,7 +44,7 @@ func Middleware(q sqlx.QueryerContext, log *slog.Logger) func(http.Handler) http
 			bearer, ok := bearerToken(r.Header)
 			if !ok {
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q`, realm))
-				writeProblem(w, http.StatusUnauthorized, "unauthorized", "Missing or invalid bearer token", "")
+				problem.Write(w, http.StatusUnauthorized, "unauthorized", "Missing or invalid bearer token", "")
 				return
 			}
 			t, err := Authenticate(r.Context(), q, bearer)
@@ -51,13 +52,13 @@ func Middleware(q sqlx.QueryerContext, log *slog.Logger) func(http.Handler) http
 			case errors.Is(err, ErrUnauthenticated):
 				log.Debug("api token refused", "reason", err, "path", r.URL.Path)
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q, error="invalid_token"`, realm))
-				writeProblem(w, http.StatusUnauthorized, "unauthorized", "Missing or invalid bearer token", "")
+				problem.Write(w, http.StatusUnauthorized, "unauthorized", "Missing or invalid bearer token", "")
 				return
 			case err != nil:
 				if r.Context().Err() == nil {
 					log.Error("api token check failed", "error", err)
 				}
-				writeProblem(w, http.StatusServiceUnavailable, "unavailable", "Could not check the bearer token", "")
+				problem.Write(w, http.StatusServiceUnavailable, "unavailable", "Could not check the bearer token", "")
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(NewContext(r.Context(), t)))
@@ -77,12 +78,12 @@ func Require(scope Scope) func(http.Handler) http.Handler {
 			t, ok := FromContext(r.Context())
 			if !ok {
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q`, realm))
-				writeProblem(w, http.StatusUnauthorized, "unauthorized", "Missing or invalid bearer token", "")
+				problem.Write(w, http.StatusUnauthorized, "unauthorized", "Missing or invalid bearer token", "")
 				return
 			}
 			if !t.Has(scope) {
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q, error="insufficient_scope", scope=%q`, realm, scope))
-				writeProblem(w, http.StatusForbidden, "forbidden", "Token lacks the required scope",
+				problem.Write(w, http.StatusForbidden, "forbidden", "Token lacks the required scope",
 					fmt.Sprintf("this endpoint needs the %s scope", scope))
 				return
 			}
@@ -105,22 +106,4 @@ func bearerToken(h http.Header) (string, bool) {
 	}
 	token = strings.TrimLeft(token, " ")
 	return token, token != ""
-}
-
-// problemBase and the body below match api/problem.go; they are repeated
-// here because api imports this package.
-const problemBase = "https://razao.dev/problems/"
-
-type problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-}
-
-func writeProblem(w http.ResponseWriter, status int, kind, title, detail string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(problem{Type: problemBase + kind, Title: title, Status: status, Detail: detail})
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/razao/razao/internal/problem"
 )
 
 // minRetry is the first delay before re-reading when committed events are
@@ -27,7 +29,7 @@ const minRetry = 25 * time.Millisecond
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
-		problem(w, http.StatusMethodNotAllowed, "events are read with GET")
+		problem.Write(w, http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "events are read with GET")
 		return
 	}
 	cursor := r.Header.Get("Last-Event-ID")
@@ -35,13 +37,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cursor = r.URL.Query().Get("after")
 	}
 	if err := ValidCursor(cursor); err != nil {
-		problem(w, http.StatusBadRequest, "Last-Event-ID or after is not a cursor from this stream")
+		problem.Write(w, http.StatusBadRequest, "invalid-cursor", "Invalid cursor", "Last-Event-ID or after is not a cursor from this stream")
 		return
 	}
 	wake, ok := h.subscribe()
 	if !ok {
 		w.Header().Set("Retry-After", "5")
-		problem(w, http.StatusServiceUnavailable, "no event stream available; retry later")
+		problem.Write(w, http.StatusServiceUnavailable, "unavailable", "Service unavailable", "no event stream available; retry later")
 		return
 	}
 	defer h.unsubscribe(wake)
@@ -57,18 +59,6 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	err := s.run(r.Context(), wake)
 	h.log.Debug("events: stream ended", "cursor", s.cursor, "err", err)
-}
-
-// problem answers an error as application/problem+json.
-func problem(w http.ResponseWriter, status int, detail string) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{
-		"type":   "about:blank",
-		"title":  http.StatusText(status),
-		"status": status,
-		"detail": detail,
-	})
 }
 
 // stream is one subscriber's connection and its position in the outbox.

@@ -35,14 +35,24 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// openWithFlags parses the flags of a command that works on the database
+// (the -database-url flag and those more adds) and opens the database.
+func openWithFlags(ctx context.Context, name string, args []string, stderr io.Writer, more func(*flag.FlagSet)) (*sqlx.DB, *flag.FlagSet, error) {
 	var db dbFlags
-	fs := newFlagSet("migrate", stderr)
+	fs := newFlagSet(name, stderr)
 	db.register(fs)
+	if more != nil {
+		more(fs)
+	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return nil, nil, err
 	}
 	conn, err := db.open(ctx)
+	return conn, fs, err
+}
+
+func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	conn, _, err := openWithFlags(ctx, "migrate", args, stderr, nil)
 	if err != nil {
 		return err
 	}
@@ -61,13 +71,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var db dbFlags
-	fs := newFlagSet("verify", stderr)
-	db.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	conn, err := db.open(ctx)
+	conn, _, err := openWithFlags(ctx, "verify", args, stderr, nil)
 	if err != nil {
 		return err
 	}

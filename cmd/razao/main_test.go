@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
 )
@@ -109,5 +111,31 @@ func TestExportCommandWritesFileAndChecksum(t *testing.T) {
 	}
 	if code, _ := runCmd(t, "export", "-database-url", url, "-kind", "../../etc/passwd", "-month", "2026-08"); code == 0 {
 		t.Fatal("unknown kind accepted")
+	}
+}
+
+func TestTokenCommandsCreateListRevoke(t *testing.T) {
+	t.Parallel()
+	db, url := pgtest.NewWithURL(t)
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"token", "create", "-database-url", url, "-name", "finance", "-scope", "read"}, &out, &errOut); code != 0 {
+		t.Fatalf("create: exit %d: %s", code, errOut.String())
+	}
+	plain := strings.TrimSpace(out.String())
+	tok, err := auth.Authenticate(context.Background(), db, plain)
+	if err != nil || !tok.Has(auth.Read) || tok.Has(auth.Write) {
+		t.Fatalf("created token %+v, %v: want a read token", tok, err)
+	}
+	if code, msg := runCmd(t, "token", "list", "-database-url", url); code != 0 || !strings.Contains(msg, "finance\tread\tlive") || strings.Contains(msg, plain) {
+		t.Fatalf("list: exit %d\n%s", code, msg)
+	}
+	if code, msg := runCmd(t, "token", "revoke", "-database-url", url, fmt.Sprint(tok.ID)); code != 0 {
+		t.Fatalf("revoke: exit %d\n%s", code, msg)
+	}
+	if _, err := auth.Authenticate(context.Background(), db, plain); err == nil {
+		t.Fatal("revoked token still authenticates")
+	}
+	if code, _ := runCmd(t, "token", "create", "-database-url", url, "-name", "x", "-scope", "root"); code == 0 {
+		t.Fatal("unknown scope accepted")
 	}
 }

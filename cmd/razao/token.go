@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -17,15 +18,11 @@ func cmdToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "usage: razao token create -name NAME -scope read|write|admin[,...] | list | revoke ID")
 		return exitError(2)
 	}
-	var db dbFlags
-	fs := newFlagSet("token "+args[0], stderr)
-	db.register(fs)
-	name := fs.String("name", "", "who or what the token is for (create)")
-	scope := fs.String("scope", "read", "comma-separated scopes: read, write, admin (create)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	conn, err := db.open(ctx)
+	var name, scope *string
+	conn, fs, err := openWithFlags(ctx, "token "+args[0], args[1:], stderr, func(fs *flag.FlagSet) {
+		name = fs.String("name", "", "who or what the token is for (create)")
+		scope = fs.String("scope", "read", "comma-separated scopes: read, write, admin (create)")
+	})
 	if err != nil {
 		return err
 	}
