@@ -158,44 +158,59 @@ func (a *Applier) paid(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event) (Ou
 	if c.Partner != nil && c.CommissionBP > 0 {
 		commission = postings.Commission(c.Amount, c.CommissionBP)
 	}
-	_, err := tx.ExecContext(ctx, `UPDATE charges SET state = 'paid', paid_amount = $2, fee = $3, commission = $4,
-		paid_at = $5, paid_ref = NULLIF($6, ''), updated_at = now() WHERE id = $1`,
+	// The state and the grant in one statement, the events in another.
+	var granted bool
+	err := tx.GetContext(ctx, &granted, `WITH paid AS (
+			UPDATE charges SET state = 'paid', paid_amount = $2, fee = $3, commission = $4,
+				paid_at = $5, paid_ref = NULLIF($6, ''), updated_at = now()
+			WHERE id = $1 RETURNING id, access
+		), new_grant AS (
+			INSERT INTO access_grants (charge_id, access) SELECT id, access FROM paid
+			ON CONFLICT DO NOTHING RETURNING 1
+		)
+		SELECT EXISTS (SELECT 1 FROM new_grant)`,
 		c.ID, ev.Amount, ev.Fee, commission, ev.At, ev.PSPRef)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("mark charge %s paid: %w", c.ID, err)
 	}
-	if err := events.Append(ctx, tx, events.TopicChargePaid, c.ID, map[string]any{
+	drafts := []events.Draft{{Topic: events.TopicChargePaid, ChargeID: c.ID, Payload: map[string]any{
 		"charge_id": c.ID, "amount": ev.Amount, "fee": ev.Fee, "paid_at": ev.At,
-	}); err != nil {
-		return Outcome{}, err
+	}}}
+	if granted {
+		drafts = append(drafts, grantedEvent(c))
 	}
-	return Outcome{Result: Applied, ChargeID: c.ID}, ensureGrant(ctx, tx, c)
+	return Outcome{Result: Applied, ChargeID: c.ID}, events.AppendAll(ctx, tx, drafts...)
 }
 
+func grantedEvent(c Charge) events.Draft {
+	return events.Draft{Topic: events.TopicAccessGranted, ChargeID: c.ID,
+		Payload: map[string]any{"charge_id": c.ID, "access": c.Access}}
+}
+
+// postSale writes the sale and, when the charge has a partner, its
+// commission, in one statement.
 func (a *Applier) postSale(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event) error {
 	sale, err := postings.Sale(c.ID, c.Currency, ev.Amount, ev.Fee, ev.At)
 	if err != nil {
 		return err
 	}
 	sale.InboxID = ev.InboxID
-	if _, err := a.Ledger.PostTx(ctx, tx, sale); err != nil {
+	sets := []postings.Set{sale}
+	if c.Partner != nil {
+		comm, ok, err := postings.CommissionSet(c.ID, *c.Partner, c.Currency, c.Amount, c.CommissionBP, ev.At)
+		if err != nil {
+			return err
+		}
+		if ok {
+			comm.InboxID = ev.InboxID
+			sets = append(sets, comm)
+		}
+	}
+	if _, err := a.Ledger.PostAllTx(ctx, tx, sets...); err != nil {
 		return fmt.Errorf("post sale of %s: %w", c.ID, err)
 	}
 	if a.AfterSale != nil {
-		if err := a.AfterSale(); err != nil {
-			return err
-		}
-	}
-	if c.Partner == nil {
-		return nil
-	}
-	comm, ok, err := postings.CommissionSet(c.ID, *c.Partner, c.Currency, c.Amount, c.CommissionBP, ev.At)
-	if err != nil || !ok {
-		return err
-	}
-	comm.InboxID = ev.InboxID
-	if _, err := a.Ledger.PostTx(ctx, tx, comm); err != nil {
-		return fmt.Errorf("post commission of %s: %w", c.ID, err)
+		return a.AfterSale()
 	}
 	return nil
 }
@@ -223,7 +238,7 @@ func ensureGrant(ctx context.Context, tx *sqlx.Tx, c Charge) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil
 	}
-	return events.Append(ctx, tx, events.TopicAccessGranted, c.ID, map[string]any{"charge_id": c.ID, "access": c.Access})
+	return events.AppendAll(ctx, tx, grantedEvent(c))
 }
 
 func (a *Applier) refunded(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event) (Outcome, error) {
@@ -270,26 +285,28 @@ func (a *Applier) refunded(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event)
 	return Outcome{Result: Applied, ChargeID: c.ID}, err
 }
 
+// postRefund writes the refund and, when the charge paid a commission,
+// the part of it the refund takes back, in one statement.
 func (a *Applier) postRefund(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event, amount int64) error {
 	refund, err := postings.Refund(c.ID, ev.RefundID, c.Currency, amount, ev.At)
 	if err != nil {
 		return err
 	}
 	refund.InboxID = ev.InboxID
-	if _, err := a.Ledger.PostTx(ctx, tx, refund); err != nil {
+	sets := []postings.Set{refund}
+	if c.Partner != nil && c.Commission > 0 {
+		rev := postings.ReversalAmount(c.Commission, *c.PaidAmount, c.RefundedAmount, amount)
+		set, ok, err := postings.CommissionReversalSet(c.ID, ev.RefundID, *c.Partner, c.Currency, rev, ev.At)
+		if err != nil {
+			return err
+		}
+		if ok {
+			set.InboxID = ev.InboxID
+			sets = append(sets, set)
+		}
+	}
+	if _, err := a.Ledger.PostAllTx(ctx, tx, sets...); err != nil {
 		return fmt.Errorf("post refund %s of %s: %w", ev.RefundID, c.ID, err)
-	}
-	if c.Partner == nil || c.Commission == 0 {
-		return nil
-	}
-	rev := postings.ReversalAmount(c.Commission, *c.PaidAmount, c.RefundedAmount, amount)
-	set, ok, err := postings.CommissionReversalSet(c.ID, ev.RefundID, *c.Partner, c.Currency, rev, ev.At)
-	if err != nil || !ok {
-		return err
-	}
-	set.InboxID = ev.InboxID
-	if _, err := a.Ledger.PostTx(ctx, tx, set); err != nil {
-		return fmt.Errorf("post commission reversal %s of %s: %w", ev.RefundID, c.ID, err)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // Topic names an event for the selling app.
@@ -79,7 +80,13 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}{e.ID, e.Topic, charge, e.Payload, e.CreatedAt})
 }
 
-const appendSQL = `INSERT INTO outbox (topic, charge_id, payload) VALUES ($1, NULLIF($2, ''), $3::jsonb)`
+
+// Draft is an event to append.
+type Draft struct {
+	Topic    Topic
+	ChargeID string
+	Payload  any
+}
 
 // Append records an event inside the caller's transaction, so that it is
 // published if and only if that transaction commits. It never commits: the
@@ -87,19 +94,34 @@ const appendSQL = `INSERT INTO outbox (topic, charge_id, payload) VALUES ($1, NU
 // checked before any SQL runs, because a failed statement would abort the
 // caller's whole transaction.
 func Append(ctx context.Context, tx sqlx.ExecerContext, topic Topic, chargeID string, payload any) error {
-	if !topic.Valid() {
-		return fmt.Errorf("%w: %q", ErrUnknownTopic, topic)
+	return AppendAll(ctx, tx, Draft{Topic: topic, ChargeID: chargeID, Payload: payload})
+}
+
+// AppendAll is Append for several events, in order, in one statement.
+func AppendAll(ctx context.Context, tx sqlx.ExecerContext, drafts ...Draft) error {
+	if len(drafts) == 0 {
+		return nil
 	}
-	body := []byte("{}")
-	if payload != nil {
-		var err error
-		if body, err = json.Marshal(payload); err != nil {
-			return fmt.Errorf("append %s event: encode payload: %w", topic, err)
+	topics, charges, bodies := make([]string, len(drafts)), make([]string, len(drafts)), make([]string, len(drafts))
+	for i, d := range drafts {
+		if !d.Topic.Valid() {
+			return fmt.Errorf("%w: %q", ErrUnknownTopic, d.Topic)
 		}
+		body := []byte("{}")
+		if d.Payload != nil {
+			var err error
+			if body, err = json.Marshal(d.Payload); err != nil {
+				return fmt.Errorf("append %s event: encode payload: %w", d.Topic, err)
+			}
+		}
+		// As text: with binary parameters lib/pq sends []byte as bytea.
+		topics[i], charges[i], bodies[i] = string(d.Topic), d.ChargeID, string(body)
 	}
-	// As a string: lib/pq sends []byte as bytea, which jsonb would reject.
-	if _, err := tx.ExecContext(ctx, appendSQL, string(topic), chargeID, string(body)); err != nil {
-		return fmt.Errorf("append %s event: %w", topic, err)
+	_, err := tx.ExecContext(ctx, `INSERT INTO outbox (topic, charge_id, payload)
+		SELECT t, NULLIF(c, ''), p::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u (t, c, p, n)
+		ORDER BY n`, pq.Array(topics), pq.Array(charges), pq.Array(bodies))
+	if err != nil {
+		return fmt.Errorf("append %d event(s), first %s: %w", len(drafts), drafts[0].Topic, err)
 	}
 	return nil
 }

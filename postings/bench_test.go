@@ -34,10 +34,7 @@ func BenchmarkPostingSet(b *testing.B) {
 	b.Run("ledger", func(b *testing.B) {
 		runParallelTx(b, db, func(ctx context.Context, tx *sqlx.Tx) error {
 			sale, comm := benchSets(seq.Add(1), at)
-			if _, err := l.PostTx(ctx, tx, sale); err != nil {
-				return err
-			}
-			_, err := l.PostTx(ctx, tx, comm)
+			_, err := l.PostAllTx(ctx, tx, sale, comm)
 			return err
 		})
 	})
@@ -55,6 +52,7 @@ func BenchmarkPostingSet(b *testing.B) {
 		}
 		runParallelTx(b, db, func(ctx context.Context, tx *sqlx.Tx) error {
 			sale, comm := benchSets(seq.Add(1), at)
+			var in []pending
 			for _, s := range []Set{sale, comm} {
 				var legs resolvedLegs
 				for _, leg := range s.Legs {
@@ -62,11 +60,10 @@ func BenchmarkPostingSet(b *testing.B) {
 					legs.currencies = append(legs.currencies, "BRL")
 					legs.amounts = append(legs.amounts, leg.Amount)
 				}
-				if _, _, err := insertSet(ctx, tx, &s, cal.Date(s.EventAt), "baseline", legs); err != nil {
-					return err
-				}
+				in = append(in, pending{set: &s, competence: cal.Date(s.EventAt), hash: "baseline", legs: legs})
 			}
-			return nil
+			_, err := insertSets(ctx, tx, in)
+			return err
 		})
 	})
 }

@@ -59,27 +59,67 @@ func (l *Ledger) Post(ctx context.Context, s Set) (Posted, error) {
 // balance check runs when it commits, and a refusal there comes back from
 // Commit; pass that error through MapError.
 func (l *Ledger) PostTx(ctx context.Context, tx *sqlx.Tx, s Set) (Posted, error) {
-	if err := s.Validate(); err != nil {
-		return Posted{}, err
-	}
-	legs, err := l.resolveLegs(ctx, tx, &s)
+	ps, err := l.PostAllTx(ctx, tx, s)
 	if err != nil {
 		return Posted{}, err
 	}
-	if !s.Competence.IsZero() {
-		if err := l.checkOpen(ctx, tx, MonthOf(s.Competence)); err != nil {
-			return Posted{}, err
+	return ps[0], nil
+}
+
+// PostAllTx is PostTx for several sets of one business event (a sale and
+// its commission, a refund and its reversal), written in one statement:
+// one round trip instead of one per set. Each set is "if absent" on its
+// own, exactly as PostTx.
+func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Posted, error) {
+	in := make([]pending, len(sets))
+	for i := range sets {
+		s := &sets[i]
+		if err := s.Validate(); err != nil {
+			return nil, err
+		}
+		legs, err := l.resolveLegs(ctx, tx, s)
+		if err != nil {
+			return nil, err
+		}
+		if !s.Competence.IsZero() {
+			if err := l.checkOpen(ctx, tx, MonthOf(s.Competence)); err != nil {
+				return nil, err
+			}
+		}
+		in[i] = pending{set: s, competence: l.competence(*s), hash: s.contentHash(), legs: legs}
+	}
+	written, err := insertSets(ctx, tx, in)
+	if err != nil {
+		return nil, fmt.Errorf("post %s: %w", keys(sets), MapError(err))
+	}
+	out := make([]Posted, len(in))
+	for i, p := range in {
+		if w, ok := written[p.set.IdempotencyKey]; ok {
+			out[i] = w
+			delete(written, p.set.IdempotencyKey) // a repeated key replays
+			continue
+		}
+		if out[i], err = replay(ctx, tx, p.set, p.hash); err != nil {
+			return nil, err
 		}
 	}
-	hash := s.contentHash()
-	p, inserted, err := insertSet(ctx, tx, &s, l.competence(s), hash, legs)
-	if err != nil {
-		return Posted{}, fmt.Errorf("post %s %s: %w", s.Kind, s.IdempotencyKey, MapError(err))
+	return out, nil
+}
+
+func keys(sets []Set) string {
+	ks := make([]string, len(sets))
+	for i, s := range sets {
+		ks[i] = string(s.Kind) + " " + s.IdempotencyKey
 	}
-	if inserted {
-		return p, nil
-	}
-	return replay(ctx, tx, &s, hash)
+	return strings.Join(ks, ", ")
+}
+
+// pending is a validated set ready to insert.
+type pending struct {
+	set        *Set
+	competence time.Time
+	hash       string
+	legs       resolvedLegs
 }
 
 func (l *Ledger) competence(s Set) time.Time {
@@ -158,55 +198,87 @@ func (l *Ledger) checkOpen(ctx context.Context, q sqlx.QueryerContext, m Month) 
 	return nil
 }
 
-// insertSet writes the set and its postings in one statement, booking a
-// late event on the first day of the first open month (months close in
-// order, so that is the month after the last closed one).
-const insertSetSQL = `
+// insertSetsSQL writes sets and their postings in one statement, "if
+// absent" per set, booking a late event on the first day of the first open
+// month (months close in order, so that is the month after the last closed
+// one). Postings find their set by idempotency key. No conflict target: a
+// concurrent writer of the same business event may win on
+// uq_sale_per_charge rather than on the key.
+const insertSetsSQL = `
 WITH last_closed AS (
 	SELECT max(month) AS month FROM closed_periods
-), booked AS (
-	SELECT CASE
-		WHEN $12::boolean AND lc.month IS NOT NULL AND $6::date < (lc.month + interval '1 month')::date
-		THEN (lc.month + interval '1 month')::date
-		ELSE $6::date END AS competence
-	FROM last_closed lc
+), input AS (
+	SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::date[], $7::timestamptz[],
+		$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::boolean[], $14::text[])
+		AS u (n, kind, key, amount, currency, competence, event_at, charge_id, refund_id, partner, inbox_id, description, auto, hash)
 ), s AS (
 	INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at,
 		charge_id, refund_id, partner, inbox_id, description, content_hash)
-	SELECT $1, $2, $3, $4, b.competence, $5, $7, $8, $9, $10, $11, $13 FROM booked b
-	-- No conflict target: a concurrent writer of the same business event
-	-- may win on uq_sale_per_charge rather than on the key.
+	SELECT i.kind, i.key, i.amount, i.currency,
+		CASE WHEN i.auto AND lc.month IS NOT NULL AND i.competence < (lc.month + interval '1 month')::date
+			THEN (lc.month + interval '1 month')::date ELSE i.competence END,
+		i.event_at, NULLIF(i.charge_id, ''), NULLIF(i.refund_id, ''), NULLIF(i.partner, ''), NULLIF(i.inbox_id, 0),
+		i.description, i.hash
+	FROM input i, last_closed lc
+	ORDER BY i.n
 	ON CONFLICT DO NOTHING
-	RETURNING id, competence, competence_month
+	RETURNING id, idempotency_key, competence, competence_month
 ), p AS (
 	INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
 	SELECT s.id, l.account_id, l.currency, l.amount, s.competence_month
-	FROM s, unnest($14::bigint[], $15::text[], $16::bigint[]) AS l (account_id, currency, amount)
-	RETURNING 1
+	FROM unnest($15::text[], $16::bigint[], $17::text[], $18::bigint[]) WITH ORDINALITY AS l (key, account_id, currency, amount, ord)
+	JOIN s ON s.idempotency_key = l.key
+	ORDER BY l.ord
+	RETURNING posting_set_id
 )
-SELECT s.id, s.competence, (SELECT count(*) FROM p) AS legs FROM s`
+SELECT s.id, s.idempotency_key, s.competence, (SELECT count(*) FROM p WHERE p.posting_set_id = s.id) AS legs FROM s`
 
-func insertSet(ctx context.Context, tx *sqlx.Tx, s *Set, competence time.Time, hash string, legs resolvedLegs) (Posted, bool, error) {
-	var row struct {
+// insertSets writes the sets absent so far and returns them by key.
+func insertSets(ctx context.Context, tx *sqlx.Tx, in []pending) (map[string]Posted, error) {
+	var (
+		ns                                                         []int64
+		kinds, ks, curs, charges, refunds, partners, descs, hashes []string
+		amounts, inboxes                                           []int64
+		comps                                                      []string
+		events                                                     []string
+		autos                                                      []bool
+		legKeys, legCurs                                           []string
+		legAccounts, legAmounts                                    []int64
+	)
+	want := map[string]int{}
+	for i, p := range in {
+		s := p.set
+		ns, kinds, ks, amounts, curs = append(ns, int64(i)), append(kinds, string(s.Kind)), append(ks, s.IdempotencyKey), append(amounts, s.Amount), append(curs, s.Currency)
+		comps, events = append(comps, p.competence.Format(time.DateOnly)), append(events, s.EventAt.Format(time.RFC3339Nano))
+		charges, refunds, partners, inboxes = append(charges, s.ChargeID), append(refunds, s.RefundID), append(partners, s.Partner), append(inboxes, s.InboxID)
+		descs, autos, hashes = append(descs, s.Description), append(autos, s.Competence.IsZero()), append(hashes, p.hash)
+		for j := range p.legs.accountIDs {
+			legKeys, legAccounts = append(legKeys, s.IdempotencyKey), append(legAccounts, p.legs.accountIDs[j])
+			legCurs, legAmounts = append(legCurs, p.legs.currencies[j]), append(legAmounts, p.legs.amounts[j])
+		}
+		want[s.IdempotencyKey] = len(p.legs.accountIDs)
+	}
+	var rows []struct {
 		ID         int64     `db:"id"`
+		Key        string    `db:"idempotency_key"`
 		Competence time.Time `db:"competence"`
 		Legs       int       `db:"legs"`
 	}
-	err := tx.GetContext(ctx, &row, insertSetSQL,
-		s.Kind, s.IdempotencyKey, s.Amount, s.Currency, s.EventAt, competence.Format(time.DateOnly),
-		nullString(s.ChargeID), nullString(s.RefundID), nullString(s.Partner), nullInt(s.InboxID), s.Description,
-		s.Competence.IsZero(), hash,
-		pq.Array(legs.accountIDs), pq.Array(legs.currencies), pq.Array(legs.amounts))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Posted{}, false, nil
-	}
+	err := tx.SelectContext(ctx, &rows, insertSetsSQL,
+		pq.Array(ns), pq.Array(kinds), pq.Array(ks), pq.Array(amounts), pq.Array(curs), pq.Array(comps), pq.Array(events),
+		pq.Array(charges), pq.Array(refunds), pq.Array(partners), pq.Array(inboxes), pq.Array(descs), pq.Array(autos), pq.Array(hashes),
+		pq.Array(legKeys), pq.Array(legAccounts), pq.Array(legCurs), pq.Array(legAmounts))
 	if err != nil {
-		return Posted{}, false, err
+		return nil, err
 	}
-	if row.Legs != len(s.Legs) {
-		return Posted{}, false, fmt.Errorf("wrote %d of %d postings", row.Legs, len(s.Legs))
+	out := make(map[string]Posted, len(rows))
+	for _, r := range rows {
+		if r.Legs != want[r.Key] {
+			return nil, fmt.Errorf("set %s: wrote %d of %d postings", r.Key, r.Legs, want[r.Key])
+		}
+		out[r.Key] = Posted{ID: r.ID, Competence: r.Competence.UTC()}
 	}
-	return Posted{ID: row.ID, Competence: row.Competence.UTC()}, true, nil
+	return out, nil
 }
 
 func replay(ctx context.Context, tx *sqlx.Tx, s *Set, hash string) (Posted, error) {

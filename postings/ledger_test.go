@@ -287,3 +287,34 @@ func TestRetryAtAnotherTimeIsReplayNotConflict(t *testing.T) {
 		t.Fatalf("retry = %+v, want replay of set %d", p2, p1.ID)
 	}
 }
+
+func TestPostAllWritesSetsInOneStatementEachIfAbsent(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	ctx := context.Background()
+	sale, _ := postings.Sale("ch-1", "BRL", 4990, 0, aug)
+	comm, _, _ := postings.CommissionSet("ch-1", "p1", "BRL", 4990, 1000, aug)
+	mustPost(t, l, sale, nil) // the sale exists already; the commission not
+	tx := db.MustBegin()
+	ps, err := l.PostAllTx(ctx, tx, sale, comm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(postings.MapError(err))
+	}
+	if !ps[0].Replayed || ps[1].Replayed || ps[1].ID == 0 {
+		t.Fatalf("posted %+v, want the sale replayed and the commission new", ps)
+	}
+	if n := count(t, db, `SELECT count(*) FROM postings`); n != 4 {
+		t.Fatalf("%d postings, want 4", n)
+	}
+	// An unbalanced set among good ones fails the whole call.
+	bad := comm
+	bad.IdempotencyKey, bad.Legs = "other", []postings.Leg{{Account: "assets:cash", Amount: 1}, {Account: "income:revenue", Amount: -2}}
+	tx = db.MustBegin()
+	defer tx.Rollback()
+	if _, err := l.PostAllTx(ctx, tx, sale, bad); !errors.Is(err, postings.ErrUnbalanced) {
+		t.Fatalf("got %v, want ErrUnbalanced", err)
+	}
+}
