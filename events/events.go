@@ -80,7 +80,6 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	}{e.ID, e.Topic, charge, e.Payload, e.CreatedAt})
 }
 
-
 // Draft is an event to append.
 type Draft struct {
 	Topic    Topic

@@ -2,6 +2,7 @@ package reports_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"reflect"
 	"testing"
@@ -268,5 +269,27 @@ func TestSnapshotsAreFinal(t *testing.T) {
 	want := []reports.SnapshotMismatch{{Month: "2026-08", What: "assets:cash debits", Snapshot: 17266, Ledger: 17265}}
 	if !reflect.DeepEqual(bad, want) {
 		t.Errorf("CheckSnapshots %+v, want %+v", bad, want)
+	}
+}
+
+// TestCloseMonthTxNeedsReadCommitted: in a REPEATABLE READ transaction the
+// snapshot could miss sets committed while the close waited for its lock,
+// so CloseMonthTx refuses before closing anything.
+func TestCloseMonthTxNeedsReadCommitted(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	ctx := context.Background()
+	postAugust(t, l)
+	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := reports.CloseMonthTx(ctx, tx, l, aug2026, afterSeptember); err == nil {
+		t.Fatal("closed in a repeatable read transaction")
+	}
+	tx.Rollback()
+	if ms, err := postings.ClosedMonths(ctx, db); err != nil || len(ms) != 0 {
+		t.Errorf("closed months %v, %v", ms, err)
 	}
 }

@@ -123,11 +123,14 @@ func bucketOf(code string) string {
 // liveIncomeSQL sums month $1's postings: on the revenue accounts ($2) by
 // the kind of their set (and counts the sets), and on the other income and
 // expense accounts ($3) by account. The account ids are literal arrays so
-// the planner sees how many postings each one has.
+// the planner sees how many postings each one has, and the sets are
+// restricted to the month (a posting is always in its set's month) so
+// they are read from ix_posting_sets_competence_month, not scanned whole.
 const liveIncomeSQL = `
 SELECT s.kind, 0::bigint AS account_id, sum(p.amount)::bigint AS net, count(DISTINCT p.posting_set_id) AS sets
-FROM postings p JOIN posting_sets s ON s.id = p.posting_set_id
-WHERE p.account_id = ANY($2::bigint[]) AND p.competence_month = $1::date
+FROM postings p
+JOIN posting_sets s ON s.id = p.posting_set_id AND s.competence_month = p.competence_month
+WHERE p.account_id = ANY($2::bigint[]) AND p.competence_month = $1::date AND s.competence_month = $1::date
 GROUP BY s.kind
 UNION ALL
 SELECT '', p.account_id, sum(p.amount)::bigint, 0
