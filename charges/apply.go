@@ -66,13 +66,15 @@ const (
 
 // Reasons for a divergence.
 const (
-	ReasonUnknownCharge       = "unknown_charge"
-	ReasonAmountMismatch      = "amount_mismatch"
-	ReasonCurrencyMismatch    = "currency_mismatch"
-	ReasonRefundExceedsPaid   = "refund_exceeds_paid"
-	ReasonRefundAmountMissing = "refund_amount_missing"
-	ReasonSecondPayment       = "second_payment"
-	ReasonMalformed           = "malformed"
+	ReasonUnknownCharge        = "unknown_charge"
+	ReasonAmountMismatch       = "amount_mismatch"
+	ReasonCurrencyMismatch     = "currency_mismatch"
+	ReasonRefundExceedsPaid    = "refund_exceeds_paid"
+	ReasonRefundAmountMissing  = "refund_amount_missing"
+	ReasonSecondPayment        = "second_payment"
+	ReasonMalformed            = "malformed"
+	ReasonRefundOfOtherPayment = "refund_of_other_payment"
+	ReasonRefundAmountChanged  = "refund_amount_changed"
 )
 
 // Applier applies PSP events to charges and the ledger.
@@ -248,12 +250,22 @@ func (a *Applier) refunded(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event)
 	if ev.RefundID == "" {
 		return diverge(c.ID, ReasonMalformed, "refund without a refund id"), nil
 	}
-	var booked bool
-	if err := tx.GetContext(ctx, &booked, `SELECT EXISTS (SELECT 1 FROM posting_sets
-		WHERE kind = 'refund' AND charge_id = $1 AND refund_id = $2)`, c.ID, ev.RefundID); err != nil {
+	if ev.PSPRef != "" && c.PaidRef != nil && *c.PaidRef != ev.PSPRef {
+		// The refund of a payment that is not the one booked (a second
+		// payment, itself a divergence): booking it would cancel the sale.
+		return diverge(c.ID, ReasonRefundOfOtherPayment, "refund %s is of payment %s; the charge was paid by %s",
+			ev.RefundID, ev.PSPRef, *c.PaidRef), nil
+	}
+	var booked []int64
+	if err := tx.SelectContext(ctx, &booked, `SELECT amount FROM posting_sets
+		WHERE kind = 'refund' AND charge_id = $1 AND refund_id = $2`, c.ID, ev.RefundID); err != nil {
 		return Outcome{}, fmt.Errorf("look up refund %s of %s: %w", ev.RefundID, c.ID, err)
 	}
-	if booked {
+	if len(booked) > 0 {
+		if ev.HasAmount && ev.Amount != booked[0] {
+			return diverge(c.ID, ReasonRefundAmountChanged, "refund %s was booked for %d; now stated as %d",
+				ev.RefundID, booked[0], ev.Amount), nil
+		}
 		return Outcome{Result: NoOp, ChargeID: c.ID}, nil
 	}
 	remaining := *c.PaidAmount - c.RefundedAmount

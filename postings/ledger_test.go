@@ -2,6 +2,7 @@ package postings_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"sync"
@@ -75,7 +76,11 @@ func TestGoRefusesBadSets(t *testing.T) {
 		{"unbalanced", base(postings.Leg{Account: accounts.Cash, Amount: 100}, postings.Leg{Account: accounts.Adjustments, Amount: -99}), postings.ErrUnbalanced},
 		{"one leg", base(postings.Leg{Account: accounts.Cash, Amount: 100}), postings.ErrTooFewLegs},
 		{"zero amount", base(postings.Leg{Account: accounts.Cash, Amount: 0}, postings.Leg{Account: accounts.Adjustments, Amount: 0}), postings.ErrZeroAmount},
-		{"currency mismatch", base(postings.Leg{Account: accounts.Cash, Amount: 100, Currency: "USD"}, postings.Leg{Account: accounts.Adjustments, Amount: -100, Currency: "USD"}), postings.ErrCurrencyMismatch},
+		{"currency mismatch", func() postings.Set {
+			s := base(postings.Leg{Account: accounts.Cash, Amount: 100}, postings.Leg{Account: accounts.Adjustments, Amount: -100})
+			s.Currency = "USD" // the accounts are BRL
+			return s
+		}(), postings.ErrCurrencyMismatch},
 		{"unknown account", base(postings.Leg{Account: "assets:nowhere", Amount: 100}, postings.Leg{Account: accounts.Adjustments, Amount: -100}), postings.ErrUnknownAccount},
 		{"closed month", closed, postings.ErrClosedMonth},
 		{"bad kind", postings.Set{Kind: "gift", IdempotencyKey: "k", Amount: 1, Currency: "BRL", EventAt: aug}, postings.ErrInvalid},
@@ -316,5 +321,70 @@ func TestPostAllWritesSetsInOneStatementEachIfAbsent(t *testing.T) {
 	defer tx.Rollback()
 	if _, err := l.PostAllTx(ctx, tx, sale, bad); !errors.Is(err, postings.ErrUnbalanced) {
 		t.Fatalf("got %v, want ErrUnbalanced", err)
+	}
+}
+
+// The review's ways around the barrier, each refused by the database.
+func TestDatabaseClosesTheBackDoors(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	cash, _ := accounts.Get(context.Background(), db, accounts.Cash)
+	adj, _ := accounts.Get(context.Background(), db, accounts.Adjustments)
+	insertSet := func(tx *sqlx.Tx, amount int64) int64 {
+		var id int64
+		if err := tx.Get(&id, `INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+			VALUES ('adjustment', 'raw-' || gen_random_uuid(), $1, 'BRL', '2026-08-10', now(), 'x') RETURNING id`, amount); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	legs := func(tx *sqlx.Tx, id int64, amounts ...int64) error {
+		for i, a := range amounts {
+			acct := cash.ID
+			if i%2 == 1 {
+				acct = adj.ID
+			}
+			if _, err := tx.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+				VALUES ($1, $2, 'BRL', $3, '2026-08-01')`, id, acct, a); err != nil {
+				return postings.MapError(err)
+			}
+		}
+		return nil
+	}
+	t.Run("a leg added after the balance check ran early", func(t *testing.T) {
+		tx := db.MustBegin()
+		defer tx.Rollback()
+		id := insertSet(tx, 100)
+		if err := legs(tx, id, 100, -100); err != nil {
+			t.Fatal(err)
+		}
+		tx.MustExec(`SET CONSTRAINTS ALL IMMEDIATE`)
+		if err := legs(tx, id, 1_000_000); !errors.Is(err, postings.ErrSealed) {
+			t.Fatalf("got %v, want ErrSealed", err)
+		}
+	})
+	t.Run("a stated amount that is not the debits", func(t *testing.T) {
+		tx := db.MustBegin()
+		defer tx.Rollback()
+		id := insertSet(tx, 100)
+		legs(tx, id, 10000, -10000)
+		if err := postings.MapError(tx.Commit()); !errors.Is(err, postings.ErrUnbalanced) {
+			t.Fatalf("got %v, want a refusal at commit", err)
+		}
+	})
+	t.Run("a set written under REPEATABLE READ", func(t *testing.T) {
+		tx, err := db.BeginTxx(context.Background(), &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		sale, _ := postings.Sale("ch-rr", "BRL", 100, 0, aug)
+		if _, err := l.PostTx(context.Background(), tx, sale); !errors.Is(err, postings.ErrClosedMonth) {
+			t.Fatalf("got %v, want a refusal by trg_posting_sets_open_month", err)
+		}
+	})
+	if _, err := l.Post(context.Background(), postings.Set{Kind: postings.KindAdjustment, IdempotencyKey: "k", Amount: 5, Currency: "BRL",
+		EventAt: aug, Legs: []postings.Leg{{Account: accounts.Cash, Amount: 7}, {Account: accounts.Adjustments, Amount: -7}}}); !errors.Is(err, postings.ErrInvalid) {
+		t.Fatalf("Go accepted an amount that is not the debits: %v", err)
 	}
 }

@@ -118,6 +118,17 @@ func (s *Set) Validate() error {
 			return fmt.Errorf("%w: %s legs sum to %d", ErrUnbalanced, cur, sum)
 		}
 	}
+	// The set's amount is what it moves: the sum of its debits in its
+	// currency (the database checks the same at commit).
+	var debits int64
+	for _, l := range s.Legs {
+		if l.Amount > 0 && l.currency(s.Currency) == s.Currency {
+			debits += l.Amount
+		}
+	}
+	if debits != s.Amount {
+		return fmt.Errorf("%w: amount %d but debits %d", ErrInvalid, s.Amount, debits)
+	}
 	return nil
 }
 

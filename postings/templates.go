@@ -65,7 +65,7 @@ func Refund(chargeID, refundID, currency string, amount int64, at time.Time) (Se
 		return Set{}, fmt.Errorf("%w: refund of %d", ErrInvalid, amount)
 	}
 	return Set{
-		Kind: KindRefund, IdempotencyKey: "refund:" + chargeID + ":" + refundID, Amount: amount, Currency: currency,
+		Kind: KindRefund, IdempotencyKey: "refund:" + chargeRefundKey(chargeID, refundID), Amount: amount, Currency: currency,
 		EventAt: at, ChargeID: chargeID, RefundID: refundID,
 		Legs: []Leg{{Account: accounts.Revenue, Amount: amount}, {Account: accounts.Cash, Amount: -amount}},
 	}, nil
@@ -92,7 +92,7 @@ func CommissionReversalSet(chargeID, refundID, partner, currency string, amount 
 		return Set{}, false, err
 	}
 	return Set{
-		Kind: KindCommissionReversal, IdempotencyKey: "commission_reversal:" + chargeID + ":" + refundID,
+		Kind: KindCommissionReversal, IdempotencyKey: "commission_reversal:" + chargeRefundKey(chargeID, refundID),
 		Amount: amount, Currency: currency, EventAt: at, ChargeID: chargeID, RefundID: refundID, Partner: partner,
 		Legs: []Leg{{Account: payable, Amount: amount}, {Account: accounts.CommissionExpense, Amount: -amount}},
 	}, true, nil
@@ -113,6 +113,12 @@ func Payout(partner, key, currency string, amount int64, at time.Time) (Set, err
 		EventAt: at, Partner: partner,
 		Legs: []Leg{{Account: payable, Amount: amount}, {Account: accounts.Cash, Amount: -amount}},
 	}, nil
+}
+
+// chargeRefundKey joins a charge id and a refund id unambiguously: both may
+// contain ':', so the charge id is prefixed with its length ("7:order-1:rf-1").
+func chargeRefundKey(chargeID, refundID string) string {
+	return fmt.Sprintf("%d:%s:%s", len(chargeID), chargeID, refundID)
 }
 
 // mulDiv returns floor(a·b/c) for non-negative a, b and positive c without

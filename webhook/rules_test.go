@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/razao/razao/accounts"
@@ -113,4 +114,30 @@ func TestUnknownChargeAndAmountMismatchAreDivergences(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM inbox WHERE status <> 'divergent'`); n != 0 {
 		t.Fatalf("divergent deliveries must not stay pending")
 	}
+}
+
+// A refund of a payment that is not the one booked must not cancel the
+// sale; the same refund id again with another amount must not pass as a
+// redelivery.
+func TestRefundOfAnotherPaymentAndChangedRefundAreDivergences(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.charge("order-1", 4990, "partner-42", 1000)
+	e.postHodle(hodlePaid("track-1", "order-1", "49.90"))
+	e.postHodle(hodlePaid("track-2", "order-1", "49.90")) // a second payment
+	other := `{"event":"DEPOSIT_ASSET_REFUNDED","data":{"eventId":"rf-b","externalId":"order-1","trackId":"track-2","valueInBrl":"49.90"}}`
+	if r := e.postHodle(other); r.Code != 200 {
+		t.Fatalf("refund of the second payment: %d %+v", r.Code, r.Body)
+	}
+	e.postStandard("m-1", "charge.refunded", map[string]any{"charge_id": "order-1", "amount": 1000, "refund_id": "r1"})
+	e.postStandard("m-2", "charge.refunded", map[string]any{"charge_id": "order-1", "amount": 3000, "refund_id": "r1"})
+	var reasons []string
+	e.db.Select(&reasons, `SELECT reason FROM divergences ORDER BY id`)
+	want := []string{"second_payment", "refund_of_other_payment", "refund_amount_changed"}
+	if strings.Join(reasons, ",") != strings.Join(want, ",") {
+		t.Fatalf("divergences %v, want %v", reasons, want)
+	}
+	payable, _ := accounts.PartnerPayable("partner-42")
+	// One sale of 4990 and the one refund of 1000 with its reversal of 100.
+	e.wantBalances(map[string]int64{accounts.Cash: 3990, accounts.Revenue: -3990, accounts.CommissionExpense: 399, payable: -399})
 }
