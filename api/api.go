@@ -55,7 +55,8 @@ func (a *API) Register(r *mux.Router) {
 	route(http.MethodGet, "/periods", auth.Read, a.periods)
 	route(http.MethodPost, "/periods/{month}/close", auth.Admin, a.closePeriod)
 	route(http.MethodGet, "/divergences", auth.Read, a.divergences)
-	route(http.MethodPost, "/divergences/{id}/resolve", auth.Write, a.resolveDivergence)
+	// Finance's call, not the selling app's: resolving needs admin.
+	route(http.MethodPost, "/divergences/{id}/resolve", auth.Admin, a.resolveDivergence)
 	route(http.MethodGet, "/exports/{kind}.csv", auth.Read, a.exportCSV)
 	if a.Events != nil {
 		route(http.MethodGet, "/events", auth.Read, a.Events.ServeHTTP)

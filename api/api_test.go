@@ -134,7 +134,7 @@ func TestEveryRouteDemandsTokenAndScope(t *testing.T) {
 		{"GET", "/v1/periods", "", auth.Read},
 		{"POST", "/v1/periods/2026-07/close", "", auth.Admin},
 		{"GET", "/v1/divergences", "", auth.Read},
-		{"POST", "/v1/divergences/1/resolve", `{"note":"x"}`, auth.Write},
+		{"POST", "/v1/divergences/1/resolve", `{"note":"x"}`, auth.Admin},
 		{"GET", "/v1/exports/journal.csv?month=2026-08", "", auth.Read},
 	}
 	ctx := context.Background()

@@ -254,16 +254,18 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 	return res, nil
 }
 
-// lockAccount locks the account row with FOR NO KEY UPDATE: it conflicts
-// with another payout's lock, so payouts to one partner serialise, but not
-// with the FOR KEY SHARE locks the postings' foreign key takes, so
-// commissions and reversals for the partner are never held up by a payout.
-// (They need not be: a commission only raises what is owed, and a reversal
-// is a refund's consequence that must be booked whatever was paid.)
+// lockAccount serialises payouts to one partner with a transaction-level
+// advisory lock keyed by the account code, then reads the account. A row
+// lock would need UPDATE rights on accounts, which the service's role
+// (docs/razao-role.sql) rightly lacks; an advisory lock needs none, and it
+// never holds up the commissions and reversals posted for the partner.
 func lockAccount(ctx context.Context, tx *sqlx.Tx, code string) (accounts.Account, error) {
 	var a accounts.Account
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('razao-payout:' || $1, 0))`, code); err != nil {
+		return accounts.Account{}, fmt.Errorf("lock payouts of %s: %w", code, err)
+	}
 	err := tx.GetContext(ctx, &a, `SELECT id, code, type, normal_side, currency, parent_id
-		FROM accounts WHERE code = $1 FOR NO KEY UPDATE`, code)
+		FROM accounts WHERE code = $1`, code)
 	if errors.Is(err, sql.ErrNoRows) {
 		return accounts.Account{}, fmt.Errorf("%w: %s", accounts.ErrUnknownAccount, code)
 	}

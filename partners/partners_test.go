@@ -312,7 +312,7 @@ func TestConcurrentPayoutsCannotBothExceedWhatIsOwed(t *testing.T) {
 
 	gate := e.db.MustBegin()
 	defer gate.Rollback()
-	gate.MustExec(`SELECT 1 FROM accounts WHERE code = 'liabilities:commission-payable:partner-42' FOR UPDATE`)
+	gate.MustExec(`SELECT pg_advisory_xact_lock(hashtextextended('razao-payout:' || 'liabilities:commission-payable:partner-42', 0))`)
 
 	amounts := []int64{600, 700}
 	results := make([]partners.Result, len(amounts))
@@ -356,9 +356,8 @@ func TestConcurrentPayoutsCannotBothExceedWhatIsOwed(t *testing.T) {
 	}
 }
 
-// A payout holds its partner's row with FOR NO KEY UPDATE, which does not
-// conflict with the FOR KEY SHARE lock a posting's foreign key takes: a
-// commission for the partner is booked while a payout is in flight.
+// A payout in flight holds its partner's payout lock, which postings never
+// take: a commission for the partner is booked meanwhile.
 func TestPayoutLockDoesNotHoldUpCommissions(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -366,7 +365,7 @@ func TestPayoutLockDoesNotHoldUpCommissions(t *testing.T) {
 
 	inFlight := e.db.MustBegin()
 	defer inFlight.Rollback()
-	inFlight.MustExec(`SELECT 1 FROM accounts WHERE code = 'liabilities:commission-payable:partner-42' FOR NO KEY UPDATE`)
+	inFlight.MustExec(`SELECT pg_advisory_xact_lock(hashtextextended('razao-payout:' || 'liabilities:commission-payable:partner-42', 0))`)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

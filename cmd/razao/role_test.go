@@ -13,6 +13,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/partners"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -57,6 +58,10 @@ func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
 	comm, _, _ := postings.CommissionSet("c1", "p1", "BRL", 4990, 1000, time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC))
 	if _, err := l.Post(context.Background(), comm); err != nil {
 		t.Fatalf("post with a new partner account as service role: %v", err)
+	}
+	if _, err := partners.Payout(context.Background(), svc, l, partners.PayoutRequest{Partner: "p1", IdempotencyKey: "po-1",
+		Amount: 100, At: time.Date(2026, 8, 20, 12, 0, 0, 0, time.UTC)}); err != nil {
+		t.Fatalf("payout as service role: %v", err)
 	}
 	if err := reports.CloseMonth(context.Background(), svc, l, postings.Month{Year: 2026, Month: 8}, time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatalf("close a month as service role: %v", err)
