@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"crypto/hmac"
+	"fmt"
 	"crypto/sha256"
 	"encoding/base64"
 	"net/http"
@@ -172,4 +173,50 @@ func TestSeedTable(t *testing.T) {
 			}
 		}
 	})
+}
+
+// One authentic delivery the inbox cannot store as such (a NUL in a
+// string, an id longer than an index entry) is kept as malformed, and
+// never takes the deliveries sharing its group commit down with it.
+func TestUnstorableDeliveryIsMalformedAndSparesItsBatch(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.groupCommit()
+	const n = 30
+	for i := 0; i < n; i++ {
+		e.charge(fmt.Sprintf("order-%d", i), 4990, "", 0)
+	}
+	bad := []string{
+		`{"event":"DEPOSIT_ASSET_FAILED","data":{"eventId":"bad\u0000","externalId":"order-1"}}`,
+		`{"event":"DEPOSIT_ASSET_FAILED","data":{"eventId":"` + strings.Repeat("x", 1000) + `","externalId":"order-1"}}`,
+	}
+	replies := make([]reply, n+len(bad))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range replies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if i >= n {
+				replies[i] = e.post("/webhooks/hodle", hodleHeaders(clock.Unix(), []byte(bad[i-n]), hodleSecret), []byte(bad[i-n]))
+				return
+			}
+			replies[i] = e.postHodle(hodlePaid(fmt.Sprintf("track-%d", i), fmt.Sprintf("order-%d", i), "49.90"))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i, r := range replies {
+		want := 200
+		if i >= n {
+			want = 400
+		}
+		if r.Code != want {
+			t.Errorf("delivery %d: %d %+v, want %d", i, r.Code, r.Body, want)
+		}
+	}
+	if got := e.count(`SELECT count(*) FROM divergences WHERE reason = 'malformed'`); got != int64(len(bad)) {
+		t.Fatalf("%d malformed kept, want %d", got, len(bad))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -89,6 +90,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	evs, err := scheme.ParseDelivery(ep.Scheme, req)
+	if err == nil {
+		err = checkIDs(evs)
+	}
 	if err != nil {
 		h.malformed(w, r.Context(), ep, req, err)
 		return
@@ -145,6 +149,24 @@ func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint
 		}
 	}
 	h.reply(w, ep.Name, resp.Status, http.StatusOK, resp)
+}
+
+// maxIDLength bounds the ids a delivery is keyed and looked up by: longer
+// ones would not fit a btree index entry, and no PSP sends them.
+const maxIDLength = 256
+
+// checkIDs refuses events whose ids the inbox could not store, so the
+// delivery is kept as malformed (400) instead of failing to store (503).
+func checkIDs(evs []scheme.Event) error {
+	for _, ev := range evs {
+		for _, f := range []struct{ name, v string }{{"event id", ev.EventID}, {"event type", ev.Type},
+			{"charge id", ev.ChargeID}, {"PSP reference", ev.PSPRef}, {"refund id", ev.RefundID}} {
+			if len(f.v) > maxIDLength {
+				return fmt.Errorf("%w: %s longer than %d bytes", scheme.ErrMalformed, f.name, maxIDLength)
+			}
+		}
+	}
+	return nil
 }
 
 // overall folds the events' statuses: accepted wins over ignored, which

@@ -180,6 +180,14 @@ func (in *Inbox) batchLoop(ctx context.Context) {
 		// The batch must commit even if the server is stopping: its
 		// requests are waiting for the answer.
 		err := in.insert(context.WithoutCancel(ctx), batch)
+		if err != nil && len(batch) > 1 {
+			// One bad row fails the whole statement: retry each delivery
+			// on its own, so an error stays with the one that caused it.
+			for _, r := range batch {
+				r.err = in.insert(context.WithoutCancel(ctx), []*putRequest{r})
+			}
+			err = nil
+		}
 		for _, r := range batch {
 			if err != nil {
 				r.err = err
@@ -250,6 +258,8 @@ func (in *Inbox) insert(ctx context.Context, batch []*putRequest) error {
 func (in *Inbox) putMalformed(ctx context.Context, ep *Endpoint, deliveryID string, body, headers []byte, cause error) (Stored, error) {
 	if deliveryID == "" {
 		deliveryID = "sha256:" + bodyHash(body)
+	} else if len(deliveryID) > maxIDLength {
+		deliveryID = "sha256:" + bodyHash([]byte(deliveryID))
 	}
 	key := deliveryKey(ep.Name, "malformed", deliveryID)
 	tx, err := in.db.BeginTxx(ctx, nil)

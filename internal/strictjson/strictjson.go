@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -20,6 +21,9 @@ var (
 	ErrSyntax       = errors.New("not JSON")
 	ErrDuplicateKey = errors.New("duplicate key")
 	ErrTrailingData = errors.New("data after the JSON value")
+	// ErrNUL: JSON allows \u0000 in strings, but PostgreSQL's text and
+	// jsonb cannot store it, so such input could never be kept.
+	ErrNUL = errors.New("string contains U+0000")
 )
 
 // Check walks body's tokens once. It keeps its own stack, so deep nesting
@@ -44,6 +48,9 @@ func Check(body []byte) error {
 		}
 		if done {
 			return ErrTrailingData
+		}
+		if str, ok := tok.(string); ok && strings.ContainsRune(str, 0) {
+			return ErrNUL
 		}
 		if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
 			keys := map[string]bool(nil)

@@ -21,6 +21,8 @@ func TestCheck(t *testing.T) {
 		{"{\"a\":\"\xff\"}", strictjson.ErrInvalidUTF8},
 		{`{"a":`, strictjson.ErrSyntax},
 		{``, strictjson.ErrSyntax},
+		{`{"a":"x\u0000y"}`, strictjson.ErrNUL},
+		{`{"a\u0000":1}`, strictjson.ErrNUL},
 	} {
 		if err := strictjson.Check([]byte(tc.in)); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Errorf("Check(%q) = %v, want %v", tc.in, err, tc.want)
