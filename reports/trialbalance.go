@@ -81,8 +81,7 @@ func trialBalance(ctx context.Context, q sqlx.QueryerContext, m postings.Month) 
 	var own []ownLine
 	if st.Snapshot {
 		own, err = snapshotOwnLines(ctx, q, m)
-	} else {
-		own, err = liveOwnLines(ctx, q, m, st.Base)
+	} else if own, err = liveOwnLines(ctx, q, m, st.Base); err == nil {
 		own = keepShown(own)
 	}
 	if err != nil {
