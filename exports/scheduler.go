@@ -216,13 +216,8 @@ func (s *Scheduler) claim(ctx context.Context, slot time.Time, kind reports.Expo
 	return id, true, nil
 }
 
-// writeCSV reads the month in one read-only snapshot so the file is
-// consistent with itself.
+// writeCSV writes the export; WriteCSV reads the month in a read-only
+// snapshot of its own, so the file is consistent with itself.
 func (s *Scheduler) writeCSV(ctx context.Context, w io.Writer, kind reports.ExportKind, m postings.Month, d reports.Dialect) (int64, error) {
-	tx, err := s.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback()
-	return reports.WriteCSV(ctx, tx, w, kind, m, d)
+	return reports.WriteCSV(ctx, s.db, w, kind, m, d)
 }

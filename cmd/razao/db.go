@@ -11,6 +11,7 @@ import (
 
 	"github.com/razao/razao"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
 )
 
 // dbFlags are the flags every command that talks to the database shares.
@@ -80,6 +81,23 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	// Closed months' snapshots must still equal what their postings say.
+	mismatches, err := reports.CheckSnapshots(ctx, conn)
+	if err != nil {
+		return err
+	}
+	check := postings.Check{Name: "closed months' snapshots equal their postings", Breaches: int64(len(mismatches))}
+	for i, m := range mismatches {
+		if i == 5 {
+			check.Examples += ", ..."
+			break
+		}
+		if i > 0 {
+			check.Examples += ", "
+		}
+		check.Examples += fmt.Sprintf("%+v", m)
+	}
+	report.Checks = append(report.Checks, check)
 	report.WriteTo(stdout)
 	if !report.OK() {
 		return exitError(exitBreach)

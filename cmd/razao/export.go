@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -50,11 +49,6 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer conn.Close()
-	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar = progressbar.DefaultBytes(-1, "exporting "+filepath.Base(path))
@@ -63,7 +57,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if bar != nil {
 			w = io.MultiWriter(w, bar)
 		}
-		return reports.WriteCSV(ctx, tx, w, kind, m, d)
+		return reports.WriteCSV(ctx, conn, w, kind, m, d)
 	})
 	if bar != nil {
 		bar.Finish()
