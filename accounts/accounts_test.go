@@ -65,7 +65,7 @@ func TestParentBalanceIsSumOfChildren(t *testing.T) {
 	tx := db.MustBegin()
 	var id int64
 	tx.Get(&id, `INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
-		VALUES ('adjustment', 'k', 1, 'BRL', '2026-08-01', now(), 'x') RETURNING id`)
+		VALUES ('adjustment', 'k', 500, 'BRL', '2026-08-01', now(), 'x') RETURNING id`)
 	tx.MustExec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
 		VALUES ($1, $2, 'BRL', -300, '2026-08-01'), ($1, $3, 'BRL', -200, '2026-08-01'), ($1, $4, 'BRL', 500, '2026-08-01')`,
 		id, p1.ID, p2.ID, exp.ID)
