@@ -28,6 +28,10 @@ bench: ## run the Go benchmarks (pre-loads the ledger first; takes a few minutes
 load: ## load test over loopback: fresh DB, pre-load, 3 scenarios, pgbench ceiling (~5 min)
 	@bash scripts/load/run.sh
 
+.PHONY: replicas
+replicas: ## multi-replica storm with kill -9 and PostgreSQL outages (DURATION=2m)
+	go run ./scripts/replicas -duration $(or $(DURATION),2m)
+
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 	@scripts/fuzz.sh

@@ -2,9 +2,9 @@ package webhook_test
 
 import (
 	"crypto/hmac"
-	"fmt"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"

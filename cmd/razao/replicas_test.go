@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/internal/storm"
+)
+
+// TestReplicasStormWithCrashOutageAndShutdown is the bounded form of the
+// multi-replica storm (the long form is `go run ./scripts/replicas`).
+// Three `razao serve` processes share one throwaway PostgreSQL cluster;
+// a PSP fires distinct payments, the same delivery at two replicas at the
+// same moment, and refunds racing their confirmation, retrying every
+// non-2xx. Mid-storm one replica is killed with SIGKILL and restarted,
+// and PostgreSQL is stopped for a few seconds and started again. Then:
+// every delivery that got a 2xx is applied exactly once, nothing forged
+// is, nothing answered 2xx while the database was down, /readyz said so,
+// the replicas recovered without a restart, `razao verify` is clean, and
+// SIGTERM with requests held in flight finishes them and exits 0.
+//
+// Every wait is bounded by a deadline; nothing asserts on elapsed time.
+func TestReplicasStormWithCrashOutageAndShutdown(t *testing.T) {
+	t.Parallel()
+	// Bounded well under two minutes, and always before a -timeout, so
+	// that the cleanup (replicas killed, cluster stopped) gets to run.
+	deadline := time.Now().Add(110 * time.Second)
+	if d, ok := t.Deadline(); ok && d.Add(-15*time.Second).Before(deadline) {
+		deadline = d.Add(-15 * time.Second)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	begin := time.Now()
+
+	// Under -race (as CI runs) the replicas are built with -race as well:
+	// the cache already holds those archives, and a race in razao fails
+	// the test through the replica logs.
+	// RAZAO_KEEP_TEST_DB (as for pgtest) keeps the work dir of a failed
+	// run: cluster data, config and replica logs.
+	keep := os.Getenv("RAZAO_KEEP_TEST_DB") != ""
+	env, err := storm.Setup(ctx, storm.EnvOptions{Root: pgtest.ProjectRoot(), Replicas: 3,
+		RaceBinary: storm.RaceEnabled, KeepOnFailure: keep, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			env.KeepDir = keep
+			for _, r := range env.Replicas {
+				t.Logf("replica %d log tail:\n%s", r.Index, r.LogTail(15))
+			}
+		}
+		env.Close()
+	})
+
+	res, err := storm.Run(ctx, env, storm.Config{
+		Charges:       60,
+		Duration:      8 * time.Second,
+		Concurrency:   8,
+		OutageCharges: 6,
+		KillCharges:   3,
+		Forged:        2,
+		Faults: []storm.Fault{
+			{Kind: storm.KillReplica, At: 1500 * time.Millisecond, Down: time.Second, Replica: 1},
+			{Kind: storm.StopDatabase, At: 4 * time.Second, Down: 3 * time.Second},
+		},
+		Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := storm.Check(ctx, env, res, storm.CheckOptions{DrainTimeout: 40 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storm.GracefulShutdown(ctx, env, rep); err != nil {
+		t.Fatal(err)
+	}
+	rep.Figures.TotalS = time.Since(begin).Seconds()
+	t.Logf("\n%s", rep.Table())
+	t.Logf("STORM_RESULT %s", rep.JSON())
+
+	for _, p := range rep.Problems {
+		t.Error(p)
+	}
+	f := rep.Figures
+	// The figures the promise is about, named even when a problem above
+	// already said so.
+	if f.Lost != 0 || f.DoubleApplied != 0 || f.Outage2xx != 0 || f.ForgedApplied != 0 || f.VerifyExit != 0 {
+		t.Errorf("lost %d, double-applied %d, 2xx during outage %d, forged applied %d, verify exit %d: all must be 0",
+			f.Lost, f.DoubleApplied, f.Outage2xx, f.ForgedApplied, f.VerifyExit)
+	}
+	// The storm must have exercised what it claims to.
+	if f.DuplicatesAbsorbed == 0 || f.Outage503 == 0 || f.AppliedOnce == 0 || f.HeldAtKill == 0 || f.AnswerLost == 0 || f.ShutdownInFlow == 0 {
+		t.Errorf("storm did not exercise its paths: duplicates %d, 503s in outage %d, applied %d, held at kill %d, answers lost %d, in-flight across SIGTERM %d",
+			f.DuplicatesAbsorbed, f.Outage503, f.AppliedOnce, f.HeldAtKill, f.AnswerLost, f.ShutdownInFlow)
+	}
+}

@@ -1,0 +1,191 @@
+package storm
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// GracefulShutdown checks SIGTERM on every replica with requests in
+// flight. The in-flight state is forced, not hoped for: a separate
+// connection holds the row lock of one charge per replica (the gate); a
+// confirmation and a refund of that charge are sent to its replica; both
+// are stored and then wait on the lock, which pg_stat_activity shows.
+// Then every replica gets SIGTERM; once each refuses new connections
+// (shutdown has begun), the gate is released. Every held request must
+// complete with 200 "accepted", every replica must exit 0, the deliveries
+// must be applied (nothing left pending for a worker) and the ledger must
+// still verify. Figures and problems are added to rep.
+func GracefulShutdown(ctx context.Context, env *Env, rep *Report) error {
+	f := &rep.Figures
+	run := randomHex(3)
+	n := len(env.Replicas)
+	psp, err := NewPSP(env.URLs(), env.Endpoint, env.Secret, 1) // one attempt: we want the exact answer
+	if err != nil {
+		return err
+	}
+	defer psp.Close()
+	client := &http.Client{Timeout: 30 * time.Second}
+	defer client.CloseIdleConnections()
+
+	type held struct {
+		charge  string
+		replica int
+		d       Delivery
+	}
+	var reqs []held
+	ids := make([]string, n)
+	at := time.Now().UTC().Truncate(time.Second)
+	for i, r := range env.Replicas {
+		ids[i] = fmt.Sprintf("gate-%s-%d", run, i)
+		code, raw, err := apiCall(ctx, client, r.URL(), env.Token, "POST", "/v1/charges",
+			map[string]any{"id": ids[i], "amount": 5000, "partner": "partner-gate", "commission_bp": 1000, "access": "course:storm"})
+		if err != nil || code != http.StatusCreated {
+			return fmt.Errorf("register gate charge on replica %d: %d %s %v", i, code, raw, err)
+		}
+		rid := "rf-" + ids[i]
+		reqs = append(reqs,
+			held{ids[i], i, Delivery{ID: "gate-pay-" + ids[i], Kind: "paid", ChargeID: ids[i], Amount: 5000,
+				Body: standardBody("charge.paid", ids[i], "", 5000, at)}},
+			held{ids[i], i, Delivery{ID: "gate-refund-" + rid, Kind: "refund", ChargeID: ids[i], RefundID: rid, Amount: 1000,
+				Body: standardBody("charge.refunded", ids[i], rid, 1000, at.Add(time.Minute))}})
+	}
+
+	// The gate: hold the charges' row locks from a connection of our own.
+	gate, err := CloseGate(ctx, env.DB(), ids)
+	if err != nil {
+		return err
+	}
+	var doneMu sync.Mutex
+	released, doneBeforeRelease := false, 0
+	// release opens the gate and says how many held requests had already
+	// ended before it.
+	release := func() int {
+		doneMu.Lock()
+		defer doneMu.Unlock()
+		if !released {
+			released = true
+			gate.Open()
+		}
+		return doneBeforeRelease
+	}
+	defer release()
+
+	results := make([]Attempt, len(reqs))
+	var wg sync.WaitGroup
+	for i, h := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = psp.Send(ctx, h.d, h.replica, RoleFirst)
+			doneMu.Lock()
+			if !released {
+				doneBeforeRelease++
+			}
+			doneMu.Unlock()
+		}()
+	}
+	allDone := make(chan struct{})
+	go func() { wg.Wait(); close(allDone) }()
+
+	// Wait until every held request is stored and waiting on the gate.
+	if _, err := gate.WaitFor(ctx, env.DB(), len(reqs), 30*time.Second, func() bool { return closed(allDone) }); err != nil {
+		rep.problemf("shutdown: %v", err)
+		return nil
+	}
+
+	// SIGTERM every replica, and wait until each refuses new connections.
+	termAt := time.Now()
+	for _, r := range env.Replicas {
+		if err := r.Signal(syscall.SIGTERM); err != nil {
+			rep.problemf("shutdown: SIGTERM replica %d: %v", r.Index, err)
+		}
+	}
+	for _, r := range env.Replicas {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", r.Addr, time.Second)
+			if err != nil {
+				break
+			}
+			c.Close()
+			if time.Now().After(deadline) {
+				rep.problemf("shutdown: replica %d still accepts connections 30s after SIGTERM", r.Index)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// Shutdown has begun everywhere and the requests are still held: a
+	// replica that dropped them would have answered by now.
+	if early := release(); early > 0 {
+		rep.problemf("shutdown: %d in-flight request(s) ended before the gate was released", early)
+	}
+
+	select {
+	case <-allDone:
+	case <-time.After(60 * time.Second):
+		rep.problemf("shutdown: held requests not answered 60s after the gate was released")
+		return nil
+	}
+	for i, a := range results {
+		if a.Code != http.StatusOK || a.Status != "accepted" {
+			rep.problemf("shutdown: in-flight %s to replica %d answered %d %q %s", reqs[i].d.ID, reqs[i].replica, a.Code, a.Status, a.Err)
+			continue
+		}
+		f.ShutdownInFlow++
+	}
+	for _, r := range env.Replicas {
+		wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		st, err := r.Wait(wctx)
+		cancel()
+		if err != nil {
+			rep.problemf("shutdown: replica %d did not exit within 60s of SIGTERM + release: %v\n%s", r.Index, err, r.LogTail(20))
+			r.Kill()
+			continue
+		}
+		f.ShutdownMaxS = max(f.ShutdownMaxS, time.Since(termAt).Seconds())
+		if st.ExitCode() != 0 {
+			rep.problemf("shutdown: replica %d exited %s after SIGTERM\n%s", r.Index, st, r.LogTail(20))
+		}
+		if !r.LogContains(`"shutting down"`) {
+			rep.problemf("shutdown: replica %d never logged \"shutting down\"", r.Index)
+		}
+	}
+
+	// Every replica is gone: what they accepted must already be applied.
+	var pending int
+	if err := env.DB().GetContext(ctx, &pending, `SELECT count(*) FROM inbox WHERE status = 'pending'`); err != nil {
+		return err
+	}
+	if pending != 0 {
+		rep.problemf("shutdown: %d deliveries left pending after every replica stopped", pending)
+	}
+	for _, id := range ids {
+		var st struct {
+			State    string `db:"state"`
+			Refunded int64  `db:"refunded_amount"`
+			Sales    int    `db:"sales"`
+			Refunds  int    `db:"refunds"`
+		}
+		err := env.DB().GetContext(ctx, &st, `SELECT state, refunded_amount,
+			(SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND charge_id = $1) AS sales,
+			(SELECT count(*) FROM posting_sets WHERE kind = 'refund' AND charge_id = $1) AS refunds
+			FROM charges WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		if st.State != "partially_refunded" || st.Refunded != 1000 || st.Sales != 1 || st.Refunds != 1 {
+			rep.problemf("shutdown: gate charge %s ended %+v, want partially_refunded with 1 sale and 1 refund of 1000", id, st)
+		}
+	}
+	code, out, err := env.Verify(ctx)
+	if err != nil || code != 0 {
+		rep.problemf("razao verify after shutdown: exit %d (%v)\n%s", code, err, out)
+	}
+	return nil
+}
