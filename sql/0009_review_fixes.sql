@@ -3,41 +3,48 @@
 -- 1. A posting set's amount is the sum of its debits in its currency, so
 --    "refunds within the sale", which compares set amounts, compares money
 --    that the postings actually move.
--- 2. Once a set's balance check has run (at COMMIT, or earlier under
---    SET CONSTRAINTS ALL IMMEDIATE), no posting may join it: the check
---    records the set in a transaction-local setting that the sealed-set
---    trigger reads.
+-- 2. Once balance checks have run in a transaction (at COMMIT, or earlier
+--    under SET CONSTRAINTS ALL IMMEDIATE), no posting may be added in it:
+--    the check raises a transaction-local flag the sealed-set trigger
+--    reads, so no leg can join a set after its check.
 CREATE OR REPLACE FUNCTION ledger_check_posting_set() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     legs         int;
     debits       bigint;
+    total        bigint;
+    currencies   int;
     unbalanced   text;
     sale_amount  bigint;
     refunded     bigint;
 BEGIN
-    PERFORM set_config('razao.checked_set_' || NEW.id, 'yes', true);
-    SELECT count(*), coalesce(sum(amount) FILTER (WHERE amount > 0 AND currency = NEW.currency), 0)
-        INTO legs, debits FROM postings WHERE posting_set_id = NEW.id;
+    -- One transaction-local flag (a setting per set would cost a new
+    -- setting each time): from now on, postings are refused.
+    IF current_setting('razao.balance_checked', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM set_config('razao.balance_checked', 'yes', true);
+    END IF;
+    SELECT count(*), coalesce(sum(amount) FILTER (WHERE amount > 0 AND currency = NEW.currency), 0),
+           coalesce(sum(amount), 0), count(DISTINCT currency)
+        INTO legs, debits, total, currencies FROM postings WHERE posting_set_id = NEW.id;
     IF legs < 2 THEN
         RAISE EXCEPTION 'posting set % has % posting(s); at least 2 are required', NEW.id, legs
             USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_balanced';
     END IF;
-    SELECT string_agg(currency || ' ' || total, ', ') INTO unbalanced FROM (
-        SELECT currency, sum(amount) AS total FROM postings
-        WHERE posting_set_id = NEW.id GROUP BY currency HAVING sum(amount) <> 0
-    ) u;
-    IF unbalanced IS NOT NULL THEN
-        RAISE EXCEPTION 'posting set % does not balance: %', NEW.id, unbalanced
-            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_balanced';
+    IF currencies > 1 OR total <> 0 THEN
+        SELECT string_agg(currency || ' ' || s, ', ') INTO unbalanced FROM (
+            SELECT currency, sum(amount) AS s FROM postings
+            WHERE posting_set_id = NEW.id GROUP BY currency HAVING sum(amount) <> 0
+        ) u;
+        IF unbalanced IS NOT NULL THEN
+            RAISE EXCEPTION 'posting set % does not balance: %', NEW.id, unbalanced
+                USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_balanced';
+        END IF;
     END IF;
     IF debits <> NEW.amount THEN
         RAISE EXCEPTION 'posting set % states amount % but debits %', NEW.id, NEW.amount, debits
             USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_balanced';
     END IF;
     IF NEW.kind = 'refund' THEN
-        -- Serialise refunds of one charge so two concurrent commits cannot
-        -- each see room for themselves.
         PERFORM pg_advisory_xact_lock(hashtextextended('razao-refund:' || NEW.charge_id, 0));
         SELECT amount INTO sale_amount FROM posting_sets WHERE kind = 'sale' AND charge_id = NEW.charge_id;
         SELECT coalesce(sum(amount), 0) INTO refunded FROM posting_sets WHERE kind = 'refund' AND charge_id = NEW.charge_id;
@@ -56,9 +63,8 @@ BEGIN
     IF EXISTS (
         SELECT 1 FROM new_postings n JOIN posting_sets s ON s.id = n.posting_set_id
         WHERE s.created_xid <> pg_current_xact_id()
-           OR current_setting('razao.checked_set_' || s.id, true) = 'yes'
-    ) THEN
-        RAISE EXCEPTION 'posting set is sealed: postings can only be added by the transaction that created it, before its balance check'
+    ) OR current_setting('razao.balance_checked', true) = 'yes' THEN
+        RAISE EXCEPTION 'posting set is sealed: postings can only be added by the transaction that created it, before balance checks run'
             USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_postings_sealed_set';
     END IF;
     RETURN NULL;
