@@ -24,8 +24,19 @@ import (
 
 var saoPaulo, _ = time.LoadLocation("America/Sao_Paulo")
 
-// seeded returns a database with a little August activity.
+// seeded returns a database with a little August activity, August closed.
 func seeded(t *testing.T) *sqlx.DB {
+	t.Helper()
+	db := seededOpen(t)
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	if err := reports.CloseMonth(context.Background(), db, postings.New(db, cal), postings.Month{Year: 2026, Month: 8}, afterSlot); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// seededOpen is seeded with August still open.
+func seededOpen(t *testing.T) *sqlx.DB {
 	t.Helper()
 	db := pgtest.New(t)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
@@ -254,5 +265,36 @@ func TestCrashMidWriteLeavesNoPartialFile(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "f.csv.sha256")); !os.IsNotExist(err) {
 		t.Fatalf("checksum exists after a crash: %v", err)
+	}
+}
+
+// An open month's file would be stale the day after: the run waits, and
+// the file appears once the month is closed.
+func TestExportWaitsForTheMonthToClose(t *testing.T) {
+	t.Parallel()
+	db := seededOpen(t)
+	dir := t.TempDir()
+	if err := newScheduler(t, db, dir, afterSlot).RunDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("files of an open month written: %v", entries)
+	}
+	var waiting int
+	db.Get(&waiting, `SELECT count(*) FROM export_runs WHERE status = 'waiting'`)
+	if waiting != 4 {
+		t.Fatalf("%d runs waiting, want 4", waiting)
+	}
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	if err := reports.CloseMonth(context.Background(), db, postings.New(db, cal), postings.Month{Year: 2026, Month: 8}, afterSlot); err != nil {
+		t.Fatal(err)
+	}
+	if err := newScheduler(t, db, dir, afterSlot.Add(time.Minute)).RunDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var done int
+	db.Get(&done, `SELECT count(*) FROM export_runs WHERE status = 'succeeded' AND attempts = 1`)
+	if done != 4 {
+		t.Fatalf("%d runs succeeded after the close, want 4", done)
 	}
 }

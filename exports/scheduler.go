@@ -141,6 +141,7 @@ func (s *Scheduler) retryFailed(ctx context.Context) error {
 	// A failed run waits a minute per attempt made before it is retried.
 	err := s.db.SelectContext(ctx, &due, `SELECT slot, kind, dialect FROM export_runs
 		WHERE (status = 'failed' AND attempts < $1 AND finished_at <= $2::timestamptz - attempts * interval '1 minute')
+		   OR status = 'waiting'
 		   OR (status = 'running' AND lease_until < now())
 		ORDER BY slot LIMIT 20`, s.cfg.MaxAttempts, s.now())
 	if err != nil {
@@ -163,6 +164,18 @@ func (s *Scheduler) runOne(ctx context.Context, slot time.Time, kind reports.Exp
 	month := postings.MonthOf(slot.In(s.cfg.Location)).Prev()
 	id, ok, err := s.claim(ctx, slot, kind, d, month)
 	if err != nil || !ok {
+		return err
+	}
+	// A month's file is written once, so only for a closed month: an open
+	// one can still change. The run waits (and is retried every tick).
+	var closed bool
+	if err := s.db.GetContext(ctx, &closed, `SELECT EXISTS (SELECT 1 FROM closed_periods WHERE month = $1)`, month.First()); err != nil {
+		return fmt.Errorf("export %s: %w", month, err)
+	}
+	if !closed {
+		_, err := s.db.ExecContext(ctx, `UPDATE export_runs SET status = 'waiting', attempts = attempts - 1,
+			last_error = $2, finished_at = now() WHERE id = $1`, id, "month "+month.String()+" is not closed yet")
+		s.metrics.ExportRun(string(kind), "waiting")
 		return err
 	}
 	w, err := WriteAtomic(s.cfg.Dir, reports.FileName(kind, month, d), func(w io.Writer) (int64, error) {
@@ -205,7 +218,7 @@ func (s *Scheduler) claim(ctx context.Context, slot time.Time, kind reports.Expo
 	err = s.db.GetContext(ctx, &id, `UPDATE export_runs SET status = 'running', attempts = attempts + 1,
 		claimed_by = $4, lease_until = now() + $5 * interval '1 millisecond', started_at = now(), finished_at = NULL
 		WHERE slot = $1 AND kind = $2 AND dialect = $3
-		  AND ((status = 'failed' AND attempts < $6) OR (status = 'running' AND lease_until < now()))
+		  AND ((status = 'failed' AND attempts < $6) OR status = 'waiting' OR (status = 'running' AND lease_until < now()))
 		RETURNING id`, slot, string(kind), d.String(), s.replica, lease, s.cfg.MaxAttempts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil // done, or another replica holds it

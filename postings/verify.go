@@ -87,6 +87,14 @@ var verifyChecks = []struct{ name, query string }{
 	{"commission reversals within their commission", `
 		SELECT 'charge ' || r.charge_id FROM posting_sets r LEFT JOIN posting_sets c ON c.kind = 'commission' AND c.charge_id = r.charge_id
 		WHERE r.kind = 'commission_reversal' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(c.amount), 0)`},
+	{"a fully refunded charge reverses exactly its commission", `
+		SELECT 'charge ' || s.charge_id || ': commission ' || c.amount || ', reversed ' || coalesce(sum(r.amount), 0)
+		FROM posting_sets s
+		JOIN posting_sets c ON c.kind = 'commission' AND c.charge_id = s.charge_id
+		LEFT JOIN posting_sets r ON r.kind = 'commission_reversal' AND r.charge_id = s.charge_id
+		WHERE s.kind = 'sale'
+		  AND s.amount = (SELECT coalesce(sum(f.amount), 0) FROM posting_sets f WHERE f.kind = 'refund' AND f.charge_id = s.charge_id)
+		GROUP BY s.charge_id, c.amount HAVING coalesce(sum(r.amount), 0) <> c.amount`},
 	{"cash equals sales - psp fees - refunds - payouts (+ adjustments)", `
 		WITH cash AS (
 			SELECT p.currency, sum(p.amount) AS balance FROM postings p JOIN accounts a ON a.id = p.account_id

@@ -93,8 +93,79 @@ func (p *Processor) Redelivered(ctx context.Context, key string) error {
 		return p.Process(ctx, row.ID)
 	case row.Status == "processed" && row.Kind == string(scheme.KindPaid):
 		return p.repairGrant(ctx, row.ID)
+	case row.Status == "divergent":
+		// A delivery that gave up after its attempts gets another chance
+		// when the PSP sends it again.
+		requeued, err := p.Requeue(ctx, row.ID)
+		if err != nil || !requeued {
+			return err
+		}
+		return p.Process(ctx, row.ID)
 	}
 	return nil
+}
+
+// expireParked makes every refund parked longer than limit a divergence:
+// its payment never came (or was itself a divergence), yet money left.
+func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error {
+	tx, err := p.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("expire parked refunds: %w", err)
+	}
+	defer tx.Rollback()
+	var expired []struct {
+		ID  int64  `db:"id"`
+		Ref string `db:"charge_ref"`
+	}
+	err = tx.SelectContext(ctx, &expired, `UPDATE inbox SET status = 'divergent', processed_at = now()
+		WHERE id IN (SELECT id FROM inbox WHERE status = 'parked' AND received_at < now() - $1 * interval '1 second'
+			ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED)
+		RETURNING id, coalesce(charge_ref, '') AS charge_ref`, limit.Seconds())
+	if err != nil {
+		return fmt.Errorf("expire parked refunds: %w", err)
+	}
+	for _, e := range expired {
+		if err := openDivergence(ctx, tx, e.ID, "", "refund_without_payment",
+			fmt.Sprintf("refund parked for over %s waiting for the payment of %s", limit, e.Ref)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("expire parked refunds: %w", err)
+	}
+	if len(expired) > 0 {
+		p.committed()
+	}
+	return nil
+}
+
+// Requeue makes a delivery that gave up (a processing_failed divergence)
+// due again with its attempts reset, and resolves that divergence with a
+// note: for after the cause (an outage, a bad deploy) is fixed. A PSP's
+// redelivery does the same.
+func (p *Processor) Requeue(ctx context.Context, id int64) (bool, error) {
+	tx, err := p.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = NULL
+		WHERE id = $1 AND status = 'divergent'
+		  AND EXISTS (SELECT 1 FROM divergences d WHERE d.inbox_id = $1 AND d.reason = 'processing_failed' AND d.status = 'open')`, id)
+	if err != nil {
+		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE divergences SET status = 'resolved', resolved_at = now(),
+		resolution_note = 'requeued for processing' WHERE inbox_id = $1 AND reason = 'processing_failed'`, id); err != nil {
+		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
+	}
+	return true, nil
 }
 
 // grantMissing reports whether the paid charge a delivery names lacks its

@@ -15,11 +15,17 @@ type Worker struct {
 	proc     *Processor
 	interval time.Duration
 	batch    int
+	// ParkLimit is how long a refund may wait for its payment before it
+	// becomes a divergence: money left the PSP and finance must see it.
+	ParkLimit time.Duration
 }
+
+// DefaultParkLimit is how long a refund waits for its payment by default.
+const DefaultParkLimit = 72 * time.Hour
 
 // NewWorker returns a worker polling every interval.
 func NewWorker(proc *Processor, interval time.Duration) *Worker {
-	return &Worker{proc: proc, interval: interval, batch: 100}
+	return &Worker{proc: proc, interval: interval, batch: 100, ParkLimit: DefaultParkLimit}
 }
 
 // Run works until ctx ends; a delivery in flight then finishes, as
@@ -44,8 +50,12 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // RunOnce processes the deliveries due now, up to one batch, and returns
-// how many it picked.
+// how many it picked. It also turns refunds parked past ParkLimit into
+// divergences.
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
+	if err := w.proc.expireParked(ctx, w.ParkLimit); err != nil {
+		return 0, err
+	}
 	var ids []int64
 	err := w.proc.db.SelectContext(ctx, &ids, `SELECT id FROM inbox
 		WHERE status = 'pending' AND next_attempt_at <= now()

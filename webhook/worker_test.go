@@ -101,3 +101,47 @@ func TestConcurrentWorkersApplyEachDeliveryOnce(t *testing.T) {
 		t.Fatalf("%d processed, want %d", got, n)
 	}
 }
+
+func TestGivenUpDeliveryIsRetriedWhenThePSPSendsItAgain(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.charge("order-1", 4990, "partner-42", 1000)
+	e.proc.MaxAttempts = 1
+	e.applier.AfterSale = func() error { return errors.New("outage") }
+	body := hodlePaid("track-1", "order-1", "49.90")
+	e.postHodle(body)
+	var status string
+	e.db.Get(&status, `SELECT status FROM inbox`)
+	if status != "divergent" {
+		t.Fatalf("status %s, want divergent after its one attempt", status)
+	}
+	e.applier.AfterSale = nil // the outage is over
+	if r := e.postHodle(body); r.Code != 200 || r.Body.Status != "duplicate" {
+		t.Fatalf("redelivery: %d %+v", r.Code, r.Body)
+	}
+	e.assertPaidOnce("order-1")
+	var divStatus string
+	e.db.Get(&divStatus, `SELECT status FROM divergences WHERE reason = 'processing_failed'`)
+	if divStatus != "resolved" {
+		t.Fatalf("divergence %s, want resolved by the requeue", divStatus)
+	}
+}
+
+func TestRefundParkedTooLongBecomesDivergence(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.charge("order-1", 4990, "", 0)
+	e.postHodle(hodleRefund("rf-1", "order-1", "10.00"))
+	e.db.MustExec(`UPDATE inbox SET received_at = now() - interval '73 hours'`)
+	if _, err := webhook.NewWorker(e.proc, time.Hour).RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var reason string
+	e.db.Get(&reason, `SELECT reason FROM divergences`)
+	if reason != "refund_without_payment" {
+		t.Fatalf("divergence %q, want refund_without_payment", reason)
+	}
+	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'parked'`); n != 0 {
+		t.Fatalf("%d still parked", n)
+	}
+}

@@ -7,6 +7,7 @@
 //	razao verify    re-check every ledger invariant; exit 3 on any breach
 //	razao export    write one month's CSV export (journal, trial balance, income statement)
 //	razao token     create, list or revoke API bearer tokens
+//	razao inbox     retry a delivery that gave up after its attempts
 //	razao demo      drive a running service like a PSP and print each answer
 package main
 
@@ -43,6 +44,7 @@ func commands() []command {
 		{"verify", "re-check every ledger invariant over the whole ledger", cmdVerify},
 		{"export", "write one month's CSV export to a file", cmdExport},
 		{"token", "create, list or revoke API bearer tokens", cmdToken},
+		{"inbox", "retry a delivery that gave up after its attempts", cmdInbox},
 		{"demo", "drive a running service like a PSP would and print what happens", cmdDemo},
 	}
 }

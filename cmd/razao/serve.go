@@ -67,7 +67,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	if err != nil {
 		return nil, err
 	}
-	db, err := cfg.db.open(ctx)
+	db, err := openWaiting(ctx, cfg.db, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +133,26 @@ func (s *server) routes(hooks http.Handler, v1 *api.API, metrics http.Handler) h
 	r.Handle("/webhooks/{endpoint}", hooks)
 	v1.Register(r)
 	return r
+}
+
+// openWaiting connects to the database, waiting for it with back-off
+// while it does not answer: a replica started during a database restart
+// comes up when the database does, instead of exiting.
+func openWaiting(ctx context.Context, f dbFlags, logger *slog.Logger) (*sqlx.DB, error) {
+	wait := time.Second
+	for {
+		db, err := f.open(ctx)
+		if err == nil || f.url == "" {
+			return db, err
+		}
+		logger.Warn("waiting for the database", "error", err, "retry_in", wait.String())
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("gave up waiting for the database: %w", err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
 }
 
 // ready answers 200 only while the database answers: a replica that cannot
