@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/razao/razao/accounts"
 )
@@ -169,4 +170,38 @@ func TestGroupCommitKeepsExactlyOnce(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM inbox WHERE status <> 'processed'`); n != 0 {
 		t.Fatalf("%d deliveries not processed", n)
 	}
+}
+
+// A storm of copies of a payment already applied must drain: each copy
+// reads, none holds a connection while asking the pool for another (with
+// a small pool that was a deadlock until the request timed out).
+func TestDuplicateStormOfAppliedPaymentDrainsWithASmallPool(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.db.SetMaxOpenConns(4)
+	e.charge("order-1", 4990, "partner-42", 1000)
+	body := hodlePaid("track-1", "order-1", "49.90")
+	e.postHodle(body)
+	const n = 100
+	replies := make([]reply, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range replies {
+		wg.Add(1)
+		go func() { defer wg.Done(); <-start; replies[i] = e.postHodle(body) }()
+	}
+	close(start)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the duplicate storm did not drain")
+	}
+	for i, r := range replies {
+		if r.Code != 200 || r.Body.Status != "duplicate" {
+			t.Fatalf("copy %d: %d %+v", i, r.Code, r.Body)
+		}
+	}
+	e.assertPaidOnce("order-1")
 }

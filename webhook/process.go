@@ -81,18 +81,19 @@ func (p *Processor) Process(ctx context.Context, id int64) error {
 // grant lost to a partial state without booking anything twice.
 func (p *Processor) Redelivered(ctx context.Context, key string) error {
 	var row struct {
-		ID     int64  `db:"id"`
-		Status string `db:"status"`
-		Kind   string `db:"kind"`
+		ID     int64           `db:"id"`
+		Status string          `db:"status"`
+		Kind   string          `db:"kind"`
+		Event  json.RawMessage `db:"event"`
 	}
-	if err := p.db.GetContext(ctx, &row, `SELECT id, status, kind FROM inbox WHERE delivery_key = $1`, key); err != nil {
+	if err := p.db.GetContext(ctx, &row, `SELECT id, status, kind, event FROM inbox WHERE delivery_key = $1`, key); err != nil {
 		return fmt.Errorf("redelivery %s: %w", key, err)
 	}
 	switch {
 	case row.Status == "pending":
 		return p.Process(ctx, row.ID)
 	case row.Status == "processed" && row.Kind == string(scheme.KindPaid):
-		return p.repairGrant(ctx, row.ID)
+		return p.repairGrant(ctx, row.ID, row.Event)
 	case row.Status == "divergent":
 		// A delivery that gave up after its attempts gets another chance
 		// when the PSP sends it again.
@@ -102,6 +103,33 @@ func (p *Processor) Redelivered(ctx context.Context, key string) error {
 		}
 		return p.Process(ctx, row.ID)
 	}
+	return nil
+}
+
+// repairGrant re-ensures the access grant of a paid charge whose payment
+// is delivered again. It first checks with a plain read, on no transaction:
+// a storm of duplicates then neither queues on the charge's row lock nor
+// holds a connection while asking for another.
+func (p *Processor) repairGrant(ctx context.Context, id int64, raw json.RawMessage) error {
+	var ev scheme.Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return fmt.Errorf("repair grant for delivery %d: decode: %w", id, err)
+	}
+	if missing, err := p.grantMissing(ctx, ev); err != nil || !missing {
+		return err
+	}
+	tx, err := p.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("repair grant for delivery %d: begin: %w", id, err)
+	}
+	defer tx.Rollback()
+	if err := charges.EnsureGrantTx(ctx, tx, ev.ChargeID, ev.PSPRef); err != nil {
+		return fmt.Errorf("repair grant for delivery %d: %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("repair grant for delivery %d: commit: %w", id, err)
+	}
+	p.committed()
 	return nil
 }
 
@@ -178,33 +206,6 @@ func (p *Processor) grantMissing(ctx context.Context, ev scheme.Event) (bool, er
 		  AND c.state IN ('paid', 'partially_refunded', 'refunded')
 		  AND NOT EXISTS (SELECT 1 FROM access_grants g WHERE g.charge_id = c.id))`, ev.ChargeID, ev.PSPRef)
 	return missing, err
-}
-
-func (p *Processor) repairGrant(ctx context.Context, id int64) error {
-	tx, err := p.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("repair grant for delivery %d: begin: %w", id, err)
-	}
-	defer tx.Rollback()
-	var ev scheme.Event
-	var raw json.RawMessage
-	if err := tx.GetContext(ctx, &raw, `SELECT event FROM inbox WHERE id = $1`, id); err != nil {
-		return fmt.Errorf("repair grant for delivery %d: %w", id, err)
-	}
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		return fmt.Errorf("repair grant for delivery %d: decode: %w", id, err)
-	}
-	if missing, err := p.grantMissing(ctx, ev); err != nil || !missing {
-		return err
-	}
-	if err := charges.EnsureGrantTx(ctx, tx, ev.ChargeID, ev.PSPRef); err != nil {
-		return fmt.Errorf("repair grant for delivery %d: %w", id, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("repair grant for delivery %d: commit: %w", id, err)
-	}
-	p.committed()
-	return nil
 }
 
 func (p *Processor) processTx(ctx context.Context, id int64) ([]int64, error) {
