@@ -1,7 +1,6 @@
 package scheme
 
 import (
-	"encoding/base64"
 	"fmt"
 	"strings"
 )
@@ -65,7 +64,7 @@ func (a *abacatepay) Authenticate(r Request) error {
 	if err != nil {
 		return err
 	}
-	sig, err := base64.StdEncoding.Strict().DecodeString(sigB64)
+	sig, err := decodeBase64MAC(sigB64)
 	if err != nil {
 		return unauthenticated("%s is not base64", abacatepaySignatureHeader)
 	}

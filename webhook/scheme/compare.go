@@ -4,8 +4,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
+	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -106,4 +109,14 @@ func isAlnum(s string) bool {
 		}
 	}
 	return true
+}
+
+// decodeBase64MAC decodes a signature strictly. Go's base64 decoder skips
+// CR and LF even in Strict mode, so "ab\ncd" would decode like "abcd": the
+// same MAC under another spelling. A signature is one canonical spelling.
+func decodeBase64MAC(s string) ([]byte, error) {
+	if strings.ContainsAny(s, "\r\n") {
+		return nil, errors.New("line break in a base64 signature")
+	}
+	return base64.StdEncoding.Strict().DecodeString(s)
 }

@@ -92,7 +92,7 @@ func standardEntryMatches(entry string, macs [][]byte) bool {
 	if !ok || version != "v1" {
 		return false
 	}
-	sig, err := base64.StdEncoding.Strict().DecodeString(sigB64)
+	sig, err := decodeBase64MAC(sigB64)
 	if err != nil || len(sig) == 0 {
 		return false
 	}
