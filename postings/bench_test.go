@@ -62,7 +62,11 @@ func BenchmarkPostingSet(b *testing.B) {
 				}
 				in = append(in, pending{set: &s, competence: cal.Date(s.EventAt), hash: "baseline", legs: legs})
 			}
-			_, err := insertSets(ctx, tx, in)
+			stmt, err := l.insertStmt(ctx, tx)
+			if err != nil {
+				return err
+			}
+			_, err = insertSets(ctx, stmt, in)
 			return err
 		})
 	})

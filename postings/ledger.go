@@ -26,6 +26,24 @@ type Ledger struct {
 	// code→account cache filled from committed rows only is always right.
 	mu    sync.RWMutex
 	known map[string]accounts.Account
+
+	// insert is insertSetsSQL prepared once: the statement is large, and
+	// planning it on every posting was a good part of its cost.
+	prepareOnce sync.Once
+	insert      *sqlx.Stmt
+	prepareErr  error
+}
+
+// insertStmt returns the prepared insert bound to tx; database/sql
+// prepares it once per connection and reuses it.
+func (l *Ledger) insertStmt(ctx context.Context, tx *sqlx.Tx) (*sqlx.Stmt, error) {
+	l.prepareOnce.Do(func() {
+		l.insert, l.prepareErr = l.db.PreparexContext(context.WithoutCancel(ctx), insertSetsSQL)
+	})
+	if l.prepareErr != nil {
+		return nil, fmt.Errorf("prepare posting insert: %w", l.prepareErr)
+	}
+	return tx.StmtxContext(ctx, l.insert), nil
 }
 
 // New returns a Ledger over db that dates sets with cal.
@@ -88,7 +106,11 @@ func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Pos
 		}
 		in[i] = pending{set: s, competence: l.competence(*s), hash: s.contentHash(), legs: legs}
 	}
-	written, err := insertSets(ctx, tx, in)
+	stmt, err := l.insertStmt(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	written, err := insertSets(ctx, stmt, in)
 	if err != nil {
 		return nil, fmt.Errorf("post %s: %w", keys(sets), MapError(err))
 	}
@@ -234,7 +256,7 @@ WITH last_closed AS (
 SELECT s.id, s.idempotency_key, s.competence, (SELECT count(*) FROM p WHERE p.posting_set_id = s.id) AS legs FROM s`
 
 // insertSets writes the sets absent so far and returns them by key.
-func insertSets(ctx context.Context, tx *sqlx.Tx, in []pending) (map[string]Posted, error) {
+func insertSets(ctx context.Context, stmt *sqlx.Stmt, in []pending) (map[string]Posted, error) {
 	var (
 		ns                                                         []int64
 		kinds, ks, curs, charges, refunds, partners, descs, hashes []string
@@ -264,7 +286,7 @@ func insertSets(ctx context.Context, tx *sqlx.Tx, in []pending) (map[string]Post
 		Competence time.Time `db:"competence"`
 		Legs       int       `db:"legs"`
 	}
-	err := tx.SelectContext(ctx, &rows, insertSetsSQL,
+	err := stmt.SelectContext(ctx, &rows,
 		pq.Array(ns), pq.Array(kinds), pq.Array(ks), pq.Array(amounts), pq.Array(curs), pq.Array(comps), pq.Array(events),
 		pq.Array(charges), pq.Array(refunds), pq.Array(partners), pq.Array(inboxes), pq.Array(descs), pq.Array(autos), pq.Array(hashes),
 		pq.Array(legKeys), pq.Array(legAccounts), pq.Array(legCurs), pq.Array(legAmounts))
