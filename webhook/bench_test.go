@@ -15,6 +15,10 @@ import (
 // hundred thousand rows and analysed first: empty tables plan differently.
 func BenchmarkDelivery(b *testing.B) {
 	e := newEnv(b)
+	// As razao.Open does: a pool that keeps its connections, or every
+	// burst pays for new PostgreSQL backends.
+	e.db.SetMaxOpenConns(32)
+	e.db.SetMaxIdleConns(32)
 	if os.Getenv("NO_GROUP_COMMIT") == "" {
 		e.groupCommit()
 	}
