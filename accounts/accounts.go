@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 )
 
 // Type is an account's place in the accounting equation.
@@ -92,20 +92,6 @@ func Parent(code string) string {
 
 const selectAccount = `SELECT id, code, type, normal_side, currency, parent_id FROM accounts`
 
-// ByCodes returns the accounts with the given codes, keyed by code. Codes
-// that do not exist are simply absent from the map.
-func ByCodes(ctx context.Context, q sqlx.QueryerContext, codes []string) (map[string]Account, error) {
-	var list []Account
-	if err := sqlx.SelectContext(ctx, q, &list, selectAccount+` WHERE code = ANY($1)`, pq.Array(codes)); err != nil {
-		return nil, fmt.Errorf("load accounts %v: %w", codes, err)
-	}
-	out := make(map[string]Account, len(list))
-	for _, a := range list {
-		out[a.Code] = a
-	}
-	return out, nil
-}
-
 // Get returns the account with code, or ErrUnknownAccount.
 func Get(ctx context.Context, q sqlx.QueryerContext, code string) (Account, error) {
 	var a Account
@@ -152,29 +138,31 @@ func Ensure(ctx context.Context, q sqlx.ExtContext, code string) (Account, error
 // descendants, in centavos, over every posting whose competence month is
 // before the month given as YYYY-MM-01; an empty before means all time.
 func Balance(ctx context.Context, q sqlx.QueryerContext, code string, before string) (int64, error) {
-	var total int64
-	err := sqlx.GetContext(ctx, q, &total, `
-		SELECT coalesce(sum(p.amount), 0)::bigint
-		FROM postings p JOIN accounts a ON a.id = p.account_id
-		WHERE (a.code = $1 OR starts_with(a.code, $1 || ':'))
-		  AND ($2 = '' OR p.competence_month < $2::date)`, code, before)
-	if err != nil {
-		return 0, fmt.Errorf("balance of %s: %w", code, err)
-	}
-	return total, nil
+	return sum(ctx, q, code, "", before)
 }
 
 // MonthChange returns the signed sum of postings on code and its
 // descendants whose competence month is month (YYYY-MM-01).
 func MonthChange(ctx context.Context, q sqlx.QueryerContext, code string, month string) (int64, error) {
+	m, err := time.Parse(time.DateOnly, month)
+	if err != nil {
+		return 0, fmt.Errorf("change of %s: month %q: %w", code, month, err)
+	}
+	return sum(ctx, q, code, month, m.AddDate(0, 1, 0).Format(time.DateOnly))
+}
+
+// sum adds the postings on code and its descendants whose competence month
+// is in [from, before); an empty bound is open.
+func sum(ctx context.Context, q sqlx.QueryerContext, code, from, before string) (int64, error) {
 	var total int64
 	err := sqlx.GetContext(ctx, q, &total, `
 		SELECT coalesce(sum(p.amount), 0)::bigint
 		FROM postings p JOIN accounts a ON a.id = p.account_id
 		WHERE (a.code = $1 OR starts_with(a.code, $1 || ':'))
-		  AND p.competence_month = $2::date`, code, month)
+		  AND ($2 = '' OR p.competence_month >= $2::date)
+		  AND ($3 = '' OR p.competence_month < $3::date)`, code, from, before)
 	if err != nil {
-		return 0, fmt.Errorf("change of %s in %s: %w", code, month, err)
+		return 0, fmt.Errorf("sum of %s in [%s, %s): %w", code, from, before, err)
 	}
 	return total, nil
 }

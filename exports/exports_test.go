@@ -79,8 +79,8 @@ func TestScheduledSlotWritesPreviousMonthWithChecksums(t *testing.T) {
 	for _, name := range []string{"razao-journal-2026-08.csv", "razao-journal-2026-08-br.csv",
 		"razao-trial-balance-2026-08.csv", "razao-trial-balance-2026-08-br.csv"} {
 		body, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+		if err != nil || !bytes.Contains(body, []byte("\r\n")) {
+			t.Fatalf("%s: %v, %d bytes: want a CSV with at least a header line", name, err, len(body))
 		}
 		sum, err := os.ReadFile(filepath.Join(dir, name+".sha256"))
 		if err != nil || !strings.HasSuffix(string(sum), "  "+name+"\n") {
@@ -92,7 +92,6 @@ func TestScheduledSlotWritesPreviousMonthWithChecksums(t *testing.T) {
 		if _, lookErr := exec.LookPath("sha256sum"); lookErr == nil && err != nil {
 			t.Fatalf("sha256sum -c: %v %s", err, out)
 		}
-		_ = body
 	}
 	var runs []struct {
 		Status   string `db:"status"`

@@ -3,7 +3,6 @@ package scheme
 import (
 	"encoding/base64"
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -170,11 +169,7 @@ const abacateCheckoutCompleted = `{
 func TestAbacatepayParseMapsEvents(t *testing.T) {
 	t.Parallel()
 	s := mustNew(t, "abacatepay", Config{Secrets: []string{abacateSecret}})
-	tests := []struct {
-		name string
-		body string
-		want Event
-	}{
+	tests := []parseCase{
 		{"checkout.completed sample", abacateCheckoutCompleted, Event{Kind: KindPaid, Type: "checkout.completed",
 			EventID: "log_abc123", ChargeID: "pedido-123", PSPRef: "bill_abc123xyz",
 			Amount: 10000, HasAmount: true, Fee: 80, HasFee: true}},
@@ -209,18 +204,7 @@ func TestAbacatepayParseMapsEvents(t *testing.T) {
 		{"ignored without data", `{"id":"log_11","event":"payout.done"}`,
 			Event{Kind: KindIgnored, Type: "payout.done", EventID: "log_11"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := parse(t, s, tt.body)
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			if len(got) != 1 || !reflect.DeepEqual(got[0], tt.want) {
-				t.Fatalf("Parse =\n%+v\nwant\n%+v", got, tt.want)
-			}
-		})
-	}
+	checkParses(t, s, tests)
 }
 
 func TestAbacatepayParseRefusesMalformedPayloads(t *testing.T) {

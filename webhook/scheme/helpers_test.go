@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -165,5 +166,29 @@ func wantMalformedField(t *testing.T, err error, field string) {
 	}
 	if field != "" && me.Field != field {
 		t.Fatalf("got MalformedError for %q (%v), want %q", me.Field, err, field)
+	}
+}
+
+// parseCase is one payload and the single event it must map to.
+type parseCase struct {
+	name string
+	body string
+	want Event
+}
+
+// checkParses runs each case through s's parser in parallel.
+func checkParses(t *testing.T, s Scheme, cases []parseCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := parse(t, s, tt.body)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if len(got) != 1 || !reflect.DeepEqual(got[0], tt.want) {
+				t.Fatalf("Parse =\n%+v\nwant\n%+v", got, tt.want)
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package scheme
 
 import (
 	"encoding/hex"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,11 +163,7 @@ func TestHodleIsTestOnlyForTheExactTestEvent(t *testing.T) {
 func TestHodleParseMapsEvents(t *testing.T) {
 	t.Parallel()
 	s := mustNew(t, "hodle", Config{Secrets: []string{hodleSecret}})
-	tests := []struct {
-		name string
-		body string
-		want Event
-	}{
+	tests := []parseCase{
 		{"failed vector", hodleVectorBody, Event{Kind: KindFailed, Type: "DEPOSIT_ASSET_FAILED",
 			EventID: "event-1", ChargeID: "order-1"}},
 		{"success sample", `{"event":"DEPOSIT_ASSET_SUCCESS","data":{"trackId":"trk-9","externalId":"order-1","valueInBrl":"49.90","fee":"0.75"}}`,
@@ -191,18 +186,7 @@ func TestHodleParseMapsEvents(t *testing.T) {
 			Event{Kind: KindIgnored, Type: "DEPOSIT_ASSET_PENDING", EventID: "t-1"}},
 		{"other event without ids", `{"event":"SOMETHING"}`, Event{Kind: KindIgnored, Type: "SOMETHING"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := parse(t, s, tt.body)
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			if len(got) != 1 || !reflect.DeepEqual(got[0], tt.want) {
-				t.Fatalf("Parse =\n%+v\nwant\n%+v", got, tt.want)
-			}
-		})
-	}
+	checkParses(t, s, tests)
 }
 
 func TestHodleParseRefusesMalformedPayloads(t *testing.T) {

@@ -3,7 +3,6 @@ package scheme
 import (
 	"encoding/base64"
 	"errors"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,11 +138,7 @@ func TestStandardNewRefusesBadSecrets(t *testing.T) {
 func TestStandardParseMapsEvents(t *testing.T) {
 	t.Parallel()
 	s := mustNew(t, "standard", Config{Secrets: []string{standardSecret1}})
-	tests := []struct {
-		name string
-		body string
-		want Event
-	}{
+	tests := []parseCase{
 		{"charge.paid", `{"type":"charge.paid","timestamp":"2026-08-31T22:30:05-03:00",
 			"data":{"charge_id":"ch_1","amount":4990,"occurred_at":"2026-08-31T22:30:00-03:00"}}`,
 			Event{Kind: KindPaid, Type: "charge.paid", ChargeID: "ch_1", Amount: 4990, HasAmount: true,
@@ -161,18 +156,7 @@ func TestStandardParseMapsEvents(t *testing.T) {
 		{"other types are ignored", `{"type":"charge.created","timestamp":"2026-09-01T10:00:00Z","data":{}}`,
 			Event{Kind: KindIgnored, Type: "charge.created"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := parse(t, s, tt.body)
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			if len(got) != 1 || !reflect.DeepEqual(got[0], tt.want) {
-				t.Fatalf("Parse =\n%+v\nwant\n%+v", got, tt.want)
-			}
-		})
-	}
+	checkParses(t, s, tests)
 }
 
 func TestStandardParseRefusesMalformedPayloads(t *testing.T) {
