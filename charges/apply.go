@@ -2,14 +2,14 @@ package charges
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/postings"
 )
 
@@ -51,6 +51,9 @@ type Outcome struct {
 	// Reason and Detail explain a divergence.
 	Reason string
 	Detail string
+	// Events are the outbox events the change makes, in order, for the
+	// caller to append in the same transaction.
+	Events []events.Draft
 }
 
 // Result is the kind of outcome.
@@ -81,69 +84,220 @@ const (
 type Applier struct {
 	Ledger *postings.Ledger
 	// AfterSale, when set, runs inside the transaction right after the
-	// sale is written; an error aborts the transaction. Tests use it to
+	// sales are written; an error aborts the transaction. Tests use it to
 	// crash between steps.
 	AfterSale func() error
+
+	// The statements of every delivery, prepared once.
+	lock, readGrantsRefunds, update, grant *sqlstmt.Stmt
+}
+
+// NewApplier returns an applier writing to ledger, with its statements
+// prepared on db.
+func NewApplier(db *sqlx.DB, ledger *postings.Ledger) *Applier {
+	return &Applier{Ledger: ledger,
+		lock:              sqlstmt.New(db, lockChargesSQL),
+		readGrantsRefunds: sqlstmt.New(db, readGrantsRefundsSQL),
+		update:            sqlstmt.New(db, updateChargesSQL),
+		grant:             sqlstmt.New(db, insertGrantsSQL),
+	}
+}
+
+// lockChargesSQL locks charges by id or PSP reference in id order.
+const lockChargesSQL = `SELECT ` + chargeColumns + ` FROM charges
+	WHERE id = ANY($1) OR psp_ref = ANY($2) ORDER BY id FOR UPDATE`
+
+// readGrantsRefundsSQL reads which charges have their grant and which of
+// the refunds named are booked.
+const readGrantsRefundsSQL = `
+	SELECT charge_id, '' AS refund_id, 0::bigint AS amount FROM access_grants WHERE charge_id = ANY($1)
+	UNION ALL
+	SELECT charge_id, refund_id, amount FROM posting_sets
+	WHERE kind = 'refund' AND charge_id = ANY($1) AND refund_id = ANY($2)`
+
+const updateChargesSQL = `UPDATE charges c SET state = u.state, paid_amount = u.paid_amount, fee = u.fee,
+		commission = u.commission, paid_at = u.paid_at, paid_ref = u.paid_ref, refunded_amount = u.refunded_amount,
+		failed_at = u.failed_at, updated_at = now()
+	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::timestamptz[], $7::text[],
+		$8::bigint[], $9::timestamptz[]) AS u (id, state, paid_amount, fee, commission, paid_at, paid_ref, refunded_amount, failed_at)
+	WHERE c.id = u.id`
+
+const insertGrantsSQL = `INSERT INTO access_grants (charge_id, access)
+	SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`
+
+// exec runs the prepared statement s in tx.
+func exec(ctx context.Context, tx *sqlx.Tx, s *sqlstmt.Stmt, args ...any) error {
+	stmt, err := s.In(ctx, tx)
+	if err != nil {
+		return err
+	}
+	_, err = stmt.ExecContext(ctx, args...)
+	return err
+}
+
+// query runs the prepared statement s in tx and scans its rows into dest.
+func query(ctx context.Context, tx *sqlx.Tx, dest any, s *sqlstmt.Stmt, args ...any) error {
+	stmt, err := s.In(ctx, tx)
+	if err != nil {
+		return err
+	}
+	return stmt.SelectContext(ctx, dest, args...)
 }
 
 func diverge(chargeID, reason, format string, args ...any) Outcome {
 	return Outcome{Result: Divergence, ChargeID: chargeID, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
 
-// ApplyTx applies ev inside tx: it locks the charge row, decides with the
-// row locked, writes the posting sets "if absent", updates the charge,
-// ensures the access grant and appends the outbox events. The caller owns
-// tx and commits it.
-func (a *Applier) ApplyTx(ctx context.Context, tx *sqlx.Tx, ev Event) (Outcome, error) {
-	c, err := lockCharge(ctx, tx, ev.ChargeID, ev.PSPRef)
-	if errors.Is(err, ErrNotFound) {
-		return diverge(ev.ChargeID, ReasonUnknownCharge, "no charge with id %q or psp reference %q", ev.ChargeID, ev.PSPRef), nil
+// Locked is the charges a run of events names, locked in the caller's
+// transaction, and what applying those events has changed so far. The
+// decisions are made in memory, each seeing the ones before it, and WriteTx
+// writes them all: a batch of deliveries costs a handful of statements
+// whatever its size, and a single delivery no more than before.
+type Locked struct {
+	a      *Applier
+	byID   map[string]*lockedCharge
+	byRef  map[string]*lockedCharge
+	booked map[refundKey]int64 // refunds booked, by charge and PSP refund id
+	sets   []postings.Set
+	sales  int
+	// changed and grants keep the order things happened in, so writes
+	// are deterministic.
+	changed []*lockedCharge
+	grants  []*lockedCharge
+}
+
+// lockedCharge is a locked charge row as the events so far have left it.
+type lockedCharge struct {
+	Charge
+	granted bool // its access grant exists, or is among the ones to write
+	changed bool
+}
+
+type refundKey struct{ charge, refund string }
+
+// LockTx locks every charge the events name, by id or by the PSP's
+// reference, in one statement and in id order: two transactions locking
+// overlapping sets of charges take them in the same order, so they queue
+// instead of deadlocking. It then reads, under those locks, which charges
+// have their grant and which refunds are booked.
+func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event) (*Locked, error) {
+	l := &Locked{a: a, byID: map[string]*lockedCharge{}, byRef: map[string]*lockedCharge{}, booked: map[refundKey]int64{}}
+	var ids, refs, refunds []string
+	for _, ev := range evs {
+		if ev.ChargeID != "" {
+			ids = append(ids, ev.ChargeID)
+		}
+		if ev.PSPRef != "" {
+			refs = append(refs, ev.PSPRef)
+		}
+		if ev.Kind == Refunded && ev.RefundID != "" {
+			refunds = append(refunds, ev.RefundID)
+		}
 	}
+	if len(ids)+len(refs) == 0 {
+		return l, nil
+	}
+	var rows []Charge
+	if err := query(ctx, tx, &rows, a.lock, pq.Array(ids), pq.Array(refs)); err != nil {
+		return nil, fmt.Errorf("lock charges %v: %w", ids, err)
+	}
+	if len(rows) == 0 {
+		return l, nil
+	}
+	locked := make([]string, len(rows))
+	for i := range rows {
+		c := &lockedCharge{Charge: rows[i]}
+		l.byID[c.ID] = c
+		if c.PSPRef != nil {
+			l.byRef[*c.PSPRef] = c
+		}
+		locked[i] = c.ID
+	}
+	return l, l.readGrantsAndRefunds(ctx, tx, locked, refunds)
+}
+
+// readGrantsAndRefunds runs after the locks are held, in a statement of its
+// own, so it sees what a transaction we queued behind committed.
+func (l *Locked) readGrantsAndRefunds(ctx context.Context, tx *sqlx.Tx, ids, refunds []string) error {
+	var rows []struct {
+		ChargeID string `db:"charge_id"`
+		RefundID string `db:"refund_id"`
+		Amount   int64  `db:"amount"`
+	}
+	err := query(ctx, tx, &rows, l.a.readGrantsRefunds, pq.Array(ids), pq.Array(refunds))
 	if err != nil {
-		return Outcome{}, err
+		return fmt.Errorf("read grants and refunds of %v: %w", ids, err)
+	}
+	for _, r := range rows {
+		if r.RefundID == "" {
+			l.byID[r.ChargeID].granted = true
+			continue
+		}
+		l.booked[refundKey{r.ChargeID, r.RefundID}] = r.Amount
+	}
+	return nil
+}
+
+// find is the locked charge an event names: by our id, else by the PSP's
+// reference.
+func (l *Locked) find(id, pspRef string) *lockedCharge {
+	if c, ok := l.byID[id]; ok && id != "" {
+		return c
+	}
+	if c, ok := l.byRef[pspRef]; ok && pspRef != "" {
+		return c
+	}
+	return nil
+}
+
+// Apply decides what ev does to its charge, which LockTx must have locked,
+// after every event applied before it. Nothing is written until WriteTx.
+func (l *Locked) Apply(ev Event) (Outcome, error) {
+	c := l.find(ev.ChargeID, ev.PSPRef)
+	if c == nil {
+		return diverge(ev.ChargeID, ReasonUnknownCharge, "no charge with id %q or psp reference %q", ev.ChargeID, ev.PSPRef), nil
 	}
 	switch ev.Kind {
 	case Paid:
-		return a.paid(ctx, tx, c, ev)
+		return l.paid(c, ev)
 	case Refunded:
-		return a.refunded(ctx, tx, c, ev)
+		return l.refunded(c, ev)
 	case Failed:
-		return failed(ctx, tx, c, ev)
+		return l.failed(c, ev), nil
 	}
 	return Outcome{}, fmt.Errorf("apply to charge %s: unknown event kind %q", c.ID, ev.Kind)
-}
-
-// lockCharge takes the charge's row lock, by its id, else by the PSP's
-// reference; both are indexed, so the lock is a point lookup.
-func lockCharge(ctx context.Context, tx *sqlx.Tx, id, pspRef string) (Charge, error) {
-	var c Charge
-	err := sql.ErrNoRows
-	if id != "" {
-		err = tx.GetContext(ctx, &c, `SELECT `+chargeColumns+` FROM charges WHERE id = $1 FOR UPDATE`, id)
-	}
-	if errors.Is(err, sql.ErrNoRows) && pspRef != "" {
-		err = tx.GetContext(ctx, &c, `SELECT `+chargeColumns+` FROM charges WHERE psp_ref = $1 FOR UPDATE`, pspRef)
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return Charge{}, ErrNotFound
-	}
-	if err != nil {
-		return Charge{}, fmt.Errorf("lock charge %s: %w", id, err)
-	}
-	return c, nil
 }
 
 func (c *Charge) isPaid() bool {
 	return c.State == StatePaid || c.State == StatePartiallyRefunded || c.State == StateRefunded
 }
 
-func (a *Applier) paid(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event) (Outcome, error) {
+func (l *Locked) touch(c *lockedCharge) {
+	if !c.changed {
+		c.changed = true
+		l.changed = append(l.changed, c)
+	}
+}
+
+// ensureGrant gives the charge's access if it is not there, whatever
+// happened before: it is how a redelivery repairs a partial state.
+func (l *Locked) ensureGrant(c *lockedCharge) []events.Draft {
+	if c.granted {
+		return nil
+	}
+	c.granted = true
+	l.grants = append(l.grants, c)
+	return []events.Draft{{Topic: events.TopicAccessGranted, ChargeID: c.ID,
+		Payload: map[string]any{"charge_id": c.ID, "access": c.Access}}}
+}
+
+func (l *Locked) paid(c *lockedCharge, ev Event) (Outcome, error) {
 	if c.isPaid() {
 		if c.PaidRef != nil && ev.PSPRef != "" && *c.PaidRef != ev.PSPRef {
 			return diverge(c.ID, ReasonSecondPayment, "charge already paid by %s; payment %s of %d arrived too", *c.PaidRef, ev.PSPRef, ev.Amount), nil
 		}
 		// A redelivery: repair the grant if a partial state left it out.
-		return Outcome{Result: NoOp, ChargeID: c.ID}, ensureGrant(ctx, tx, c)
+		return Outcome{Result: NoOp, ChargeID: c.ID, Events: l.ensureGrant(c)}, nil
 	}
 	switch {
 	case !ev.HasAmount:
@@ -153,97 +307,50 @@ func (a *Applier) paid(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event) (Ou
 	case ev.HasFee && (ev.Fee < 0 || ev.Fee >= ev.Amount):
 		return diverge(c.ID, ReasonAmountMismatch, "PSP fee %d on a payment of %d", ev.Fee, ev.Amount), nil
 	}
-	if err := a.postSale(ctx, tx, c, ev); err != nil {
+	if err := l.bookSale(c, ev); err != nil {
 		return Outcome{}, err
 	}
 	commission := int64(0)
 	if c.Partner != nil && c.CommissionBP > 0 {
 		commission = postings.Commission(c.Amount, c.CommissionBP)
 	}
-	// The state and the grant in one statement, the events in another.
-	var granted bool
-	err := tx.GetContext(ctx, &granted, `WITH paid AS (
-			UPDATE charges SET state = 'paid', paid_amount = $2, fee = $3, commission = $4,
-				paid_at = $5, paid_ref = NULLIF($6, ''), updated_at = now()
-			WHERE id = $1 RETURNING id, access
-		), new_grant AS (
-			INSERT INTO access_grants (charge_id, access) SELECT id, access FROM paid
-			ON CONFLICT DO NOTHING RETURNING 1
-		)
-		SELECT EXISTS (SELECT 1 FROM new_grant)`,
-		c.ID, ev.Amount, ev.Fee, commission, ev.At, ev.PSPRef)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("mark charge %s paid: %w", c.ID, err)
+	amount, fee, at := ev.Amount, ev.Fee, ev.At
+	c.State, c.PaidAmount, c.Fee, c.Commission, c.PaidAt = StatePaid, &amount, &fee, commission, &at
+	c.PaidRef = nil
+	if ev.PSPRef != "" {
+		ref := ev.PSPRef
+		c.PaidRef = &ref
 	}
+	l.touch(c)
 	drafts := []events.Draft{{Topic: events.TopicChargePaid, ChargeID: c.ID, Payload: map[string]any{
 		"charge_id": c.ID, "amount": ev.Amount, "fee": ev.Fee, "paid_at": ev.At,
 	}}}
-	if granted {
-		drafts = append(drafts, grantedEvent(c))
-	}
-	return Outcome{Result: Applied, ChargeID: c.ID}, events.AppendAll(ctx, tx, drafts...)
+	return Outcome{Result: Applied, ChargeID: c.ID, Events: append(drafts, l.ensureGrant(c)...)}, nil
 }
 
-func grantedEvent(c Charge) events.Draft {
-	return events.Draft{Topic: events.TopicAccessGranted, ChargeID: c.ID,
-		Payload: map[string]any{"charge_id": c.ID, "access": c.Access}}
-}
-
-// postSale writes the sale and, when the charge has a partner, its
-// commission, in one statement.
-func (a *Applier) postSale(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event) error {
+// bookSale queues the sale and, when the charge has a partner, its
+// commission.
+func (l *Locked) bookSale(c *lockedCharge, ev Event) error {
 	sale, err := postings.Sale(c.ID, c.Currency, ev.Amount, ev.Fee, ev.At)
 	if err != nil {
 		return err
 	}
 	sale.InboxID = ev.InboxID
-	sets := []postings.Set{sale}
-	if c.Partner != nil {
-		comm, ok, err := postings.CommissionSet(c.ID, *c.Partner, c.Currency, c.Amount, c.CommissionBP, ev.At)
-		if err != nil {
-			return err
-		}
-		if ok {
-			comm.InboxID = ev.InboxID
-			sets = append(sets, comm)
-		}
+	l.sets = append(l.sets, sale)
+	l.sales++
+	if c.Partner == nil {
+		return nil
 	}
-	if _, err := a.Ledger.PostAllTx(ctx, tx, sets...); err != nil {
-		return fmt.Errorf("post sale of %s: %w", c.ID, err)
+	comm, ok, err := postings.CommissionSet(c.ID, *c.Partner, c.Currency, c.Amount, c.CommissionBP, ev.At)
+	if err != nil || !ok {
+		return err
 	}
-	if a.AfterSale != nil {
-		return a.AfterSale()
-	}
+	comm.InboxID = ev.InboxID
+	l.sets = append(l.sets, comm)
 	return nil
 }
 
-// EnsureGrantTx locks the charge and, if it is paid, makes sure its access
-// grant exists.
-func EnsureGrantTx(ctx context.Context, tx *sqlx.Tx, id, pspRef string) error {
-	c, err := lockCharge(ctx, tx, id, pspRef)
-	if err != nil {
-		return err
-	}
-	if !c.isPaid() {
-		return nil
-	}
-	return ensureGrant(ctx, tx, c)
-}
-
-// ensureGrant gives the charge's access if it is not there, whatever
-// happened before: it is how a redelivery repairs a partial state.
-func ensureGrant(ctx context.Context, tx *sqlx.Tx, c Charge) error {
-	res, err := tx.ExecContext(ctx, `INSERT INTO access_grants (charge_id, access) VALUES ($1, $2) ON CONFLICT DO NOTHING`, c.ID, c.Access)
-	if err != nil {
-		return fmt.Errorf("grant access for %s: %w", c.ID, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil
-	}
-	return events.AppendAll(ctx, tx, grantedEvent(c))
-}
-
-func (a *Applier) refunded(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event) (Outcome, error) {
+func (l *Locked) refunded(c *lockedCharge, ev Event) (Outcome, error) {
 	if !c.isPaid() {
 		return Outcome{Result: Parked, ChargeID: c.ID}, nil
 	}
@@ -256,15 +363,11 @@ func (a *Applier) refunded(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event)
 		return diverge(c.ID, ReasonRefundOfOtherPayment, "refund %s is of payment %s; the charge was paid by %s",
 			ev.RefundID, ev.PSPRef, *c.PaidRef), nil
 	}
-	var booked []int64
-	if err := tx.SelectContext(ctx, &booked, `SELECT amount FROM posting_sets
-		WHERE kind = 'refund' AND charge_id = $1 AND refund_id = $2`, c.ID, ev.RefundID); err != nil {
-		return Outcome{}, fmt.Errorf("look up refund %s of %s: %w", ev.RefundID, c.ID, err)
-	}
-	if len(booked) > 0 {
-		if ev.HasAmount && ev.Amount != booked[0] {
+	key := refundKey{c.ID, ev.RefundID}
+	if booked, ok := l.booked[key]; ok {
+		if ev.HasAmount && ev.Amount != booked {
 			return diverge(c.ID, ReasonRefundAmountChanged, "refund %s was booked for %d; now stated as %d",
-				ev.RefundID, booked[0], ev.Amount), nil
+				ev.RefundID, booked, ev.Amount), nil
 		}
 		return Outcome{Result: NoOp, ChargeID: c.ID}, nil
 	}
@@ -279,57 +382,126 @@ func (a *Applier) refunded(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event)
 	if amount <= 0 || amount > remaining {
 		return diverge(c.ID, ReasonRefundExceedsPaid, "refund %s of %d; %d of %d left to refund", ev.RefundID, amount, remaining, *c.PaidAmount), nil
 	}
-	if err := a.postRefund(ctx, tx, c, ev, amount); err != nil {
+	if err := l.bookRefund(c, ev, amount); err != nil {
 		return Outcome{}, err
 	}
-	state := StatePartiallyRefunded
+	l.booked[key] = amount
+	c.RefundedAmount += amount
+	c.State = StatePartiallyRefunded
 	if amount == remaining {
-		state = StateRefunded
+		c.State = StateRefunded
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE charges SET refunded_amount = refunded_amount + $2, state = $3, updated_at = now()
-		WHERE id = $1`, c.ID, amount, state); err != nil {
-		return Outcome{}, fmt.Errorf("record refund of %s: %w", c.ID, err)
-	}
-	err := events.Append(ctx, tx, events.TopicChargeRefunded, c.ID, map[string]any{
-		"charge_id": c.ID, "refund_id": ev.RefundID, "amount": amount,
-		"refunded_total": c.RefundedAmount + amount, "refunded_at": ev.At,
-	})
-	return Outcome{Result: Applied, ChargeID: c.ID}, err
+	l.touch(c)
+	return Outcome{Result: Applied, ChargeID: c.ID, Events: []events.Draft{{Topic: events.TopicChargeRefunded, ChargeID: c.ID,
+		Payload: map[string]any{
+			"charge_id": c.ID, "refund_id": ev.RefundID, "amount": amount,
+			"refunded_total": c.RefundedAmount, "refunded_at": ev.At,
+		}}}}, nil
 }
 
-// postRefund writes the refund and, when the charge paid a commission,
-// the part of it the refund takes back, in one statement.
-func (a *Applier) postRefund(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event, amount int64) error {
+// bookRefund queues the refund and, when the charge paid a commission, the
+// part of it the refund takes back. It runs before the refund is counted
+// in c.RefundedAmount.
+func (l *Locked) bookRefund(c *lockedCharge, ev Event, amount int64) error {
 	refund, err := postings.Refund(c.ID, ev.RefundID, c.Currency, amount, ev.At)
 	if err != nil {
 		return err
 	}
 	refund.InboxID = ev.InboxID
-	sets := []postings.Set{refund}
-	if c.Partner != nil && c.Commission > 0 {
-		rev := postings.ReversalAmount(c.Commission, *c.PaidAmount, c.RefundedAmount, amount)
-		set, ok, err := postings.CommissionReversalSet(c.ID, ev.RefundID, *c.Partner, c.Currency, rev, ev.At)
-		if err != nil {
-			return err
-		}
-		if ok {
-			set.InboxID = ev.InboxID
-			sets = append(sets, set)
-		}
+	l.sets = append(l.sets, refund)
+	if c.Partner == nil || c.Commission == 0 {
+		return nil
 	}
-	if _, err := a.Ledger.PostAllTx(ctx, tx, sets...); err != nil {
-		return fmt.Errorf("post refund %s of %s: %w", ev.RefundID, c.ID, err)
+	rev := postings.ReversalAmount(c.Commission, *c.PaidAmount, c.RefundedAmount, amount)
+	set, ok, err := postings.CommissionReversalSet(c.ID, ev.RefundID, *c.Partner, c.Currency, rev, ev.At)
+	if err != nil || !ok {
+		return err
 	}
+	set.InboxID = ev.InboxID
+	l.sets = append(l.sets, set)
 	return nil
 }
 
 // failed records a failure. A failure is not a refund: no money moves.
-func failed(ctx context.Context, tx *sqlx.Tx, c Charge, ev Event) (Outcome, error) {
-	_, err := tx.ExecContext(ctx, `UPDATE charges SET failed_at = $2,
-		state = CASE WHEN state = 'pending' THEN 'failed' ELSE state END, updated_at = now() WHERE id = $1`, c.ID, ev.At)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("record failure of %s: %w", c.ID, err)
+func (l *Locked) failed(c *lockedCharge, ev Event) Outcome {
+	at := ev.At
+	c.FailedAt = &at
+	if c.State == StatePending {
+		c.State = StateFailed
 	}
-	err = events.Append(ctx, tx, events.TopicChargeFailed, c.ID, map[string]any{"charge_id": c.ID, "failed_at": ev.At})
-	return Outcome{Result: Applied, ChargeID: c.ID}, err
+	l.touch(c)
+	return Outcome{Result: Applied, ChargeID: c.ID, Events: []events.Draft{{Topic: events.TopicChargeFailed, ChargeID: c.ID,
+		Payload: map[string]any{"charge_id": c.ID, "failed_at": ev.At}}}}
+}
+
+// WriteTx writes what the applied events decided: every posting set in one
+// statement, every changed charge in one, every new grant in one. The
+// events' outbox rows are the caller's to append.
+func (l *Locked) WriteTx(ctx context.Context, tx *sqlx.Tx) error {
+	if len(l.sets) > 0 {
+		if _, err := l.a.Ledger.PostAllTx(ctx, tx, l.sets...); err != nil {
+			return err
+		}
+		if l.sales > 0 && l.a.AfterSale != nil {
+			if err := l.a.AfterSale(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := l.writeCharges(ctx, tx); err != nil {
+		return err
+	}
+	return l.writeGrants(ctx, tx)
+}
+
+func (l *Locked) writeCharges(ctx context.Context, tx *sqlx.Tx) error {
+	n := len(l.changed)
+	if n == 0 {
+		return nil
+	}
+	ids, states, refs := make([]string, n), make([]string, n), make([]*string, n)
+	paid, fees, commissions, refunded := make([]*int64, n), make([]*int64, n), make([]int64, n), make([]int64, n)
+	paidAt, failedAt := make([]*time.Time, n), make([]*time.Time, n)
+	for i, c := range l.changed {
+		ids[i], states[i], refs[i] = c.ID, c.State, c.PaidRef
+		paid[i], fees[i], commissions[i], refunded[i] = c.PaidAmount, c.Fee, c.Commission, c.RefundedAmount
+		paidAt[i], failedAt[i] = c.PaidAt, c.FailedAt
+	}
+	err := exec(ctx, tx, l.a.update, pq.Array(ids), pq.Array(states), pq.Array(paid), pq.Array(fees), pq.Array(commissions), pq.Array(paidAt),
+		pq.Array(refs), pq.Array(refunded), pq.Array(failedAt))
+	if err != nil {
+		return fmt.Errorf("update charges %v: %w", ids, err)
+	}
+	return nil
+}
+
+func (l *Locked) writeGrants(ctx context.Context, tx *sqlx.Tx) error {
+	if len(l.grants) == 0 {
+		return nil
+	}
+	ids, access := make([]string, len(l.grants)), make([]string, len(l.grants))
+	for i, c := range l.grants {
+		ids[i], access[i] = c.ID, c.Access
+	}
+	err := exec(ctx, tx, l.a.grant, pq.Array(ids), pq.Array(access))
+	if err != nil {
+		return fmt.Errorf("grant access for %v: %w", ids, err)
+	}
+	return nil
+}
+
+// EnsureGrantTx locks the charge and, if it is paid, makes sure its access
+// grant exists; it returns the events to append (access.granted when it
+// wrote the grant).
+func (a *Applier) EnsureGrantTx(ctx context.Context, tx *sqlx.Tx, id, pspRef string) ([]events.Draft, error) {
+	l, err := a.LockTx(ctx, tx, []Event{{ChargeID: id, PSPRef: pspRef}})
+	if err != nil {
+		return nil, err
+	}
+	c := l.find(id, pspRef)
+	if c == nil || !c.isPaid() {
+		return nil, nil
+	}
+	drafts := l.ensureGrant(c)
+	return drafts, l.writeGrants(ctx, tx)
 }

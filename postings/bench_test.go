@@ -62,7 +62,7 @@ func BenchmarkPostingSet(b *testing.B) {
 				}
 				in = append(in, pending{set: &s, competence: cal.Date(s.EventAt), hash: "baseline", legs: legs})
 			}
-			stmt, err := l.insertStmt(ctx, tx)
+			stmt, err := l.insert.In(ctx, tx)
 			if err != nil {
 				return err
 			}

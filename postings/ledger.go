@@ -13,6 +13,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/sqlstmt"
 )
 
 // Ledger writes posting sets. It is safe for concurrent use, and several
@@ -29,26 +30,12 @@ type Ledger struct {
 
 	// insert is insertSetsSQL prepared once: the statement is large, and
 	// planning it on every posting was a good part of its cost.
-	prepareOnce sync.Once
-	insert      *sqlx.Stmt
-	prepareErr  error
-}
-
-// insertStmt returns the prepared insert bound to tx; database/sql
-// prepares it once per connection and reuses it.
-func (l *Ledger) insertStmt(ctx context.Context, tx *sqlx.Tx) (*sqlx.Stmt, error) {
-	l.prepareOnce.Do(func() {
-		l.insert, l.prepareErr = l.db.PreparexContext(context.WithoutCancel(ctx), insertSetsSQL)
-	})
-	if l.prepareErr != nil {
-		return nil, fmt.Errorf("prepare posting insert: %w", l.prepareErr)
-	}
-	return tx.StmtxContext(ctx, l.insert), nil
+	insert *sqlstmt.Stmt
 }
 
 // New returns a Ledger over db that dates sets with cal.
 func New(db *sqlx.DB, cal Calendar) *Ledger {
-	return &Ledger{db: db, cal: cal, known: map[string]accounts.Account{}}
+	return &Ledger{db: db, cal: cal, known: map[string]accounts.Account{}, insert: sqlstmt.New(db, insertSetsSQL)}
 }
 
 // Calendar is the ledger's business calendar.
@@ -106,9 +93,9 @@ func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Pos
 		}
 		in[i] = pending{set: s, competence: l.competence(*s), hash: s.contentHash(), legs: legs}
 	}
-	stmt, err := l.insertStmt(ctx, tx)
+	stmt, err := l.insert.In(ctx, tx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("post %s: %w", keys(sets), err)
 	}
 	written, err := insertSets(ctx, stmt, in)
 	if err != nil {

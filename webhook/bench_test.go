@@ -26,6 +26,11 @@ func BenchmarkDelivery(b *testing.B) {
 	const preload = 200_000
 	e.db.MustExec(`INSERT INTO charges (id, amount, partner, commission_bp, access, request_hash)
 		SELECT 'bench-' || g, 4990, 'partner-42', 1000, 'x', 'h' FROM generate_series(1, $1) g`, 2*preload)
+	// Paid charges have their grants: an empty grants table at ANALYZE
+	// time plans a scan of it that lasts as long as the plan.
+	e.db.MustExec(`INSERT INTO charges (id, amount, access, request_hash, state, paid_amount, fee, paid_at)
+		SELECT 'old-' || g, 4990, 'x', 'h', 'paid', 4990, 0, now() FROM generate_series(1, $1) g`, preload)
+	e.db.MustExec(`INSERT INTO access_grants (charge_id, access) SELECT 'old-' || g, 'x' FROM generate_series(1, $1) g`, preload)
 	e.db.MustExec(`INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body, status)
 		SELECT 'old|charge.paid|' || g, 'std', 'standard', 'loja-1', 'charge.paid', 'old-' || g, 'paid', '{}', '\x00', 'processed'
 		FROM generate_series(1, $1) g`, preload)
@@ -50,6 +55,8 @@ func BenchmarkDelivery(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "deliveries/s")
 	b.StopTimer()
+	b.ReportMetric(float64(e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND content_hash <> 'preload'`))/
+		float64(e.count(`SELECT count(DISTINCT created_xid) FROM posting_sets WHERE content_hash <> 'preload'`)), "deliveries/tx")
 	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'pending'`); n != 0 {
 		b.Errorf("%d deliveries left unprocessed", n)
 	}

@@ -34,54 +34,69 @@ func (e *env) assertPaidOnce(charge string) {
 
 // The gate: a separate connection holds the charge's row lock while n
 // deliveries for the same payment arrive; only once they are all seen
-// waiting (or answered as duplicates) is the lock released.
+// waiting (or answered as duplicates) is the lock released. Batched, the
+// processor's batcher runs as in razao serve: the deliveries then share
+// transactions, and the ones not in the waiting transaction queue behind it.
 func TestGateConcurrentConfirmationsApplyOnce(t *testing.T) {
 	t.Parallel()
-	for _, n := range []int{2, 20} {
-		for _, sameID := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%d deliveries, same event id %v", n, sameID), func(t *testing.T) {
-				t.Parallel()
-				e := newEnv(t)
-				e.charge("order-1", 4990, "partner-42", 1000)
-				gate := e.db.MustBegin()
-				gate.MustExec(`SELECT 1 FROM charges WHERE id = 'order-1' FOR UPDATE`)
-
-				replies := make([]reply, n)
-				var wg sync.WaitGroup
-				for i := 0; i < n; i++ {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						msgID := "msg-1"
-						if !sameID {
-							msgID = fmt.Sprintf("msg-%d", i)
-						}
-						replies[i] = e.postStandard(msgID, "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990})
-					}()
-				}
-				// With one event id, one delivery is stored and waits on the
-				// charge; the others are answered as duplicates at once.
-				waiters := n
-				if sameID {
-					waiters = 1
-				}
-				e.waitLockWaiters(waiters)
-				if e.count(`SELECT count(*) FROM posting_sets`) != 0 {
-					t.Fatal("a sale was written while the charge was locked")
-				}
-				gate.Rollback()
-				wg.Wait()
-				for i, r := range replies {
-					if r.Code != 200 {
-						t.Fatalf("delivery %d: %d %+v", i, r.Code, r.Body)
-					}
-				}
-				e.assertPaidOnce("order-1")
-				if n := e.count(`SELECT count(*) FROM inbox WHERE status <> 'processed'`); n != 0 {
-					t.Fatalf("%d deliveries not processed", n)
-				}
-			})
+	for _, batched := range []bool{false, true} {
+		for _, n := range []int{2, 20} {
+			for _, sameID := range []bool{true, false} {
+				t.Run(fmt.Sprintf("batched %v, %d deliveries, same event id %v", batched, n, sameID), func(t *testing.T) {
+					t.Parallel()
+					gateConcurrentConfirmations(t, n, sameID, batched)
+				})
+			}
 		}
+	}
+}
+
+func gateConcurrentConfirmations(t *testing.T, n int, sameID, batched bool) {
+	e := newEnv(t)
+	if batched {
+		e.groupCommit()
+	}
+	e.charge("order-1", 4990, "partner-42", 1000)
+	gate := e.db.MustBegin()
+	gate.MustExec(`SELECT 1 FROM charges WHERE id = 'order-1' FOR UPDATE`)
+
+	replies := make([]reply, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msgID := "msg-1"
+			if !sameID {
+				msgID = fmt.Sprintf("msg-%d", i)
+			}
+			replies[i] = e.postStandard(msgID, "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990})
+		}()
+	}
+	// With one event id, one delivery is stored and waits on the charge;
+	// the others are answered as duplicates at once.
+	stored := n
+	if sameID {
+		stored = 1
+	}
+	if batched {
+		e.waitHeld(stored, 1)
+	} else {
+		e.waitHeld(stored, stored)
+	}
+	if e.count(`SELECT count(*) FROM posting_sets`) != 0 {
+		t.Fatal("a sale was written while the charge was locked")
+	}
+	gate.Rollback()
+	wg.Wait()
+	for i, r := range replies {
+		if r.Code != 200 {
+			t.Fatalf("delivery %d: %d %+v", i, r.Code, r.Body)
+		}
+	}
+	e.assertPaidOnce("order-1")
+	if n := e.count(`SELECT count(*) FROM inbox WHERE status <> 'processed'`); n != 0 {
+		t.Fatalf("%d deliveries not processed", n)
 	}
 }
 

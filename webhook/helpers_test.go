@@ -47,12 +47,14 @@ type env struct {
 	router  http.Handler
 }
 
-// groupCommit starts the inbox's batcher for the rest of the test.
+// groupCommit starts the inbox's and the processor's batchers for the
+// rest of the test, as razao serve does.
 func (e *env) groupCommit() {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.inbox.RunBatcher(ctx, 2); close(done) }()
-	e.t.Cleanup(func() { cancel(); <-done })
+	done := make(chan struct{}, 2)
+	go func() { e.inbox.RunBatcher(ctx, 2); done <- struct{}{} }()
+	go func() { e.proc.RunBatcher(ctx, 2); done <- struct{}{} }()
+	e.t.Cleanup(func() { cancel(); <-done; <-done })
 }
 
 func newEnv(t testing.TB) *env {
@@ -68,7 +70,7 @@ func newEnvWithDB(t testing.TB, db *sqlx.DB, url string) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier := &charges.Applier{Ledger: postings.New(db, cal)}
+	applier := charges.NewApplier(db, postings.New(db, cal))
 	proc := webhook.NewProcessor(db, applier, log)
 	var eps []*webhook.Endpoint
 	for _, c := range []webhook.EndpointConfig{
@@ -215,14 +217,24 @@ func (e *env) wantBalances(want map[string]int64) {
 // waitLockWaiters blocks until n sessions of this database wait on a lock.
 func (e *env) waitLockWaiters(n int) {
 	e.t.Helper()
+	e.waitHeld(0, n)
+}
+
+// waitHeld waits until stored deliveries are in the inbox, still pending,
+// and at least waiters sessions wait on a lock. With the processor's
+// batcher running, deliveries of concurrent requests share transactions,
+// so fewer sessions than deliveries wait: the rest queue behind them.
+func (e *env) waitHeld(stored, waiters int) {
+	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		waiting := e.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)
-		if waiting >= int64(n) {
+		pending := e.count(`SELECT count(*) FROM inbox WHERE status = 'pending'`)
+		if waiting >= int64(waiters) && pending >= int64(stored) {
 			return
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("%d of %d sessions waiting on the lock", waiting, n)
+			e.t.Fatalf("%d of %d sessions waiting on the lock, %d of %d deliveries stored", waiting, waiters, pending, stored)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -7,27 +7,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sync"
-	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
-	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/batch"
+	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/webhook/scheme"
 )
 
 // Inbox stores authentic deliveries, each exactly once per delivery key.
 type Inbox struct {
-	db       *sqlx.DB
-	requests chan *putRequest
-	stopped  chan struct{} // closed when the batcher has stopped
-	batching atomic.Bool
+	db         *sqlx.DB
+	group      *batch.Group[*putRequest]
+	insertStmt *sqlstmt.Stmt
 }
 
 // NewInbox returns the inbox over db.
 func NewInbox(db *sqlx.DB) *Inbox {
-	return &Inbox{db: db, requests: make(chan *putRequest), stopped: make(chan struct{})}
+	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL)}
+	in.group = batch.New(maxBatch, in.insertAll)
+	return in
 }
 
 // entry is one inbox row to write.
@@ -104,31 +104,13 @@ func bodyHash(body []byte) string {
 // multi-row INSERT … ON CONFLICT DO NOTHING RETURNING and one commit for
 // all of them, each request answered after that commit.
 func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, headers []byte) ([]Stored, error) {
-	req := &putRequest{ep: ep, entries: entries, body: body, headers: headers, done: make(chan struct{})}
-	if !in.batching.Load() {
-		if err := in.insert(ctx, []*putRequest{req}); err != nil {
-			return nil, err
-		}
-		return req.stored, nil
-	}
-	select {
-	case in.requests <- req:
-		select {
-		case <-req.done:
-			return req.stored, req.err
-		case <-ctx.Done():
-			// The batch may still commit; the PSP, seeing no answer, will
-			// redeliver and get "duplicate".
-			return nil, ctx.Err()
-		}
-	case <-in.stopped:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if err := in.insert(ctx, []*putRequest{req}); err != nil {
+	req := &putRequest{ep: ep, entries: entries, body: body, headers: headers}
+	if err := in.group.Do(ctx, req); err != nil {
+		// The batch may still commit; the PSP, seeing no answer, will
+		// redeliver and get "duplicate".
 		return nil, err
 	}
-	return req.stored, nil
+	return req.stored, req.err
 }
 
 // putRequest is one delivery waiting for its group commit.
@@ -138,64 +120,42 @@ type putRequest struct {
 	body, headers []byte
 	stored        []Stored
 	err           error
-	done          chan struct{}
 }
 
-// maxBatch bounds the deliveries of one group commit.
+// maxBatch bounds the deliveries of one group commit, and of one
+// processing transaction.
 const maxBatch = 64
 
 // RunBatcher group-commits concurrent deliveries until ctx ends, with
-// workers inserts in flight at once. Without it, each delivery commits on
+// loops inserts in flight at once. Without it, each delivery commits on
 // its own.
-func (in *Inbox) RunBatcher(ctx context.Context, workers int) {
-	in.batching.Store(true)
-	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); in.batchLoop(ctx) }()
+func (in *Inbox) RunBatcher(ctx context.Context, loops int) { in.group.Run(ctx, loops) }
+
+// insertAll stores a batch; one bad row fails the whole statement, so on
+// error each delivery is retried on its own and an error stays with the
+// one that caused it.
+func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest) {
+	err := in.insert(ctx, batch)
+	if err != nil && len(batch) > 1 {
+		for _, r := range batch {
+			r.err = in.insert(ctx, []*putRequest{r})
+		}
+		return
 	}
-	wg.Wait()
-	close(in.stopped) // senders from now on insert on their own
+	for _, r := range batch {
+		r.err = err
+	}
 }
 
-func (in *Inbox) batchLoop(ctx context.Context) {
-	for {
-		var batch []*putRequest
-		select {
-		case <-ctx.Done():
-			return
-		case r := <-in.requests:
-			batch = append(batch, r)
-		}
-		// Take whoever queued while the last batch ran; never wait for more.
-	collect:
-		for len(batch) < maxBatch {
-			select {
-			case r := <-in.requests:
-				batch = append(batch, r)
-			default:
-				break collect
-			}
-		}
-		// The batch must commit even if the server is stopping: its
-		// requests are waiting for the answer.
-		err := in.insert(context.WithoutCancel(ctx), batch)
-		if err != nil && len(batch) > 1 {
-			// One bad row fails the whole statement: retry each delivery
-			// on its own, so an error stays with the one that caused it.
-			for _, r := range batch {
-				r.err = in.insert(context.WithoutCancel(ctx), []*putRequest{r})
-			}
-			err = nil
-		}
-		for _, r := range batch {
-			if err != nil {
-				r.err = err
-			}
-			close(r.done)
-		}
-	}
-}
+// insertSQL stores deliveries, each unless one with its key is stored.
+const insertSQL = `
+	INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
+		event, body, headers, status, next_attempt_at)
+	SELECT k, ep, sc, me, t, i, kd, NULLIF(r, ''), e::jsonb, b, h::jsonb, s, now() + interval '5 seconds'
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+		$8::text[], $9::text[], $10::bytea[], $11::text[], $12::text[]) AS u (k, ep, sc, me, t, i, kd, r, e, b, h, s)
+	ON CONFLICT (delivery_key) DO NOTHING
+	RETURNING id, delivery_key`
 
 // insert writes the entries of every request in one statement in
 // autocommit: one round trip, one commit. The rows are read to the end
@@ -213,15 +173,11 @@ func (in *Inbox) insert(ctx context.Context, batch []*putRequest) error {
 			bodies, headers = append(bodies, r.body), append(headers, string(r.headers))
 		}
 	}
-	rows, err := in.db.QueryxContext(ctx, `
-		INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
-			event, body, headers, status, next_attempt_at)
-		SELECT k, ep, sc, me, t, i, kd, NULLIF(r, ''), e::jsonb, b, h::jsonb, s, now() + interval '5 seconds'
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-			$8::text[], $9::text[], $10::bytea[], $11::text[], $12::text[]) AS u (k, ep, sc, me, t, i, kd, r, e, b, h, s)
-		ON CONFLICT (delivery_key) DO NOTHING
-		RETURNING id, delivery_key`,
-		pq.Array(keys), pq.Array(eps), pq.Array(schemes), pq.Array(merchants), pq.Array(types), pq.Array(ids),
+	stmt, err := in.insertStmt.Prepared(ctx)
+	if err != nil {
+		return fmt.Errorf("inbox: insert: %w", err)
+	}
+	rows, err := stmt.QueryxContext(ctx, pq.Array(keys), pq.Array(eps), pq.Array(schemes), pq.Array(merchants), pq.Array(types), pq.Array(ids),
 		pq.Array(kinds), pq.Array(refs), pq.Array(evs), pq.Array(bodies), pq.Array(headers), pq.Array(statuses))
 	if err != nil {
 		return fmt.Errorf("inbox: insert: %w", err)
@@ -286,21 +242,4 @@ func (in *Inbox) putMalformed(ctx context.Context, ep *Endpoint, deliveryID stri
 		return Stored{}, fmt.Errorf("inbox: commit: %w", err)
 	}
 	return Stored{ID: id, Key: key}, nil
-}
-
-// openDivergence records a permanent problem with a delivery for finance
-// and tells the app.
-func openDivergence(ctx context.Context, tx *sqlx.Tx, inboxID int64, chargeID, reason, detail string) error {
-	var id int64
-	err := tx.GetContext(ctx, &id, `INSERT INTO divergences (inbox_id, charge_id, reason, detail)
-		VALUES ($1, NULLIF($2, ''), $3, $4) ON CONFLICT (inbox_id) DO NOTHING RETURNING id`, inboxID, chargeID, reason, detail)
-	if isNoRows(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("open divergence for delivery %d: %w", inboxID, err)
-	}
-	return events.Append(ctx, tx, events.TopicDivergenceOpened, chargeID, map[string]any{
-		"divergence_id": id, "delivery_id": inboxID, "charge_id": chargeID, "reason": reason, "detail": detail,
-	})
 }

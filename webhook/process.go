@@ -10,8 +10,12 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/batch"
+	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook/scheme"
@@ -21,9 +25,14 @@ import (
 // divergence instead of looping forever.
 const DefaultMaxAttempts = 10
 
-// Processor applies stored deliveries, one locked transaction each.
+// Processor applies stored deliveries in locked transactions: one delivery
+// each, or, while RunBatcher runs, the deliveries of concurrent requests
+// together.
 type Processor struct {
 	db          *sqlx.DB
+	group       *batch.Group[*processCall]
+	lockStmt    *sqlstmt.Stmt
+	finishStmt  *sqlstmt.Stmt
 	applier     *charges.Applier
 	log         *slog.Logger
 	MaxAttempts int
@@ -42,7 +51,32 @@ func (p *Processor) committed() {
 
 // NewProcessor returns a processor applying deliveries with applier.
 func NewProcessor(db *sqlx.DB, applier *charges.Applier, log *slog.Logger) *Processor {
-	return &Processor{db: db, applier: applier, log: log, MaxAttempts: DefaultMaxAttempts}
+	p := &Processor{db: db, applier: applier, log: log, MaxAttempts: DefaultMaxAttempts,
+		lockStmt: sqlstmt.New(db, lockPendingSQL), finishStmt: sqlstmt.New(db, finishSQL)}
+	p.group = batch.New(maxBatch, p.processCalls)
+	return p
+}
+
+// processCall is one request's delivery waiting for its batch.
+type processCall struct {
+	id  int64
+	err error
+}
+
+// RunBatcher processes the deliveries of concurrent requests together until
+// ctx ends, loops transactions at once: each request still waits for its
+// own delivery's transaction to commit (or fail) before it answers.
+// Without it, each delivery is processed on its own.
+func (p *Processor) RunBatcher(ctx context.Context, loops int) { p.group.Run(ctx, loops) }
+
+func (p *Processor) processCalls(ctx context.Context, calls []*processCall) {
+	ids := make([]int64, len(calls))
+	for i, c := range calls {
+		ids[i] = c.id
+	}
+	for i, err := range p.processBatch(ctx, ids) {
+		calls[i].err = err
+	}
 }
 
 type inboxRow struct {
@@ -62,17 +96,39 @@ type inboxRow struct {
 // released from parking (refunds whose payment just landed) are processed
 // after the commit.
 func (p *Processor) Process(ctx context.Context, id int64) error {
-	released, err := p.processTx(ctx, id)
-	if err != nil {
-		p.recordFailure(ctx, id, err)
+	c := &processCall{id: id}
+	if err := p.group.Do(ctx, c); err != nil {
 		return err
 	}
-	for _, rid := range released {
-		if err := p.Process(ctx, rid); err != nil {
-			p.log.Warn("released delivery failed; the worker will retry", "delivery", rid, "error", err)
+	return c.err
+}
+
+// processBatch applies the deliveries ids in one transaction and returns
+// each one's error. If the transaction fails, each delivery is tried again
+// in a transaction of its own, so a failure is recorded against the
+// delivery that caused it and the others are applied.
+func (p *Processor) processBatch(ctx context.Context, ids []int64) []error {
+	if len(ids) == 0 {
+		return nil
+	}
+	errs := make([]error, len(ids))
+	released, err := p.processTx(ctx, ids)
+	switch {
+	case err == nil:
+		for _, err := range p.processBatch(ctx, released) {
+			if err != nil {
+				p.log.Warn("released delivery failed; the worker will retry", "error", err)
+			}
+		}
+	case len(ids) == 1:
+		p.recordFailure(ctx, ids[0], err)
+		errs[0] = err
+	default:
+		for i, id := range ids {
+			errs[i] = p.processBatch(ctx, []int64{id})[0]
 		}
 	}
-	return nil
+	return errs
 }
 
 // Redelivered handles a PSP's redelivery of a stored delivery: one still
@@ -123,7 +179,11 @@ func (p *Processor) repairGrant(ctx context.Context, id int64, raw json.RawMessa
 		return fmt.Errorf("repair grant for delivery %d: begin: %w", id, err)
 	}
 	defer tx.Rollback()
-	if err := charges.EnsureGrantTx(ctx, tx, ev.ChargeID, ev.PSPRef); err != nil {
+	drafts, err := p.applier.EnsureGrantTx(ctx, tx, ev.ChargeID, ev.PSPRef)
+	if err == nil {
+		err = events.AppendAll(ctx, tx, drafts...)
+	}
+	if err != nil {
 		return fmt.Errorf("repair grant for delivery %d: %w", id, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -208,96 +268,233 @@ func (p *Processor) grantMissing(ctx context.Context, ev scheme.Event) (bool, er
 	return missing, err
 }
 
-func (p *Processor) processTx(ctx context.Context, id int64) ([]int64, error) {
+// delivery is one pending inbox row in a processing transaction, and what
+// was decided for it.
+type delivery struct {
+	inboxRow
+	ev         scheme.Event
+	status     string // the inbox status it ends in
+	paidCharge string // the charge it paid, if it did
+	chargeID   string
+	drafts     []events.Draft
+	div        *divergence // the divergence it opens, if any
+}
+
+// processTx applies the pending deliveries among ids in one transaction:
+// it locks their inbox rows (skipping any another worker holds), then
+// every charge they name in id order, decides each delivery in order in
+// memory, and writes the result in a few statements for all of them. It
+// returns the deliveries released from parking by the payments it booked.
+func (p *Processor) processTx(ctx context.Context, ids []int64) ([]int64, error) {
 	start := time.Now()
 	tx, err := p.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("process delivery %d: begin: %w", id, err)
+		return nil, fmt.Errorf("process deliveries %v: begin: %w", ids, err)
 	}
 	defer tx.Rollback()
-	// Lock order is always inbox row, then charge row: no deadlocks. The
-	// row is found by its primary key alone and its status checked after:
-	// with "AND status = 'pending'" the planner may pick the partial index
-	// of pending rows and read the whole backlog to find one id.
-	var row inboxRow
-	err = tx.GetContext(ctx, &row, `SELECT id, scheme, kind, status, event, attempts, received_at FROM inbox
-		WHERE id = $1 FOR UPDATE SKIP LOCKED`, id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil // another worker holds it
+	ds, err := p.lockPending(ctx, tx, ids)
+	if err != nil || len(ds) == 0 {
+		return nil, err
 	}
+	var chargeEvents []charges.Event
+	for _, d := range ds {
+		chargeEvents = append(chargeEvents, d.chargeEvent())
+	}
+	locked, err := p.applier.LockTx(ctx, tx, chargeEvents)
 	if err != nil {
-		return nil, fmt.Errorf("process delivery %d: lock: %w", id, err)
+		return nil, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
-	if row.Status != "pending" {
-		return nil, nil // done meanwhile
-	}
-	status, paidCharge, err := p.apply(ctx, tx, row)
+	decided, err := decide(locked, ds)
 	if err != nil {
-		return nil, fmt.Errorf("process delivery %d: %w", id, err)
+		return nil, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
-	released, err := finish(ctx, tx, id, status, paidCharge)
+	if err := locked.WriteTx(ctx, tx); err != nil {
+		return nil, fmt.Errorf("process deliveries %v: %w", ids, err)
+	}
+	if err := appendOutcomes(ctx, tx, decided); err != nil {
+		return nil, fmt.Errorf("process deliveries %v: %w", ids, err)
+	}
+	released, err := p.finish(ctx, tx, ds)
 	if err != nil {
-		return nil, fmt.Errorf("process delivery %d: mark %s: %w", id, status, err)
+		return nil, fmt.Errorf("process deliveries %v: mark done: %w", ids, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("process delivery %d: commit: %w", id, postings.MapError(err))
+		return nil, fmt.Errorf("process deliveries %v: commit: %w", ids, postings.MapError(err))
 	}
 	p.committed()
-	p.Metrics.Processed(status, time.Since(start))
+	for _, d := range ds {
+		p.Metrics.Processed(d.status, time.Since(start))
+	}
 	return released, nil
 }
 
-// apply decides what the delivery does and returns the inbox status it
-// ends in and, when it confirmed a payment, the charge it paid.
-func (p *Processor) apply(ctx context.Context, tx *sqlx.Tx, row inboxRow) (string, string, error) {
-	var ev scheme.Event
-	if err := json.Unmarshal(row.Event, &ev); err != nil {
-		return "", "", fmt.Errorf("decode stored event: %w", err)
-	}
-	switch ev.Kind {
-	case scheme.KindIgnored, scheme.KindTest:
-		return "ignored", "", nil
-	case scheme.KindDisputed:
-		return "divergent", "", openDivergence(ctx, tx, row.ID, ev.ChargeID, "disputed", "the PSP reports a dispute ("+ev.Type+")")
-	}
-	at := ev.OccurredAt
-	if at.IsZero() {
-		at = row.ReceivedAt
-	}
-	out, err := p.applier.ApplyTx(ctx, tx, charges.Event{
-		Kind: charges.Kind(ev.Kind), ChargeID: ev.ChargeID, PSPRef: ev.PSPRef, RefundID: ev.RefundID,
-		Amount: ev.Amount, HasAmount: ev.HasAmount, Fee: ev.Fee, HasFee: ev.HasFee,
-		FullRefundIfNoAmount: ev.FullRefund, At: at, InboxID: row.ID,
-	})
+// lockPendingSQL locks inbox rows by id, skipping rows another
+// transaction holds. Rows are found by primary key alone and their status
+// checked after: with "AND status = 'pending'" the planner may pick the
+// partial index of pending rows and read the whole backlog to find a few
+// ids.
+const lockPendingSQL = `SELECT id, scheme, kind, status, event, attempts, received_at FROM inbox
+	WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED`
+
+// lockPending locks the inbox rows of ids and returns the ones still
+// pending, in id order. Lock order is always inbox rows, then charge rows:
+// no deadlocks.
+func (p *Processor) lockPending(ctx context.Context, tx *sqlx.Tx, ids []int64) ([]*delivery, error) {
+	stmt, err := p.lockStmt.In(ctx, tx)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	switch out.Result {
-	case charges.Parked:
-		return "parked", "", nil
-	case charges.Divergence:
-		return "divergent", "", openDivergence(ctx, tx, row.ID, out.ChargeID, out.Reason, out.Detail)
+	var rows []inboxRow
+	if err := stmt.SelectContext(ctx, &rows, pq.Array(ids)); err != nil {
+		return nil, fmt.Errorf("lock deliveries %v: %w", ids, err)
 	}
-	if ev.Kind != scheme.KindPaid || out.Result != charges.Applied {
-		return "processed", "", nil
+	var ds []*delivery
+	for _, r := range rows {
+		if r.Status != "pending" {
+			continue // done meanwhile
+		}
+		d := &delivery{inboxRow: r}
+		if err := json.Unmarshal(r.Event, &d.ev); err != nil {
+			return nil, fmt.Errorf("delivery %d: decode stored event: %w", r.ID, err)
+		}
+		ds = append(ds, d)
 	}
-	return "processed", out.ChargeID, nil
+	return ds, nil
 }
 
-// finish marks the delivery with its final status and, when it paid a
-// charge, makes the refunds parked before that payment due again; one
-// statement for both. It returns the released deliveries.
-func finish(ctx context.Context, tx *sqlx.Tx, id int64, status, paidCharge string) ([]int64, error) {
-	var ids []int64
-	err := tx.SelectContext(ctx, &ids, `
-		WITH done AS (
-			UPDATE inbox SET status = $2, processed_at = now(), attempts = attempts + 1 WHERE id = $1
-		)
-		UPDATE inbox SET status = 'pending', next_attempt_at = now()
-		WHERE $3 <> '' AND status = 'parked' AND charge_ref IN (
-			SELECT unnest(ARRAY[c.id, c.psp_ref, c.paid_ref]) FROM charges c WHERE c.id = $3)
-		RETURNING id`, id, status, paidCharge)
-	return ids, err
+// chargeEvent is the delivery's event as its charge sees it.
+func (d *delivery) chargeEvent() charges.Event {
+	at := d.ev.OccurredAt
+	if at.IsZero() {
+		at = d.ReceivedAt
+	}
+	return charges.Event{
+		Kind: charges.Kind(d.ev.Kind), ChargeID: d.ev.ChargeID, PSPRef: d.ev.PSPRef, RefundID: d.ev.RefundID,
+		Amount: d.ev.Amount, HasAmount: d.ev.HasAmount, Fee: d.ev.Fee, HasFee: d.ev.HasFee,
+		FullRefundIfNoAmount: d.ev.FullRefund, At: at, InboxID: d.ID,
+	}
+}
+
+// decide applies the deliveries in order to the locked charges and returns
+// them in the order they were decided, the order their events are
+// appended in. A refund parked because its payment had not landed is
+// decided again right after a later delivery of the batch pays the charge.
+func decide(l *charges.Locked, ds []*delivery) ([]*delivery, error) {
+	var decided []*delivery
+	parked := map[string][]*delivery{}
+	for _, d := range ds {
+		if err := d.decide(l); err != nil {
+			return nil, err
+		}
+		if d.status == "parked" {
+			parked[d.chargeID] = append(parked[d.chargeID], d)
+			continue
+		}
+		decided = append(decided, d)
+		if d.paidCharge == "" {
+			continue
+		}
+		for _, w := range parked[d.paidCharge] {
+			if err := w.decide(l); err != nil {
+				return nil, err
+			}
+			decided = append(decided, w)
+		}
+		delete(parked, d.paidCharge)
+	}
+	return decided, nil
+}
+
+// decide sets what the delivery does: its final status, and its events or
+// divergence.
+func (d *delivery) decide(l *charges.Locked) error {
+	switch d.ev.Kind {
+	case scheme.KindIgnored, scheme.KindTest:
+		d.status = "ignored"
+		return nil
+	case scheme.KindDisputed:
+		d.status = "divergent"
+		d.div = &divergence{inboxID: d.ID, chargeID: d.ev.ChargeID, reason: "disputed",
+			detail: "the PSP reports a dispute (" + d.ev.Type + ")"}
+		return nil
+	}
+	out, err := l.Apply(d.chargeEvent())
+	if err != nil {
+		return fmt.Errorf("delivery %d: %w", d.ID, err)
+	}
+	d.chargeID = out.ChargeID
+	switch out.Result {
+	case charges.Parked:
+		d.status = "parked"
+	case charges.Divergence:
+		d.status = "divergent"
+		d.div = &divergence{inboxID: d.ID, chargeID: out.ChargeID, reason: out.Reason, detail: out.Detail}
+	default:
+		d.status, d.drafts = "processed", out.Events
+		if d.ev.Kind == scheme.KindPaid && out.Result == charges.Applied {
+			d.paidCharge = out.ChargeID
+		}
+	}
+	return nil
+}
+
+// appendOutcomes opens the deliveries' divergences and appends every
+// event, in the order the deliveries were decided.
+func appendOutcomes(ctx context.Context, tx *sqlx.Tx, decided []*delivery) error {
+	var divs []divergence
+	for _, d := range decided {
+		if d.div != nil {
+			divs = append(divs, *d.div)
+		}
+	}
+	opened, err := insertDivergences(ctx, tx, divs)
+	if err != nil {
+		return err
+	}
+	var drafts []events.Draft
+	for _, d := range decided {
+		if d.div == nil {
+			drafts = append(drafts, d.drafts...)
+		} else if id, ok := opened[d.ID]; ok {
+			drafts = append(drafts, d.div.event(id))
+		}
+	}
+	return events.AppendAll(ctx, tx, drafts...)
+}
+
+// finishSQL marks deliveries with their final status and makes the refunds
+// parked before the given payments due again. The rows it marks are not
+// the rows it releases: a delivery being marked was pending in the
+// statement's snapshot, and one it parks waits for a payment not given.
+const finishSQL = `
+	WITH done AS (
+		UPDATE inbox i SET status = u.status, processed_at = now(), attempts = i.attempts + 1
+		FROM unnest($1::bigint[], $2::text[]) AS u (id, status) WHERE i.id = u.id
+	)
+	UPDATE inbox SET status = 'pending', next_attempt_at = now()
+	WHERE status = 'parked' AND charge_ref IN (
+		SELECT unnest(ARRAY[c.id, c.psp_ref, c.paid_ref]) FROM charges c WHERE c.id = ANY($3))
+	RETURNING id`
+
+// finish marks every delivery with its final status and releases the
+// refunds parked before the payments they booked, in one statement. It
+// returns the released deliveries.
+func (p *Processor) finish(ctx context.Context, tx *sqlx.Tx, ds []*delivery) ([]int64, error) {
+	ids, statuses := make([]int64, len(ds)), make([]string, len(ds))
+	var paid []string
+	for i, d := range ds {
+		ids[i], statuses[i] = d.ID, d.status
+		if d.paidCharge != "" {
+			paid = append(paid, d.paidCharge)
+		}
+	}
+	stmt, err := p.finishStmt.In(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	var released []int64
+	err = stmt.SelectContext(ctx, &released, pq.Array(ids), pq.Array(statuses), pq.Array(paid))
+	return released, err
 }
 
 // recordFailure counts a failed attempt and schedules the next with

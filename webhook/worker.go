@@ -63,13 +63,15 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("poll inbox: %w", err)
 	}
-	for _, id := range ids {
-		if ctx.Err() != nil {
-			break
-		}
+	n := len(ids)
+	// Several deliveries per transaction; a batch that fails is retried
+	// one delivery at a time, and failures are recorded on the delivery.
+	for len(ids) > 0 && ctx.Err() == nil {
+		chunk := ids[:min(len(ids), maxBatch)]
+		ids = ids[len(chunk):]
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-		w.proc.Process(pctx, id) // failures are recorded on the delivery
+		w.proc.processBatch(pctx, chunk)
 		cancel()
 	}
-	return len(ids), nil
+	return n, nil
 }

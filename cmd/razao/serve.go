@@ -57,7 +57,13 @@ type server struct {
 	applier  *charges.Applier
 	exports  *exports.Scheduler // nil without a schedule
 	inbox    *webhook.Inbox
+	proc     *webhook.Processor
 }
+
+// processLoops is how many processing transactions the requests' batcher
+// runs at once: enough to keep PostgreSQL busy while one batch waits on a
+// commit, few enough that batches stay large.
+const processLoops = 2
 
 func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (*server, error) {
 	if cfg.timeouts == (serverTimeouts{}) {
@@ -82,7 +88,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		}
 	}
 	ledger := postings.New(db, cal)
-	applier := &charges.Applier{Ledger: ledger}
+	applier := charges.NewApplier(db, ledger)
 	notifier := events.NewNotifier(db, logger)
 	m := metrics.New(db)
 	proc := webhook.NewProcessor(db, applier, logger)
@@ -95,6 +101,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		hub:      events.NewHub(db, cfg.db.url, logger),
 		notifier: notifier,
 		applier:  applier,
+		proc:     proc,
 	}
 	if cfg.exports != nil {
 		if s.exports, err = exports.NewScheduler(db, *cfg.exports, now, logger, m); err != nil {
@@ -185,12 +192,13 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	defer func() { stopBG(); wg.Wait() }()
 
-	// The inbox batcher outlives the HTTP server: requests still in flight
-	// during shutdown wait for their group commit.
+	// The batchers outlive the HTTP server: requests still in flight during
+	// shutdown wait for their group commit and their processing.
 	batchCtx, stopBatcher := context.WithCancel(context.WithoutCancel(ctx))
-	batcherDone := make(chan struct{})
-	go func() { s.inbox.RunBatcher(batchCtx, 2); close(batcherDone) }()
-	defer func() { stopBatcher(); <-batcherDone }()
+	batchers := make(chan struct{}, 2)
+	go func() { s.inbox.RunBatcher(batchCtx, 2); batchers <- struct{}{} }()
+	go func() { s.proc.RunBatcher(batchCtx, processLoops); batchers <- struct{}{} }()
+	defer func() { stopBatcher(); <-batchers; <-batchers }()
 
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(ln) }()

@@ -16,6 +16,7 @@ type Gate struct {
 	conn *sqlx.Conn
 	tx   *sqlx.Tx
 	pid  int
+	ids  []string
 }
 
 // CloseGate locks the charges ids and returns the gate holding them. A
@@ -39,7 +40,7 @@ func closeGate(ctx context.Context, db *sqlx.DB, ids []string) (*Gate, error) {
 		conn.Close()
 		return nil, err
 	}
-	g := &Gate{conn: conn, tx: tx}
+	g := &Gate{conn: conn, tx: tx, ids: ids}
 	if err := tx.GetContext(ctx, &g.pid, `SELECT pg_backend_pid()`); err != nil {
 		g.Open()
 		return nil, err
@@ -65,17 +66,34 @@ func (g *Gate) Waiting(ctx context.Context, db *sqlx.DB) (int, error) {
 	return n, err
 }
 
-// WaitFor waits until at least n backends wait on the gate, or until
-// giveUp reports true, or for at most d.
+// Held counts the deliveries for the gate's charges that are stored and
+// still pending: their requests cannot have been answered "processed",
+// because processing needs the locks the gate holds.
+func (g *Gate) Held(ctx context.Context, db *sqlx.DB) (int, error) {
+	var n int
+	err := db.GetContext(ctx, &n, `SELECT count(*) FROM inbox WHERE charge_ref = ANY($1) AND status = 'pending'`, pq.Array(g.ids))
+	return n, err
+}
+
+// WaitFor waits until at least n deliveries for the gate's charges are
+// stored and pending while a processing transaction waits on the gate, or
+// until giveUp reports true, or for at most d. A replica processes the
+// deliveries of concurrent requests together, so n requests may wait in
+// fewer transactions than n: the ones not yet in a transaction are queued
+// behind the one that waits.
 func (g *Gate) WaitFor(ctx context.Context, db *sqlx.DB, n int, d time.Duration, giveUp func() bool) (int, error) {
 	deadline := time.Now().Add(d)
 	for {
-		got, err := g.Waiting(ctx, db)
-		if err == nil && got >= n {
-			return got, nil
+		held, err := g.Held(ctx, db)
+		waiting := 0
+		if err == nil {
+			waiting, err = g.Waiting(ctx, db)
+		}
+		if err == nil && held >= n && waiting > 0 {
+			return held, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil || (giveUp != nil && giveUp()) {
-			return got, fmt.Errorf("%d of %d requests waiting on the gate (err %v)", got, n, err)
+			return held, fmt.Errorf("%d of %d requests stored and held, %d transactions waiting on the gate (err %v)", held, n, waiting, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -1,0 +1,142 @@
+package batch
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+type item struct {
+	n     int
+	batch int // which batch ran it
+}
+
+// While one batch runs, the callers that arrive queue, and the next batch
+// takes them all at once; every caller returns only after its own batch.
+func TestCallersArrivingDuringABatchShareTheNext(t *testing.T) {
+	gate := make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	g := New(64, func(ctx context.Context, items []*item) {
+		mu.Lock()
+		sizes = append(sizes, len(items))
+		nb := len(sizes)
+		mu.Unlock()
+		if nb == 1 {
+			<-gate // hold the first batch until the others have queued
+		}
+		for _, it := range items {
+			it.batch = nb
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { g.Run(ctx, 1); close(done) }()
+	for !g.running.Load() {
+		time.Sleep(time.Millisecond)
+	}
+
+	first := &item{n: 0}
+	firstDone := make(chan struct{})
+	go func() { g.Do(context.Background(), first); close(firstDone) }()
+	waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(sizes) == 1 })
+
+	const n = 10
+	items := make([]*item, n)
+	var wg sync.WaitGroup
+	for i := range items {
+		items[i] = &item{n: i + 1}
+		wg.Add(1)
+		go func() { defer wg.Done(); g.Do(context.Background(), items[i]) }()
+	}
+	// The loop is busy with the first batch, so the ten wait to be taken.
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-firstDone:
+		t.Fatal("the first caller returned before its batch finished")
+	default:
+	}
+	close(gate)
+	<-firstDone
+	wg.Wait()
+	if first.batch != 1 {
+		t.Fatalf("first item ran in batch %d", first.batch)
+	}
+	for _, it := range items {
+		if it.batch < 2 {
+			t.Fatalf("item %d not run after the first batch: %d", it.n, it.batch)
+		}
+	}
+	total := 0
+	for _, s := range sizes[1:] {
+		total += s
+	}
+	// One caller may have been taken alone before the rest queued, but no
+	// more than two batches hold the ten.
+	if total != n || len(sizes) > 3 {
+		t.Fatalf("batch sizes %v, want the ten callers in at most two batches", sizes)
+	}
+	cancel()
+	<-done
+
+	// Stopped: a caller runs alone, at once.
+	late := &item{n: 99}
+	g.Do(context.Background(), late)
+	if late.batch != len(sizes) {
+		t.Fatalf("a caller after Run stopped did not run")
+	}
+}
+
+// Before Run starts, each caller runs its item alone.
+func TestWithoutRunEachCallerRunsAlone(t *testing.T) {
+	var sizes []int
+	g := New(8, func(ctx context.Context, items []*item) { sizes = append(sizes, len(items)) })
+	for i := 0; i < 3; i++ {
+		g.Do(context.Background(), &item{n: i})
+	}
+	if len(sizes) != 3 || sizes[0] != 1 || sizes[1] != 1 || sizes[2] != 1 {
+		t.Fatalf("batch sizes %v, want [1 1 1]", sizes)
+	}
+}
+
+// A caller whose context ends stops waiting; the batch still runs its item.
+func TestCallerContextEndsWhileItsBatchRuns(t *testing.T) {
+	gate := make(chan struct{})
+	ran := make(chan int, 1)
+	g := New(8, func(ctx context.Context, items []*item) {
+		<-gate
+		if ctx.Err() != nil {
+			t.Error("the batch ran on a cancelled context")
+		}
+		ran <- len(items)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { g.Run(ctx, 1); close(done) }()
+	for !g.running.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	callCtx, stop := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer stop()
+	if err := g.Do(callCtx, &item{}); err == nil {
+		t.Fatal("Do returned nil though its context ended first")
+	}
+	cancel() // stopping Run does not cancel the batch in flight either
+	close(gate)
+	if n := <-ran; n != 1 {
+		t.Fatalf("batch of %d", n)
+	}
+	<-done
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

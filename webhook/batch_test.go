@@ -1,0 +1,150 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/webhook"
+	"github.com/razao/razao/webhook/scheme"
+)
+
+// store puts a pending delivery in the inbox, due now, without processing
+// it, as a request would leave it had it died right after its commit.
+func (e *env) store(ev scheme.Event) int64 {
+	e.t.Helper()
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.storeRaw(ev.Type+"|"+ev.EventID, string(ev.Kind), ev.ChargeID, string(raw))
+}
+
+func (e *env) storeRaw(key, kind, chargeRef, event string) int64 {
+	e.t.Helper()
+	var id int64
+	err := e.db.Get(&id, `INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
+			event, body, status, next_attempt_at)
+		VALUES ('std|' || $1, 'std', 'standard', 'loja-1', 'test', $1, $2, $3, $4::jsonb, '\x7b7d', 'pending', now())
+		RETURNING id`, key, kind, chargeRef, event)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+var batchAt = time.Date(2026, 8, 10, 15, 0, 0, 0, time.UTC)
+
+func paidEvent(id, charge string, amount int64) scheme.Event {
+	return scheme.Event{Kind: scheme.KindPaid, Type: "charge.paid", EventID: id, ChargeID: charge,
+		Amount: amount, HasAmount: true, OccurredAt: batchAt}
+}
+
+func refundEvent(id, charge, refund string, amount int64) scheme.Event {
+	return scheme.Event{Kind: scheme.KindRefunded, Type: "charge.refunded", EventID: id, ChargeID: charge,
+		RefundID: refund, Amount: amount, HasAmount: true, OccurredAt: batchAt.Add(time.Hour)}
+}
+
+// Deliveries for several charges, decided in one transaction: each sees
+// what the ones before it did, a refund that came before its payment is
+// applied once the payment in the same batch lands, a redelivery and a
+// repeated refund do nothing, and the divergences are opened.
+func TestBatchDecidesEachDeliveryAfterTheOnesBefore(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.charge("order-a", 4990, "partner-42", 1000)
+	e.charge("order-b", 10000, "", 0)
+	e.charge("order-c", 3000, "", 0)
+	ids := []int64{
+		e.store(refundEvent("a-r1", "order-a", "rf-a1", 1000)), // before its payment: parked, then applied
+		e.store(paidEvent("a-pay", "order-a", 4990)),
+		e.store(paidEvent("b-pay", "order-b", 10000)),
+		e.store(refundEvent("b-r1", "order-b", "rf-b1", 4000)),
+		e.store(paidEvent("b-pay-again", "order-b", 10000)),          // a redelivery under a new id
+		e.store(refundEvent("b-r1-again", "order-b", "rf-b1", 4000)), // the same refund again
+		e.store(refundEvent("b-r2", "order-b", "rf-b2", 7000)),       // more than is left
+		e.store(paidEvent("c-pay", "order-c", 2999)),                 // amount mismatch
+		e.store(paidEvent("x-pay", "order-x", 100)),                  // unknown charge
+		e.store(scheme.Event{Kind: scheme.KindFailed, Type: "charge.failed", EventID: "c-fail", ChargeID: "order-c", OccurredAt: batchAt}),
+	}
+	w := webhook.NewWorker(e.proc, time.Hour)
+	if n, err := w.RunOnce(context.Background()); n != len(ids) || err != nil {
+		t.Fatalf("worker picked %d (%v), want %d", n, err, len(ids))
+	}
+	if n := e.count(`SELECT count(DISTINCT created_xid) FROM posting_sets`); n != 1 {
+		t.Fatalf("posting sets written by %d transactions, want 1", n)
+	}
+	payable, _ := accounts.PartnerPayable("partner-42")
+	// a: 4990 − 1000 refunded, commission 499 − floor(499·1000/4990) = 399;
+	// b: 10000 − 4000.
+	e.wantBalances(map[string]int64{accounts.Cash: 3990 + 6000, accounts.Revenue: -(3990 + 6000),
+		accounts.CommissionExpense: 399, payable: -399})
+
+	var statuses []string
+	e.db.Select(&statuses, `SELECT status FROM inbox ORDER BY id`)
+	want := []string{"processed", "processed", "processed", "processed", "processed", "processed",
+		"divergent", "divergent", "divergent", "processed"}
+	if !slices.Equal(statuses, want) {
+		t.Fatalf("statuses %v, want %v", statuses, want)
+	}
+	var reasons []string
+	e.db.Select(&reasons, `SELECT reason FROM divergences ORDER BY inbox_id`)
+	if !slices.Equal(reasons, []string{"refund_exceeds_paid", "amount_mismatch", "unknown_charge"}) {
+		t.Fatalf("divergences %v", reasons)
+	}
+	var states []string
+	e.db.Select(&states, `SELECT state || ':' || refunded_amount FROM charges ORDER BY id`)
+	if !slices.Equal(states, []string{"partially_refunded:1000", "partially_refunded:4000", "failed:0"}) {
+		t.Fatalf("charges %v", states)
+	}
+	// The events, in the order the deliveries were decided: a's refund
+	// after its payment and grant.
+	var topics []string
+	e.db.Select(&topics, `SELECT topic || ' ' || coalesce(charge_id, '-') FROM outbox ORDER BY id`)
+	wantTopics := []string{
+		"charge.paid order-a", "access.granted order-a", "charge.refunded order-a",
+		"charge.paid order-b", "access.granted order-b", "charge.refunded order-b",
+		"divergence.opened order-b", "divergence.opened order-c", "divergence.opened order-x", "charge.failed order-c",
+	}
+	if !slices.Equal(topics, wantTopics) {
+		t.Fatalf("events\n%s\nwant\n%s", strings.Join(topics, "\n"), strings.Join(wantTopics, "\n"))
+	}
+}
+
+// One delivery that cannot be processed fails its batch; every delivery
+// is then tried on its own, so the others are applied and the failure is
+// recorded against the one that caused it.
+func TestBatchFailureFallsBackToOneDeliveryAtATime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.charge("order-1", 4990, "partner-42", 1000)
+	e.charge("order-2", 2000, "", 0)
+	e.store(paidEvent("p1", "order-1", 4990))
+	bad := e.storeRaw("bad", "paid", "order-2", `{"Kind": 7}`) // a stored event that no longer decodes
+	e.store(paidEvent("p2", "order-2", 2000))
+	w := webhook.NewWorker(e.proc, time.Hour)
+	if n, err := w.RunOnce(context.Background()); n != 3 || err != nil {
+		t.Fatalf("worker picked %d (%v), want 3", n, err)
+	}
+	payable, _ := accounts.PartnerPayable("partner-42")
+	e.wantBalances(map[string]int64{accounts.Cash: 4990 + 2000, accounts.Revenue: -(4990 + 2000),
+		accounts.CommissionExpense: 499, payable: -499})
+	var row struct {
+		Status   string `db:"status"`
+		Attempts int    `db:"attempts"`
+		Err      string `db:"last_error"`
+	}
+	if err := e.db.Get(&row, `SELECT status, attempts, coalesce(last_error, '') AS last_error FROM inbox WHERE id = $1`, bad); err != nil {
+		t.Fatal(err)
+	}
+	if row.Status != "pending" || row.Attempts != 1 || !strings.Contains(row.Err, "decode stored event") {
+		t.Fatalf("bad delivery %+v, want pending after 1 attempt with its decode error", row)
+	}
+	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'processed'`); n != 2 {
+		t.Fatalf("%d processed, want 2", n)
+	}
+}
