@@ -89,7 +89,7 @@ type Applier struct {
 	AfterSale func() error
 
 	// The statements of every delivery, prepared once.
-	lock, readGrantsRefunds, update, grant *sqlstmt.Stmt
+	lock, readGrantsRefunds, write *sqlstmt.Stmt
 }
 
 // NewApplier returns an applier writing to ledger, with its statements
@@ -98,8 +98,7 @@ func NewApplier(db *sqlx.DB, ledger *postings.Ledger) *Applier {
 	return &Applier{Ledger: ledger,
 		lock:              sqlstmt.New(db, lockChargesSQL),
 		readGrantsRefunds: sqlstmt.New(db, readGrantsRefundsSQL),
-		update:            sqlstmt.New(db, updateChargesSQL),
-		grant:             sqlstmt.New(db, insertGrantsSQL),
+		write:             sqlstmt.New(db, writeChargesSQL),
 	}
 }
 
@@ -115,15 +114,19 @@ const readGrantsRefundsSQL = `
 	SELECT charge_id, refund_id, amount FROM posting_sets
 	WHERE kind = 'refund' AND charge_id = ANY($1) AND refund_id = ANY($2)`
 
-const updateChargesSQL = `UPDATE charges c SET state = u.state, paid_amount = u.paid_amount, fee = u.fee,
-		commission = u.commission, paid_at = u.paid_at, paid_ref = u.paid_ref, refunded_amount = u.refunded_amount,
-		failed_at = u.failed_at, updated_at = now()
-	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::timestamptz[], $7::text[],
-		$8::bigint[], $9::timestamptz[]) AS u (id, state, paid_amount, fee, commission, paid_at, paid_ref, refunded_amount, failed_at)
-	WHERE c.id = u.id`
-
-const insertGrantsSQL = `INSERT INTO access_grants (charge_id, access)
-	SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`
+// writeChargesSQL writes the changed charges and the new grants in one
+// statement; either array may be empty.
+const writeChargesSQL = `
+	WITH changed AS (
+		UPDATE charges c SET state = u.state, paid_amount = u.paid_amount, fee = u.fee,
+			commission = u.commission, paid_at = u.paid_at, paid_ref = u.paid_ref, refunded_amount = u.refunded_amount,
+			failed_at = u.failed_at, updated_at = now()
+		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::timestamptz[], $7::text[],
+			$8::bigint[], $9::timestamptz[]) AS u (id, state, paid_amount, fee, commission, paid_at, paid_ref, refunded_amount, failed_at)
+		WHERE c.id = u.id
+	)
+	INSERT INTO access_grants (charge_id, access)
+	SELECT * FROM unnest($10::text[], $11::text[]) ON CONFLICT DO NOTHING`
 
 // exec runs the prepared statement s in tx.
 func exec(ctx context.Context, tx *sqlx.Tx, s *sqlstmt.Stmt, args ...any) error {
@@ -213,7 +216,26 @@ func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event) (*Locked
 		}
 		locked[i] = c.ID
 	}
+	if !l.needsRead(evs) {
+		return l, nil
+	}
 	return l, l.readGrantsAndRefunds(ctx, tx, locked, refunds)
+}
+
+// needsRead reports whether deciding evs needs to know grants and booked
+// refunds: refunds do, and payments of charges already paid (a redelivery
+// repairs a missing grant). A first payment does not: a grant is written
+// only with the payment, in the transaction that marks the charge paid.
+func (l *Locked) needsRead(evs []Event) bool {
+	for _, ev := range evs {
+		if ev.Kind == Refunded {
+			return true
+		}
+		if c := l.find(ev.ChargeID, ev.PSPRef); ev.Kind == Paid && c != nil && c.isPaid() {
+			return true
+		}
+	}
+	return false
 }
 
 // readGrantsAndRefunds runs after the locks are held, in a statement of its
@@ -435,8 +457,8 @@ func (l *Locked) failed(c *lockedCharge, ev Event) Outcome {
 }
 
 // WriteTx writes what the applied events decided: every posting set in one
-// statement, every changed charge in one, every new grant in one. The
-// events' outbox rows are the caller's to append.
+// statement, every changed charge and new grant in another. The events'
+// outbox rows are the caller's to append.
 func (l *Locked) WriteTx(ctx context.Context, tx *sqlx.Tx) error {
 	if len(l.sets) > 0 {
 		if _, err := l.a.Ledger.PostAllTx(ctx, tx, l.sets...); err != nil {
@@ -448,15 +470,12 @@ func (l *Locked) WriteTx(ctx context.Context, tx *sqlx.Tx) error {
 			}
 		}
 	}
-	if err := l.writeCharges(ctx, tx); err != nil {
-		return err
-	}
-	return l.writeGrants(ctx, tx)
+	return l.writeCharges(ctx, tx)
 }
 
 func (l *Locked) writeCharges(ctx context.Context, tx *sqlx.Tx) error {
 	n := len(l.changed)
-	if n == 0 {
+	if n == 0 && len(l.grants) == 0 {
 		return nil
 	}
 	ids, states, refs := make([]string, n), make([]string, n), make([]*string, n)
@@ -467,25 +486,14 @@ func (l *Locked) writeCharges(ctx context.Context, tx *sqlx.Tx) error {
 		paid[i], fees[i], commissions[i], refunded[i] = c.PaidAmount, c.Fee, c.Commission, c.RefundedAmount
 		paidAt[i], failedAt[i] = c.PaidAt, c.FailedAt
 	}
-	err := exec(ctx, tx, l.a.update, pq.Array(ids), pq.Array(states), pq.Array(paid), pq.Array(fees), pq.Array(commissions), pq.Array(paidAt),
-		pq.Array(refs), pq.Array(refunded), pq.Array(failedAt))
-	if err != nil {
-		return fmt.Errorf("update charges %v: %w", ids, err)
-	}
-	return nil
-}
-
-func (l *Locked) writeGrants(ctx context.Context, tx *sqlx.Tx) error {
-	if len(l.grants) == 0 {
-		return nil
-	}
-	ids, access := make([]string, len(l.grants)), make([]string, len(l.grants))
+	granted, access := make([]string, len(l.grants)), make([]string, len(l.grants))
 	for i, c := range l.grants {
-		ids[i], access[i] = c.ID, c.Access
+		granted[i], access[i] = c.ID, c.Access
 	}
-	err := exec(ctx, tx, l.a.grant, pq.Array(ids), pq.Array(access))
+	err := exec(ctx, tx, l.a.write, pq.Array(ids), pq.Array(states), pq.Array(paid), pq.Array(fees), pq.Array(commissions),
+		pq.Array(paidAt), pq.Array(refs), pq.Array(refunded), pq.Array(failedAt), pq.Array(granted), pq.Array(access))
 	if err != nil {
-		return fmt.Errorf("grant access for %v: %w", ids, err)
+		return fmt.Errorf("update charges %v, grant %v: %w", ids, granted, err)
 	}
 	return nil
 }
@@ -494,7 +502,7 @@ func (l *Locked) writeGrants(ctx context.Context, tx *sqlx.Tx) error {
 // grant exists; it returns the events to append (access.granted when it
 // wrote the grant).
 func (a *Applier) EnsureGrantTx(ctx context.Context, tx *sqlx.Tx, id, pspRef string) ([]events.Draft, error) {
-	l, err := a.LockTx(ctx, tx, []Event{{ChargeID: id, PSPRef: pspRef}})
+	l, err := a.LockTx(ctx, tx, []Event{{Kind: Paid, ChargeID: id, PSPRef: pspRef}})
 	if err != nil {
 		return nil, err
 	}
@@ -503,5 +511,5 @@ func (a *Applier) EnsureGrantTx(ctx context.Context, tx *sqlx.Tx, id, pspRef str
 		return nil, nil
 	}
 	drafts := l.ensureGrant(c)
-	return drafts, l.writeGrants(ctx, tx)
+	return drafts, l.writeCharges(ctx, tx)
 }

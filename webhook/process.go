@@ -311,10 +311,11 @@ func (p *Processor) processTx(ctx context.Context, ids []int64) ([]int64, error)
 	if err := locked.WriteTx(ctx, tx); err != nil {
 		return nil, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
-	if err := appendOutcomes(ctx, tx, decided); err != nil {
+	drafts, err := outcomeEvents(ctx, tx, decided)
+	if err != nil {
 		return nil, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
-	released, err := p.finish(ctx, tx, ds)
+	released, err := p.finish(ctx, tx, ds, drafts)
 	if err != nil {
 		return nil, fmt.Errorf("process deliveries %v: mark done: %w", ids, err)
 	}
@@ -438,9 +439,9 @@ func (d *delivery) decide(l *charges.Locked) error {
 	return nil
 }
 
-// appendOutcomes opens the deliveries' divergences and appends every
-// event, in the order the deliveries were decided.
-func appendOutcomes(ctx context.Context, tx *sqlx.Tx, decided []*delivery) error {
+// outcomeEvents opens the deliveries' divergences and returns every event
+// to append, in the order the deliveries were decided.
+func outcomeEvents(ctx context.Context, tx *sqlx.Tx, decided []*delivery) ([]events.Draft, error) {
 	var divs []divergence
 	for _, d := range decided {
 		if d.div != nil {
@@ -449,7 +450,7 @@ func appendOutcomes(ctx context.Context, tx *sqlx.Tx, decided []*delivery) error
 	}
 	opened, err := insertDivergences(ctx, tx, divs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var drafts []events.Draft
 	for _, d := range decided {
@@ -459,15 +460,17 @@ func appendOutcomes(ctx context.Context, tx *sqlx.Tx, decided []*delivery) error
 			drafts = append(drafts, d.div.event(id))
 		}
 	}
-	return events.AppendAll(ctx, tx, drafts...)
+	return drafts, nil
 }
 
-// finishSQL marks deliveries with their final status and makes the refunds
-// parked before the given payments due again. The rows it marks are not
-// the rows it releases: a delivery being marked was pending in the
-// statement's snapshot, and one it parks waits for a payment not given.
-const finishSQL = `
-	WITH done AS (
+// finishSQL appends the deliveries' events, marks the deliveries with
+// their final status and makes the refunds parked before the given
+// payments due again. The rows it marks are not the rows it releases: a
+// delivery being marked was pending in the statement's snapshot, and one
+// it parks waits for a payment not given.
+var finishSQL = `
+	WITH appended AS (` + events.AppendSQL(4) + `
+	), done AS (
 		UPDATE inbox i SET status = u.status, processed_at = now(), attempts = i.attempts + 1
 		FROM unnest($1::bigint[], $2::text[]) AS u (id, status) WHERE i.id = u.id
 	)
@@ -476,10 +479,10 @@ const finishSQL = `
 		SELECT unnest(ARRAY[c.id, c.psp_ref, c.paid_ref]) FROM charges c WHERE c.id = ANY($3))
 	RETURNING id`
 
-// finish marks every delivery with its final status and releases the
-// refunds parked before the payments they booked, in one statement. It
-// returns the released deliveries.
-func (p *Processor) finish(ctx context.Context, tx *sqlx.Tx, ds []*delivery) ([]int64, error) {
+// finish appends the events, marks every delivery with its final status
+// and releases the refunds parked before the payments they booked, in one
+// statement. It returns the released deliveries.
+func (p *Processor) finish(ctx context.Context, tx *sqlx.Tx, ds []*delivery, drafts []events.Draft) ([]int64, error) {
 	ids, statuses := make([]int64, len(ds)), make([]string, len(ds))
 	var paid []string
 	for i, d := range ds {
@@ -488,12 +491,16 @@ func (p *Processor) finish(ctx context.Context, tx *sqlx.Tx, ds []*delivery) ([]
 			paid = append(paid, d.paidCharge)
 		}
 	}
+	evArgs, err := events.AppendArgs(drafts...)
+	if err != nil {
+		return nil, err
+	}
 	stmt, err := p.finishStmt.In(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
 	var released []int64
-	err = stmt.SelectContext(ctx, &released, pq.Array(ids), pq.Array(statuses), pq.Array(paid))
+	err = stmt.SelectContext(ctx, &released, append([]any{pq.Array(ids), pq.Array(statuses), pq.Array(paid)}, evArgs...)...)
 	return released, err
 }
 
