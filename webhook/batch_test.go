@@ -148,3 +148,43 @@ func TestBatchFailureFallsBackToOneDeliveryAtATime(t *testing.T) {
 		t.Fatalf("%d processed, want 2", n)
 	}
 }
+
+// A batch stuck on a charge lock (an operator's session holding it) gives
+// up after the processor's timeout: the request is answered, the attempt
+// recorded, and the worker applies the delivery once the lock is gone.
+func TestBatchStuckOnALockGivesUpAndTheWorkerFinishes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.proc.Timeout = 300 * time.Millisecond
+	e.groupCommit()
+	e.charge("order-1", 4990, "partner-42", 1000)
+	gate := e.db.MustBegin()
+	gate.MustExec(`SELECT 1 FROM charges WHERE id = 'order-1' FOR UPDATE`)
+
+	start := time.Now()
+	r := e.postStandard("msg-1", "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990})
+	if r.Code != 200 || r.Body.Status != "accepted" {
+		t.Fatalf("delivery: %d %+v", r.Code, r.Body)
+	}
+	if waited := time.Since(start); waited > 10*time.Second {
+		t.Fatalf("the request waited %v on the lock", waited)
+	}
+	// The request may stop waiting before the batch has recorded its
+	// failure: it is answered either way, the delivery being stored.
+	deadline := time.Now().Add(10 * time.Second)
+	for e.count(`SELECT count(*) FROM inbox WHERE status = 'pending' AND attempts = 1 AND last_error <> ''`) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the timed-out attempt was not recorded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := e.count(`SELECT count(*) FROM posting_sets`); n != 0 {
+		t.Fatalf("%d sets written while the charge was locked", n)
+	}
+	gate.Rollback()
+	e.makeDue()
+	if n, err := webhook.NewWorker(e.proc, time.Hour).RunOnce(context.Background()); n != 1 || err != nil {
+		t.Fatalf("worker picked %d (%v), want 1", n, err)
+	}
+	e.assertPaidOnce("order-1")
+}

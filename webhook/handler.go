@@ -133,7 +133,7 @@ func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint
 	// The delivery is durable: whatever happens now, the answer is 200
 	// and the worker finishes what this request could not. The request's
 	// cancellation must not abort a transaction half way.
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.proc.Timeout)
 	defer cancel()
 	for i, s := range stored {
 		var err error

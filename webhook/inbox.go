@@ -135,6 +135,8 @@ func (in *Inbox) RunBatcher(ctx context.Context, loops int) { in.group.Run(ctx, 
 // error each delivery is retried on its own and an error stays with the
 // one that caused it.
 func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	defer cancel()
 	err := in.insert(ctx, batch)
 	if err != nil && len(batch) > 1 {
 		for _, r := range batch {

@@ -21,6 +21,9 @@ import (
 	"github.com/razao/razao/webhook/scheme"
 )
 
+// DefaultTimeout bounds one processing transaction by default.
+const DefaultTimeout = 15 * time.Second
+
 // DefaultMaxAttempts is how often a delivery is tried before it becomes a
 // divergence instead of looping forever.
 const DefaultMaxAttempts = 10
@@ -41,6 +44,11 @@ type Processor struct {
 	OnCommit func()
 	// Metrics records processing time and failures; nil records nothing.
 	Metrics *metrics.Metrics
+	// Timeout bounds one processing transaction: a delivery whose charge
+	// stays locked longer (an operator's session, say) fails that attempt
+	// and is left to the worker, rather than holding its batch, and the
+	// requests waiting on it, indefinitely.
+	Timeout time.Duration
 }
 
 func (p *Processor) committed() {
@@ -51,7 +59,7 @@ func (p *Processor) committed() {
 
 // NewProcessor returns a processor applying deliveries with applier.
 func NewProcessor(db *sqlx.DB, applier *charges.Applier, log *slog.Logger) *Processor {
-	p := &Processor{db: db, applier: applier, log: log, MaxAttempts: DefaultMaxAttempts,
+	p := &Processor{db: db, applier: applier, log: log, MaxAttempts: DefaultMaxAttempts, Timeout: DefaultTimeout,
 		lockStmt: sqlstmt.New(db, lockPendingSQL), finishStmt: sqlstmt.New(db, finishSQL)}
 	p.group = batch.New(maxBatch, p.processCalls)
 	return p
@@ -70,6 +78,8 @@ type processCall struct {
 func (p *Processor) RunBatcher(ctx context.Context, loops int) { p.group.Run(ctx, loops) }
 
 func (p *Processor) processCalls(ctx context.Context, calls []*processCall) {
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	defer cancel()
 	ids := make([]int64, len(calls))
 	for i, c := range calls {
 		ids[i] = c.id

@@ -69,7 +69,7 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	for len(ids) > 0 && ctx.Err() == nil {
 		chunk := ids[:min(len(ids), maxBatch)]
 		ids = ids[len(chunk):]
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.proc.Timeout)
 		w.proc.processBatch(pctx, chunk)
 		cancel()
 	}
