@@ -89,7 +89,7 @@ type Applier struct {
 	AfterSale func() error
 
 	// The statements of every delivery, prepared once.
-	lock, readGrantsRefunds, write *sqlstmt.Stmt
+	lock, lockSkip, readGrantsRefunds, write *sqlstmt.Stmt
 }
 
 // NewApplier returns an applier writing to ledger, with its statements
@@ -97,6 +97,7 @@ type Applier struct {
 func NewApplier(db *sqlx.DB, ledger *postings.Ledger) *Applier {
 	return &Applier{Ledger: ledger,
 		lock:              sqlstmt.New(db, lockChargesSQL),
+		lockSkip:          sqlstmt.New(db, lockChargesSQL+` SKIP LOCKED`),
 		readGrantsRefunds: sqlstmt.New(db, readGrantsRefundsSQL),
 		write:             sqlstmt.New(db, writeChargesSQL),
 	}
@@ -178,12 +179,23 @@ type lockedCharge struct {
 
 type refundKey struct{ charge, refund string }
 
+// Lock modes of LockTx.
+const (
+	// Wait for charges another transaction holds.
+	Wait = false
+	// SkipLocked leaves out charges another transaction holds, without
+	// waiting: their events are not Applied here (see Has). A batch takes
+	// its charges so, and no delivery in it waits behind another's lock.
+	SkipLocked = true
+)
+
 // LockTx locks every charge the events name, by id or by the PSP's
 // reference, in one statement and in id order: two transactions locking
 // overlapping sets of charges take them in the same order, so they queue
-// instead of deadlocking. It then reads, under those locks, which charges
-// have their grant and which refunds are booked.
-func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event) (*Locked, error) {
+// instead of deadlocking. When the events need it (see needsRead) it then
+// reads, under those locks, which charges have their grant and which
+// refunds are booked.
+func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event, skipLocked bool) (*Locked, error) {
 	l := &Locked{a: a, byID: map[string]*lockedCharge{}, byRef: map[string]*lockedCharge{}, booked: map[refundKey]int64{}}
 	var ids, refs, refunds []string
 	for _, ev := range evs {
@@ -200,8 +212,12 @@ func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event) (*Locked
 	if len(ids)+len(refs) == 0 {
 		return l, nil
 	}
+	lock := a.lock
+	if skipLocked {
+		lock = a.lockSkip
+	}
 	var rows []Charge
-	if err := query(ctx, tx, &rows, a.lock, pq.Array(ids), pq.Array(refs)); err != nil {
+	if err := query(ctx, tx, &rows, lock, pq.Array(ids), pq.Array(refs)); err != nil {
 		return nil, fmt.Errorf("lock charges %v: %w", ids, err)
 	}
 	if len(rows) == 0 {
@@ -271,6 +287,11 @@ func (l *Locked) find(id, pspRef string) *lockedCharge {
 	}
 	return nil
 }
+
+// Has reports whether the charge ev names is locked here. Locked with
+// SkipLocked, a charge left out may be held by another transaction or may
+// not exist; the event must then be applied under a lock that waits.
+func (l *Locked) Has(ev Event) bool { return l.find(ev.ChargeID, ev.PSPRef) != nil }
 
 // Apply decides what ev does to its charge, which LockTx must have locked,
 // after every event applied before it. Nothing is written until WriteTx.
@@ -502,7 +523,7 @@ func (l *Locked) writeCharges(ctx context.Context, tx *sqlx.Tx) error {
 // grant exists; it returns the events to append (access.granted when it
 // wrote the grant).
 func (a *Applier) EnsureGrantTx(ctx context.Context, tx *sqlx.Tx, id, pspRef string) ([]events.Draft, error) {
-	l, err := a.LockTx(ctx, tx, []Event{{Kind: Paid, ChargeID: id, PSPRef: pspRef}})
+	l, err := a.LockTx(ctx, tx, []Event{{Kind: Paid, ChargeID: id, PSPRef: pspRef}}, Wait)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -102,13 +103,15 @@ func TestBatchDecidesEachDeliveryAfterTheOnesBefore(t *testing.T) {
 		t.Fatalf("charges %v", states)
 	}
 	// The events, in the order the deliveries were decided: a's refund
-	// after its payment and grant.
+	// after its payment and grant; the unknown charge, which a batch
+	// cannot tell from one locked elsewhere, decided alone after it.
 	var topics []string
 	e.db.Select(&topics, `SELECT topic || ' ' || coalesce(charge_id, '-') FROM outbox ORDER BY id`)
 	wantTopics := []string{
 		"charge.paid order-a", "access.granted order-a", "charge.refunded order-a",
 		"charge.paid order-b", "access.granted order-b", "charge.refunded order-b",
-		"divergence.opened order-b", "divergence.opened order-c", "divergence.opened order-x", "charge.failed order-c",
+		"divergence.opened order-b", "divergence.opened order-c", "charge.failed order-c",
+		"divergence.opened order-x",
 	}
 	if !slices.Equal(topics, wantTopics) {
 		t.Fatalf("events\n%s\nwant\n%s", strings.Join(topics, "\n"), strings.Join(wantTopics, "\n"))
@@ -187,4 +190,46 @@ func TestBatchStuckOnALockGivesUpAndTheWorkerFinishes(t *testing.T) {
 		t.Fatalf("worker picked %d (%v), want 1", n, err)
 	}
 	e.assertPaidOnce("order-1")
+}
+
+// A batch takes only the charges no one else holds: a delivery whose charge
+// is locked elsewhere waits alone, and the deliveries behind it are
+// applied meanwhile rather than queueing behind that lock.
+func TestDeliveryForALockedChargeDoesNotHoldTheOthers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.groupCommit()
+	e.charge("order-a", 4990, "partner-42", 1000)
+	e.charge("order-b", 2000, "", 0)
+	gate := e.db.MustBegin()
+	defer gate.Rollback()
+	gate.MustExec(`SELECT 1 FROM charges WHERE id = 'order-a' FOR UPDATE`)
+
+	held := make(chan reply, 1)
+	go func() {
+		held <- e.postStandard("msg-a", "charge.paid", map[string]any{"charge_id": "order-a", "amount": 4990})
+	}()
+	e.waitHeld(1, 1)
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprintf("order-b%d", i)
+		e.charge(id, 2000, "", 0)
+		if r := e.postStandard("msg-"+id, "charge.paid", map[string]any{"charge_id": id, "amount": 2000}); r.Code != 200 || r.Body.Status != "accepted" {
+			t.Fatalf("%s: %d %+v", id, r.Code, r.Body)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND charge_id LIKE 'order-b%'`); n != 3 {
+		t.Fatalf("%d of 3 payments applied while another charge was held", n)
+	}
+	select {
+	case r := <-held:
+		t.Fatalf("the held delivery was answered before its charge was free: %+v", r)
+	default:
+	}
+	gate.Rollback()
+	if r := <-held; r.Code != 200 || r.Body.Status != "accepted" {
+		t.Fatalf("held delivery: %d %+v", r.Code, r.Body)
+	}
+	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND charge_id = 'order-a'`); n != 1 {
+		t.Fatalf("%d sales of order-a, want 1", n)
+	}
 }

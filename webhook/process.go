@@ -84,7 +84,7 @@ func (p *Processor) processCalls(ctx context.Context, calls []*processCall) {
 	for i, c := range calls {
 		ids[i] = c.id
 	}
-	for i, err := range p.processBatch(ctx, ids) {
+	for i, err := range p.processBatch(ctx, ids, charges.SkipLocked) {
 		calls[i].err = err
 	}
 }
@@ -99,34 +99,62 @@ type inboxRow struct {
 	ReceivedAt time.Time       `db:"received_at"`
 }
 
-// Process applies the pending delivery id. It returns nil without doing
-// anything when the delivery is done or another worker holds it. On
-// failure the transaction rolls back whole, the attempt is recorded with
-// its error and a back-off, and the error is returned. Deliveries it
-// released from parking (refunds whose payment just landed) are processed
-// after the commit.
+// Process applies the pending delivery id, together with other requests'
+// deliveries while RunBatcher runs, and returns once its transaction has
+// committed or failed. It returns nil without doing anything when the
+// delivery is done or another worker holds it. On failure the transaction
+// rolls back whole, the attempt is recorded with its error and a
+// back-off, and the error is returned. Deliveries it released from parking
+// (refunds whose payment just landed) are processed after the commit.
 func (p *Processor) Process(ctx context.Context, id int64) error {
 	c := &processCall{id: id}
 	if err := p.group.Do(ctx, c); err != nil {
 		return err
 	}
+	if errors.Is(c.err, errBusy) {
+		// Its charge was held elsewhere: wait for it here, on the
+		// request's own time, not in the batch everyone else is in.
+		return p.processAlone(ctx, id)
+	}
 	return c.err
 }
 
+// errBusy marks a delivery a batch left out because another transaction
+// held its charge: it is to be processed on its own, waiting for the lock.
+var errBusy = errors.New("charge held by another transaction")
+
+// processAlone applies one delivery in a transaction of its own, waiting
+// for its charge's lock if another transaction holds it.
+func (p *Processor) processAlone(ctx context.Context, id int64) error {
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	defer cancel()
+	return p.processBatch(ctx, []int64{id}, charges.Wait)[0]
+}
+
 // processBatch applies the deliveries ids in one transaction and returns
-// each one's error. If the transaction fails, each delivery is tried again
-// in a transaction of its own, so a failure is recorded against the
-// delivery that caused it and the others are applied.
-func (p *Processor) processBatch(ctx context.Context, ids []int64) []error {
+// each one's error. Batches run skipLocked, so one slow lock does not
+// hold them: a delivery whose charge another transaction holds is left
+// out with errBusy, for the caller to process alone with Wait. If the
+// transaction fails, each delivery is tried again in a transaction of its
+// own, so a failure is recorded against the delivery that caused it and
+// the others are applied.
+func (p *Processor) processBatch(ctx context.Context, ids []int64, skipLocked bool) []error {
 	if len(ids) == 0 {
 		return nil
 	}
 	errs := make([]error, len(ids))
-	released, err := p.processTx(ctx, ids)
+	released, busy, err := p.processTx(ctx, ids, skipLocked)
 	switch {
 	case err == nil:
-		for _, err := range p.processBatch(ctx, released) {
-			if err != nil {
+		for i, id := range ids {
+			if busy[id] {
+				errs[i] = errBusy
+			}
+		}
+		// A released refund left out as busy is due now: the worker
+		// takes it on its next round.
+		for _, err := range p.processBatch(ctx, released, skipLocked) {
+			if err != nil && !errors.Is(err, errBusy) {
 				p.log.Warn("released delivery failed; the worker will retry", "error", err)
 			}
 		}
@@ -135,7 +163,7 @@ func (p *Processor) processBatch(ctx context.Context, ids []int64) []error {
 		errs[0] = err
 	default:
 		for i, id := range ids {
-			errs[i] = p.processBatch(ctx, []int64{id})[0]
+			errs[i] = p.processBatch(ctx, []int64{id}, skipLocked)[0]
 		}
 	}
 	return errs
@@ -293,50 +321,74 @@ type delivery struct {
 // processTx applies the pending deliveries among ids in one transaction:
 // it locks their inbox rows (skipping any another worker holds), then
 // every charge they name in id order, decides each delivery in order in
-// memory, and writes the result in a few statements for all of them. It
-// returns the deliveries released from parking by the payments it booked.
-func (p *Processor) processTx(ctx context.Context, ids []int64) ([]int64, error) {
+// memory, and writes the result in a few statements for all of them.
+// skipLocked takes only the charges no other transaction holds and leaves
+// the deliveries of the others out, returned as busy. It returns the
+// deliveries released from parking by the payments it booked.
+func (p *Processor) processTx(ctx context.Context, ids []int64, skipLocked bool) (released []int64, busy map[int64]bool, err error) {
 	start := time.Now()
 	tx, err := p.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("process deliveries %v: begin: %w", ids, err)
+		return nil, nil, fmt.Errorf("process deliveries %v: begin: %w", ids, err)
 	}
 	defer tx.Rollback()
 	ds, err := p.lockPending(ctx, tx, ids)
 	if err != nil || len(ds) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	var chargeEvents []charges.Event
 	for _, d := range ds {
-		chargeEvents = append(chargeEvents, d.chargeEvent())
+		if d.movesCharge() {
+			chargeEvents = append(chargeEvents, d.chargeEvent())
+		}
 	}
-	locked, err := p.applier.LockTx(ctx, tx, chargeEvents)
+	locked, err := p.applier.LockTx(ctx, tx, chargeEvents, skipLocked)
 	if err != nil {
-		return nil, fmt.Errorf("process deliveries %v: %w", ids, err)
+		return nil, nil, fmt.Errorf("process deliveries %v: %w", ids, err)
+	}
+	if skipLocked {
+		if ds, busy = leaveOutBusy(locked, ds); len(ds) == 0 {
+			return nil, busy, nil
+		}
 	}
 	decided, err := decide(locked, ds)
 	if err != nil {
-		return nil, fmt.Errorf("process deliveries %v: %w", ids, err)
+		return nil, nil, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
 	if err := locked.WriteTx(ctx, tx); err != nil {
-		return nil, fmt.Errorf("process deliveries %v: %w", ids, err)
+		return nil, nil, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
 	drafts, err := outcomeEvents(ctx, tx, decided)
 	if err != nil {
-		return nil, fmt.Errorf("process deliveries %v: %w", ids, err)
+		return nil, nil, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
-	released, err := p.finish(ctx, tx, ds, drafts)
+	released, err = p.finish(ctx, tx, ds, drafts)
 	if err != nil {
-		return nil, fmt.Errorf("process deliveries %v: mark done: %w", ids, err)
+		return nil, nil, fmt.Errorf("process deliveries %v: mark done: %w", ids, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("process deliveries %v: commit: %w", ids, postings.MapError(err))
+		return nil, nil, fmt.Errorf("process deliveries %v: commit: %w", ids, postings.MapError(err))
 	}
 	p.committed()
 	for _, d := range ds {
 		p.Metrics.Processed(d.status, time.Since(start))
 	}
-	return released, nil
+	return released, busy, nil
+}
+
+// leaveOutBusy splits off the deliveries whose charge a batch could not
+// lock (held elsewhere, or unknown: both are decided alone, waiting).
+func leaveOutBusy(l *charges.Locked, ds []*delivery) ([]*delivery, map[int64]bool) {
+	var kept []*delivery
+	busy := map[int64]bool{}
+	for _, d := range ds {
+		if d.movesCharge() && !l.Has(d.chargeEvent()) {
+			busy[d.ID] = true
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept, busy
 }
 
 // lockPendingSQL locks inbox rows by id, skipping rows another
@@ -371,6 +423,16 @@ func (p *Processor) lockPending(ctx context.Context, tx *sqlx.Tx, ids []int64) (
 		ds = append(ds, d)
 	}
 	return ds, nil
+}
+
+// movesCharge reports whether the delivery's event is one its charge
+// reacts to, and so whether the charge must be locked to decide it.
+func (d *delivery) movesCharge() bool {
+	switch d.ev.Kind {
+	case scheme.KindIgnored, scheme.KindTest, scheme.KindDisputed:
+		return false
+	}
+	return true
 }
 
 // chargeEvent is the delivery's event as its charge sees it.

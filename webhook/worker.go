@@ -2,8 +2,11 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/razao/razao/charges"
 )
 
 // Worker retries deliveries that are due: ones whose processing failed,
@@ -69,9 +72,20 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	for len(ids) > 0 && ctx.Err() == nil {
 		chunk := ids[:min(len(ids), maxBatch)]
 		ids = ids[len(chunk):]
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.proc.Timeout)
-		w.proc.processBatch(pctx, chunk)
-		cancel()
+		w.process(ctx, chunk)
 	}
 	return n, nil
+}
+
+// process applies a batch, then, one at a time, the deliveries it left out
+// because another transaction held their charge.
+func (w *Worker) process(ctx context.Context, ids []int64) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.proc.Timeout)
+	errs := w.proc.processBatch(pctx, ids, charges.SkipLocked)
+	cancel()
+	for i, err := range errs {
+		if errors.Is(err, errBusy) && ctx.Err() == nil {
+			w.proc.processAlone(context.WithoutCancel(ctx), ids[i])
+		}
+	}
 }

@@ -61,9 +61,12 @@ type server struct {
 }
 
 // processLoops is how many processing transactions the requests' batcher
-// runs at once: enough to keep PostgreSQL busy while one batch waits on a
-// commit, few enough that batches stay large.
-const processLoops = 2
+// runs at once. One: its batches are then the largest, which is what makes
+// a delivery cheap (measured with make load at 8 clients: 933 deliveries/s
+// with one loop, 814–830 with two, 773 with three), and a batch never
+// waits behind another's lock (it skips locked charges; their deliveries
+// wait alone, on their own request's time). The worker runs beside it.
+const processLoops = 1
 
 func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (*server, error) {
 	if cfg.timeouts == (serverTimeouts{}) {

@@ -9,14 +9,14 @@
 # in the same database, and prints every figure and the ratios. At exit it
 # stops the server and drops the database (KEEP_DB=1 keeps it).
 #
-# Knobs (environment): N=2000 C=8 STORM=1000 DURATION=300s SCHEME=standard
+# Knobs (environment): N=6000 C=8 STORM=1000 DURATION=300s SCHEME=standard
 # PRELOAD=200000 PGBENCH_CLIENTS=8 PGBENCH_SECONDS=15 OUT=<dir for logs and
 # JSON; default a temporary dir, removed at exit> KEEP_DB=0.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:$PATH:/usr/lib/postgresql/15/bin"
 
-N=${N:-2000}
+N=${N:-6000}
 C=${C:-8}
 STORM=${STORM:-1000}
 DURATION=${DURATION:-300s}
