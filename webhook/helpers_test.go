@@ -53,7 +53,7 @@ func (e *env) groupCommit() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { e.inbox.RunBatcher(ctx, 2); done <- struct{}{} }()
-	go func() { e.proc.RunBatcher(ctx, 1); done <- struct{}{} }()
+	go func() { e.proc.RunBatcher(ctx, 2); done <- struct{}{} }()
 	e.t.Cleanup(func() { cancel(); <-done; <-done })
 }
 

@@ -10,7 +10,7 @@
 # stops the server and drops the database (KEEP_DB=1 keeps it).
 #
 # Knobs (environment): N=6000 C=8 STORM=1000 DURATION=300s SCHEME=standard
-# PRELOAD=200000 PGBENCH_CLIENTS=8 PGBENCH_SECONDS=15 OUT=<dir for logs and
+# PRELOAD=200000 PGBENCH_CLIENTS=8 PGBENCH_SECONDS=15 ROUNDS=3 OUT=<dir for logs and
 # JSON; default a temporary dir, removed at exit> KEEP_DB=0.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,6 +24,7 @@ SCHEME=${SCHEME:-standard}
 PRELOAD=${PRELOAD:-200000}
 PGBENCH_CLIENTS=${PGBENCH_CLIENTS:-8}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-15}
+ROUNDS=${ROUNDS:-3}
 KEEP_DB=${KEEP_DB:-0}
 
 die() { echo "load/run.sh: $*" >&2; exit 1; }
@@ -34,6 +35,7 @@ int_in STORM "$STORM" 2 5000
 int_in PRELOAD "$PRELOAD" 1000 2000000
 int_in PGBENCH_CLIENTS "$PGBENCH_CLIENTS" 1 64
 int_in PGBENCH_SECONDS "$PGBENCH_SECONDS" 1 120
+int_in ROUNDS "$ROUNDS" 0 10
 [[ $DURATION =~ ^[0-9]+[sm]$ ]] || die "DURATION=$DURATION must look like 300s or 5m"
 dur_s=${DURATION%?}
 [[ $DURATION == *m ]] && dur_s=$((dur_s * 60))
@@ -167,22 +169,6 @@ load_rc=0
 RAZAO_API_TOKEN=$API_TOKEN timeout $((dur_s + 60)) "$WORK/load" -url "$URL" -scenario all -n "$N" -c "$C" -storm "$STORM" -scheme "$SCHEME" \
 	-duration "$DURATION" -json "$OUTDIR/results.jsonl" -database-url "$LOAD_URL" -server-pid "$SERVER_PID" || load_rc=$?
 
-step "what razao logged during the load"
-grep -o '"level":"[A-Z]*"' "$OUTDIR/serve.log" | sort | uniq -c || true
-grep -o '"msg":"[^"]*"' "$OUTDIR/serve.log" | sort | uniq -c | sort -rn | head -10 || true
-grep -m 5 '"level":"\(ERROR\|WARN\)"' "$OUTDIR/serve.log" | cut -c1-400 || true
-
-step "inbox and divergences after the load (rows of this run only)"
-psql_load -c "SELECT status, kind, count(*), count(*) FILTER (WHERE attempts > 1) AS retried
-	FROM inbox WHERE charge_ref LIKE 'lt%' GROUP BY 1, 2 ORDER BY 1, 2"
-psql_load -c "SELECT reason, count(*) FROM divergences GROUP BY 1"
-
-step "razao verify (after the load)"
-verify_rc=0
-DATABASE_URL=$LOAD_URL timeout 600 bin/razao verify || verify_rc=$?
-
-stop_server
-
 step "pgbench: scratch bench_* tables (copies of the tables, no ledger triggers)"
 timeout 900 psql "$LOAD_URL" -X -q -v ON_ERROR_STOP=1 -f scripts/load/pgbench/setup.sql
 ids=$(psql_load -At -F' ' -c "SELECT
@@ -199,6 +185,36 @@ pgb() { # name script -> prints tps; full output in $OUTDIR/pgbench-name.txt
 	grep -E '^(number of failed|latency average|tps)' "$OUTDIR/pgbench-$name.txt" | sed 's/^/    /' >&2
 	grep -oE '^tps = [0-9.]+' "$OUTDIR/pgbench-$name.txt" | head -1 | cut -d' ' -f3
 }
+# The machine's speed drifts by 10-20 % from minute to minute, so razao and
+# the comparable pgbench transaction are also measured in alternation, each
+# round one after the other, and the ratio is taken per round.
+: >"$OUTDIR/rounds.txt"
+for r in $(seq 1 "$ROUNDS"); do
+	step "round $r of $ROUNDS: razao distinct (n=$N c=$C), then pgbench (c) razao-like"
+	RAZAO_API_TOKEN=$API_TOKEN timeout $((dur_s + 60)) "$WORK/load" -url "$URL" -scenario distinct -n "$N" -c "$C" -scheme "$SCHEME" \
+		-duration "$DURATION" -json "$OUTDIR/round-$r.jsonl" -database-url "$LOAD_URL" -server-pid "$SERVER_PID" >"$OUTDIR/round-$r.txt" 2>&1 ||
+		{ cat "$OUTDIR/round-$r.txt" >&2; die "round $r: the distinct scenario failed"; }
+	acc=$(grep -o '"accepted_per_s":[0-9.]*' "$OUTDIR/round-$r.jsonl" | head -1 | cut -d: -f2)
+	tps=$(pgb "razao_like_round$r" scripts/load/pgbench/razao_like.sql)
+	echo "$r $acc $tps" | tee -a "$OUTDIR/rounds.txt"
+done
+
+step "what razao logged during the load"
+grep -o '"level":"[A-Z]*"' "$OUTDIR/serve.log" | sort | uniq -c || true
+grep -o '"msg":"[^"]*"' "$OUTDIR/serve.log" | sort | uniq -c | sort -rn | head -10 || true
+grep -m 5 '"level":"\(ERROR\|WARN\)"' "$OUTDIR/serve.log" | cut -c1-400 || true
+
+step "inbox and divergences after the load (rows of this run only)"
+psql_load -c "SELECT status, kind, count(*), count(*) FILTER (WHERE attempts > 1) AS retried
+	FROM inbox WHERE charge_ref LIKE 'lt%' GROUP BY 1, 2 ORDER BY 1, 2"
+psql_load -c "SELECT reason, count(*) FROM divergences GROUP BY 1"
+
+step "razao verify (after the load)"
+verify_rc=0
+DATABASE_URL=$LOAD_URL timeout 600 bin/razao verify || verify_rc=$?
+
+stop_server
+
 step "pgbench (a) posting tx: lock charge FOR UPDATE, 1 set + 2 postings, update charge; $PGBENCH_CLIENTS clients, ${PGBENCH_SECONDS}s"
 tps_a=$(pgb posting scripts/load/pgbench/posting.sql)
 step "pgbench (c) razao-like delivery: inbox insert + apply tx (2 sets, 4 postings, charge, outbox, grant, inbox update)"
@@ -233,9 +249,17 @@ if [[ -n $distinct_acc ]]; then
 		printf "  / pgbench (c) razao-like/s        = %.3f\n", r / c
 	}'
 fi
-printf '{"preload":%s,"n":%s,"c":%s,"pgbench_clients":%s,"pgbench_seconds":%s,"pgbench_posting_tps":%s,"pgbench_inbox_tps":%s,"pgbench_razao_like_tps":%s,"razao_distinct_accepted_per_s":%s}\n' \
-	"$PRELOAD" "$N" "$C" "$PGBENCH_CLIENTS" "$PGBENCH_SECONDS" "${tps_a:-null}" "${tps_b:-null}" "${tps_c:-null}" "${distinct_acc:-null}" |
-	tee -a "$OUTDIR/results.jsonl"
+median_ratio=null
+if [[ -s $OUTDIR/rounds.txt ]]; then
+	echo
+	echo "alternating rounds: razao distinct vs pgbench (c) razao-like, measured one after the other"
+	awk '{ printf "  round %s  razao %8.1f/s  pgbench (c) %8.1f/s  ratio %.3f\n", $1, $2, $3, $2 / $3 }' "$OUTDIR/rounds.txt"
+	median_ratio=$(awk '{ print $2 / $3 }' "$OUTDIR/rounds.txt" | sort -g | awk '{ v[NR] = $1 } END { printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+	echo "  median ratio razao / pgbench (c) = $median_ratio"
+fi
+printf '{"preload":%s,"n":%s,"c":%s,"pgbench_clients":%s,"pgbench_seconds":%s,"pgbench_posting_tps":%s,"pgbench_inbox_tps":%s,"pgbench_razao_like_tps":%s,"razao_distinct_accepted_per_s":%s,"rounds":%s,"median_round_ratio_razao_like":%s}\n' \
+	"$PRELOAD" "$N" "$C" "$PGBENCH_CLIENTS" "$PGBENCH_SECONDS" "${tps_a:-null}" "${tps_b:-null}" "${tps_c:-null}" "${distinct_acc:-null}" \
+	"$ROUNDS" "$median_ratio" | tee -a "$OUTDIR/results.jsonl"
 
 ((verify_rc == 0)) || die "razao verify found a breach after the load (exit $verify_rc)"
 ((load_rc == 0)) || die "a load scenario failed (exit $load_rc): see the VIOLATION lines above"
