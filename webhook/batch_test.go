@@ -161,8 +161,7 @@ func TestBatchStuckOnALockGivesUpAndTheWorkerFinishes(t *testing.T) {
 	e.proc.Timeout = 300 * time.Millisecond
 	e.groupCommit()
 	e.charge("order-1", 4990, "partner-42", 1000)
-	gate := e.db.MustBegin()
-	gate.MustExec(`SELECT 1 FROM charges WHERE id = 'order-1' FOR UPDATE`)
+	gate := e.holdCharge("order-1")
 
 	start := time.Now()
 	r := e.postStandard("msg-1", "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990})
@@ -201,9 +200,8 @@ func TestDeliveryForALockedChargeDoesNotHoldTheOthers(t *testing.T) {
 	e.groupCommit()
 	e.charge("order-a", 4990, "partner-42", 1000)
 	e.charge("order-b", 2000, "", 0)
-	gate := e.db.MustBegin()
+	gate := e.holdCharge("order-a")
 	defer gate.Rollback()
-	gate.MustExec(`SELECT 1 FROM charges WHERE id = 'order-a' FOR UPDATE`)
 
 	held := make(chan reply, 1)
 	go func() {

@@ -57,8 +57,7 @@ func gateConcurrentConfirmations(t *testing.T, n int, sameID, batched bool) {
 		e.groupCommit()
 	}
 	e.charge("order-1", 4990, "partner-42", 1000)
-	gate := e.db.MustBegin()
-	gate.MustExec(`SELECT 1 FROM charges WHERE id = 'order-1' FOR UPDATE`)
+	gate := e.holdCharge("order-1")
 
 	replies := make([]reply, n)
 	var wg sync.WaitGroup
