@@ -66,22 +66,11 @@ func Migrations() ([]Migration, error) {
 	return ms, nil
 }
 
-// DriverURL returns url with the driver settings razao relies on, unless
-// the URL sets them itself:
-//
-//   - binary_parameters makes lib/pq send a parameterised statement in one
-//     round trip (Parse, Bind, Execute) instead of two (it otherwise
-//     prepares first to learn the parameter types), which halves the round
-//     trips of every query; []byte arguments then travel as bytea, so JSON
-//     goes as text.
-//   - plan_cache_mode=force_generic_plan (a server setting lib/pq passes on
-//     at connect) plans each prepared statement once per connection. razao
-//     prepares only its hot statements, lookups and writes by key over
-//     arrays of ids; PostgreSQL would re-plan them on every call, as its
-//     generic estimate of "= ANY($1)" assumes ten elements and looks dearer
-//     than a custom plan for two, and that planning was a fifth of the
-//     delivery path's time. Statements not prepared are planned per call
-//     whatever this says.
+// DriverURL returns url with the driver settings razao relies on:
+// binary_parameters makes lib/pq send a parameterised statement in one
+// round trip (Parse, Bind, Execute) instead of two (it otherwise prepares
+// first to learn the parameter types), which halves the round trips of
+// every query; []byte arguments then travel as bytea, so JSON goes as text.
 func DriverURL(raw string) string {
 	u, err := neturl.Parse(raw)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
@@ -90,9 +79,6 @@ func DriverURL(raw string) string {
 	q := u.Query()
 	if q.Get("binary_parameters") == "" {
 		q.Set("binary_parameters", "yes")
-	}
-	if q.Get("plan_cache_mode") == "" {
-		q.Set("plan_cache_mode", "force_generic_plan")
 	}
 	u.RawQuery = q.Encode()
 	return u.String()

@@ -288,10 +288,19 @@ func (l *Locked) find(id, pspRef string) *lockedCharge {
 	return nil
 }
 
-// Has reports whether the charge ev names is locked here. Locked with
-// SkipLocked, a charge left out may be held by another transaction or may
-// not exist; the event must then be applied under a lock that waits.
-func (l *Locked) Has(ev Event) bool { return l.find(ev.ChargeID, ev.PSPRef) != nil }
+// Has reports whether the charge ev names is locked here, by the id it
+// names if it names one: locked with SkipLocked, a charge left out may be
+// held by another transaction or may not exist, and an event naming an id
+// left out must not fall back to another charge by its PSP reference. Such
+// an event is to be applied under a lock that waits.
+func (l *Locked) Has(ev Event) bool {
+	if ev.ChargeID != "" {
+		_, ok := l.byID[ev.ChargeID]
+		return ok
+	}
+	_, ok := l.byRef[ev.PSPRef]
+	return ok && ev.PSPRef != ""
+}
 
 // Apply decides what ev does to its charge, which LockTx must have locked,
 // after every event applied before it. Nothing is written until WriteTx.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -76,6 +77,9 @@ func (l *Ledger) PostTx(ctx context.Context, tx *sqlx.Tx, s Set) (Posted, error)
 // one round trip instead of one per set. Each set is "if absent" on its
 // own, exactly as PostTx.
 func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Posted, error) {
+	if err := l.accountsInOrder(ctx, tx, sets); err != nil {
+		return nil, err
+	}
 	in := make([]pending, len(sets))
 	for i := range sets {
 		s := &sets[i]
@@ -162,6 +166,26 @@ func (l *Ledger) resolveLegs(ctx context.Context, tx *sqlx.Tx, s *Set) (resolved
 		r.amounts = append(r.amounts, leg.Amount)
 	}
 	return r, nil
+}
+
+// accountsInOrder looks up, and creates where they may be created on first
+// use, every account the sets' legs name, in code order: two transactions
+// each creating the payable accounts of two new partners would otherwise
+// wait on each other's new row, in opposite orders, and deadlock.
+func (l *Ledger) accountsInOrder(ctx context.Context, tx *sqlx.Tx, sets []Set) error {
+	var codes []string
+	for _, s := range sets {
+		for _, leg := range s.Legs {
+			codes = append(codes, leg.Account)
+		}
+	}
+	slices.Sort(codes)
+	for _, code := range slices.Compact(codes) {
+		if _, err := l.account(ctx, tx, code); err != nil {
+			return fmt.Errorf("post %s: %w", keys(sets), err)
+		}
+	}
+	return nil
 }
 
 func (l *Ledger) account(ctx context.Context, tx *sqlx.Tx, code string) (accounts.Account, error) {

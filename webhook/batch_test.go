@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/charges"
 	"github.com/razao/razao/webhook"
 	"github.com/razao/razao/webhook/scheme"
 )
@@ -118,10 +120,9 @@ func TestBatchDecidesEachDeliveryAfterTheOnesBefore(t *testing.T) {
 	}
 }
 
-// One delivery that cannot be processed fails its batch; every delivery
-// is then tried on its own, so the others are applied and the failure is
-// recorded against the one that caused it.
-func TestBatchFailureFallsBackToOneDeliveryAtATime(t *testing.T) {
+// A delivery whose stored event no longer decodes is left out of its batch
+// and its failure recorded against it alone; the others are applied.
+func TestUndecodableDeliveryFailsAloneAndSparesItsBatch(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.charge("order-1", 4990, "partner-42", 1000)
@@ -229,5 +230,67 @@ func TestDeliveryForALockedChargeDoesNotHoldTheOthers(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND charge_id = 'order-a'`); n != 1 {
 		t.Fatalf("%d sales of order-a, want 1", n)
+	}
+}
+
+// A batch that fails is retried one delivery at a time, so the deliveries
+// the failure did not belong to are applied, each exactly once.
+func TestBatchFailureFallsBackToOneDeliveryAtATime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for i := 1; i <= 3; i++ {
+		e.charge(fmt.Sprintf("order-%d", i), 1000, "", 0)
+		e.store(paidEvent(fmt.Sprintf("p%d", i), fmt.Sprintf("order-%d", i), 1000))
+	}
+	failures := 0
+	e.applier.AfterSale = func() error {
+		if failures++; failures == 1 {
+			return errors.New("the batch's transaction fails once")
+		}
+		return nil
+	}
+	if n, err := webhook.NewWorker(e.proc, time.Hour).RunOnce(context.Background()); n != 3 || err != nil {
+		t.Fatalf("worker picked %d (%v), want 3", n, err)
+	}
+	if failures != 4 {
+		t.Fatalf("%d transactions wrote sales, want the batch and then 3 on their own", failures)
+	}
+	if n := e.count(`SELECT count(DISTINCT created_xid) FROM posting_sets`); n != 3 {
+		t.Fatalf("sales written by %d transactions, want 3", n)
+	}
+	e.wantBalances(map[string]int64{accounts.Cash: 3000, accounts.Revenue: -3000})
+	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'processed' AND attempts = 1`); n != 3 {
+		t.Fatalf("%d processed at the first attempt, want 3: the batch's failure is no one's attempt", n)
+	}
+}
+
+// A batch leaves out a delivery whose charge, named by id, is held
+// elsewhere, even when the PSP's reference it also carries is another
+// charge's: it is applied to the charge its id names, once that is free.
+func TestBatchNeverAppliesADeliveryToAnotherChargeByReference(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.groupCommit()
+	e.charge("order-a", 4990, "", 0)
+	if _, _, err := charges.Register(context.Background(), e.db, charges.NewCharge{
+		ID: "order-b", PSPRef: "track-b", Amount: 4990, Access: "course:order-b",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gate := e.holdCharge("order-a")
+	done := make(chan reply, 1)
+	go func() { done <- e.postHodle(hodlePaid("track-b", "order-a", "49.90")) }()
+	e.waitHeld(1, 1)
+	if n := e.count(`SELECT count(*) FROM posting_sets`); n != 0 {
+		t.Fatalf("%d sets written while order-a was held: the payment went to another charge", n)
+	}
+	gate.Rollback()
+	if r := <-done; r.Code != 200 {
+		t.Fatalf("delivery: %d %+v", r.Code, r.Body)
+	}
+	var states []string
+	e.db.Select(&states, `SELECT id || ':' || state FROM charges ORDER BY id`)
+	if !slices.Equal(states, []string{"order-a:paid", "order-b:pending"}) {
+		t.Fatalf("charges %v", states)
 	}
 }

@@ -89,13 +89,10 @@ func (p *Processor) processCalls(ctx context.Context, calls []*processCall) {
 	}
 }
 
+// inboxRow is what processing reads of a pending delivery.
 type inboxRow struct {
 	ID         int64           `db:"id"`
-	Scheme     string          `db:"scheme"`
-	Kind       string          `db:"kind"`
-	Status     string          `db:"status"`
 	Event      json.RawMessage `db:"event"`
-	Attempts   int             `db:"attempts"`
 	ReceivedAt time.Time       `db:"received_at"`
 }
 
@@ -143,17 +140,21 @@ func (p *Processor) processBatch(ctx context.Context, ids []int64, skipLocked bo
 		return nil
 	}
 	errs := make([]error, len(ids))
-	released, busy, err := p.processTx(ctx, ids, skipLocked)
+	res, err := p.processTx(ctx, ids, skipLocked)
 	switch {
 	case err == nil:
 		for i, id := range ids {
-			if busy[id] {
+			if res.busy[id] {
 				errs[i] = errBusy
+			}
+			if cause, ok := res.failed[id]; ok {
+				p.recordFailure(ctx, id, cause)
+				errs[i] = cause
 			}
 		}
 		// A released refund left out as busy is due now: the worker
 		// takes it on its next round.
-		for _, err := range p.processBatch(ctx, released, skipLocked) {
+		for _, err := range p.processBatch(ctx, res.released, skipLocked) {
 			if err != nil && !errors.Is(err, errBusy) {
 				p.log.Warn("released delivery failed; the worker will retry", "error", err)
 			}
@@ -162,8 +163,12 @@ func (p *Processor) processBatch(ctx context.Context, ids []int64, skipLocked bo
 		p.recordFailure(ctx, ids[0], err)
 		errs[0] = err
 	default:
+		// Each on its own time: a batch that ran out of it must not leave
+		// its deliveries an expired context and a failed attempt each.
 		for i, id := range ids {
-			errs[i] = p.processBatch(ctx, []int64{id}, skipLocked)[0]
+			one, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.Timeout)
+			errs[i] = p.processBatch(one, []int64{id}, skipLocked)[0]
+			cancel()
 		}
 	}
 	return errs
@@ -306,6 +311,13 @@ func (p *Processor) grantMissing(ctx context.Context, ev scheme.Event) (bool, er
 	return missing, err
 }
 
+// txResult is what a processing transaction leaves its caller to do.
+type txResult struct {
+	released []int64         // refunds released from parking by its payments
+	busy     map[int64]bool  // left out: their charge was held elsewhere
+	failed   map[int64]error // left out: their stored event does not decode
+}
+
 // delivery is one pending inbox row in a processing transaction, and what
 // was decided for it.
 type delivery struct {
@@ -325,16 +337,25 @@ type delivery struct {
 // skipLocked takes only the charges no other transaction holds and leaves
 // the deliveries of the others out, returned as busy. It returns the
 // deliveries released from parking by the payments it booked.
-func (p *Processor) processTx(ctx context.Context, ids []int64, skipLocked bool) (released []int64, busy map[int64]bool, err error) {
+func (p *Processor) processTx(ctx context.Context, ids []int64, skipLocked bool) (res txResult, err error) {
 	start := time.Now()
 	tx, err := p.db.BeginTxx(ctx, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("process deliveries %v: begin: %w", ids, err)
+		return res, fmt.Errorf("process deliveries %v: begin: %w", ids, err)
 	}
 	defer tx.Rollback()
-	ds, err := p.lockPending(ctx, tx, ids)
-	if err != nil || len(ds) == 0 {
-		return nil, nil, err
+	// This transaction's statements are prepared lookups and writes by key
+	// over arrays of ids, and PostgreSQL would plan each on every call: its
+	// generic estimate of "= ANY($1)" assumes ten elements and looks dearer
+	// than a custom plan for two. Their generic plans are the right ones
+	// and planning was a fifth of their time. Set for this transaction
+	// only: queries elsewhere (reports) need their custom plans.
+	if _, err := tx.ExecContext(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+		return res, fmt.Errorf("process deliveries %v: %w", ids, err)
+	}
+	var ds []*delivery
+	if ds, res.failed, err = p.lockPending(ctx, tx, ids); err != nil || len(ds) == 0 {
+		return res, err
 	}
 	var chargeEvents []charges.Event
 	for _, d := range ds {
@@ -344,36 +365,36 @@ func (p *Processor) processTx(ctx context.Context, ids []int64, skipLocked bool)
 	}
 	locked, err := p.applier.LockTx(ctx, tx, chargeEvents, skipLocked)
 	if err != nil {
-		return nil, nil, fmt.Errorf("process deliveries %v: %w", ids, err)
+		return res, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
 	if skipLocked {
-		if ds, busy = leaveOutBusy(locked, ds); len(ds) == 0 {
-			return nil, busy, nil
+		if ds, res.busy = leaveOutBusy(locked, ds); len(ds) == 0 {
+			return res, nil
 		}
 	}
 	decided, err := decide(locked, ds)
 	if err != nil {
-		return nil, nil, fmt.Errorf("process deliveries %v: %w", ids, err)
+		return res, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
 	if err := locked.WriteTx(ctx, tx); err != nil {
-		return nil, nil, fmt.Errorf("process deliveries %v: %w", ids, err)
+		return res, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
 	drafts, err := outcomeEvents(ctx, tx, decided)
 	if err != nil {
-		return nil, nil, fmt.Errorf("process deliveries %v: %w", ids, err)
+		return res, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
-	released, err = p.finish(ctx, tx, ds, drafts)
+	res.released, err = p.finish(ctx, tx, ds, drafts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("process deliveries %v: mark done: %w", ids, err)
+		return res, fmt.Errorf("process deliveries %v: mark done: %w", ids, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, nil, fmt.Errorf("process deliveries %v: commit: %w", ids, postings.MapError(err))
+		return res, fmt.Errorf("process deliveries %v: commit: %w", ids, postings.MapError(err))
 	}
 	p.committed()
 	for _, d := range ds {
 		p.Metrics.Processed(d.status, time.Since(start))
 	}
-	return released, busy, nil
+	return res, nil
 }
 
 // leaveOutBusy splits off the deliveries whose charge a batch could not
@@ -391,38 +412,41 @@ func leaveOutBusy(l *charges.Locked, ds []*delivery) ([]*delivery, map[int64]boo
 	return kept, busy
 }
 
-// lockPendingSQL locks inbox rows by id, skipping rows another
-// transaction holds. Rows are found by primary key alone and their status
-// checked after: with "AND status = 'pending'" the planner may pick the
-// partial index of pending rows and read the whole backlog to find a few
-// ids.
-const lockPendingSQL = `SELECT id, scheme, kind, status, event, attempts, received_at FROM inbox
-	WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED`
+// lockPendingSQL locks the pending inbox rows among ids, skipping rows
+// another transaction holds; a row that is no longer pending is neither
+// returned nor locked. "status || ”" keeps the planner on the primary
+// key: with "status = 'pending'" it may pick the partial index of pending
+// rows and read the whole backlog to find a few ids.
+const lockPendingSQL = `SELECT id, event, received_at FROM inbox
+	WHERE id = ANY($1) AND status || '' = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`
 
-// lockPending locks the inbox rows of ids and returns the ones still
-// pending, in id order. Lock order is always inbox rows, then charge rows:
-// no deadlocks.
-func (p *Processor) lockPending(ctx context.Context, tx *sqlx.Tx, ids []int64) ([]*delivery, error) {
+// lockPending locks the pending inbox rows of ids and returns them in id
+// order, each with its decoded event, and apart the ones whose stored
+// event does not decode: those fail alone rather than fail the batch. Lock
+// order is always inbox rows, then charge rows: no deadlocks.
+func (p *Processor) lockPending(ctx context.Context, tx *sqlx.Tx, ids []int64) ([]*delivery, map[int64]error, error) {
 	stmt, err := p.lockStmt.In(ctx, tx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var rows []inboxRow
 	if err := stmt.SelectContext(ctx, &rows, pq.Array(ids)); err != nil {
-		return nil, fmt.Errorf("lock deliveries %v: %w", ids, err)
+		return nil, nil, fmt.Errorf("lock deliveries %v: %w", ids, err)
 	}
 	var ds []*delivery
+	var failed map[int64]error
 	for _, r := range rows {
-		if r.Status != "pending" {
-			continue // done meanwhile
-		}
 		d := &delivery{inboxRow: r}
 		if err := json.Unmarshal(r.Event, &d.ev); err != nil {
-			return nil, fmt.Errorf("delivery %d: decode stored event: %w", r.ID, err)
+			if failed == nil {
+				failed = map[int64]error{}
+			}
+			failed[r.ID] = fmt.Errorf("delivery %d: decode stored event: %w", r.ID, err)
+			continue
 		}
 		ds = append(ds, d)
 	}
-	return ds, nil
+	return ds, failed, nil
 }
 
 // movesCharge reports whether the delivery's event is one its charge
@@ -580,7 +604,9 @@ func (p *Processor) finish(ctx context.Context, tx *sqlx.Tx, ds []*delivery, dra
 // exponential back-off (1 s doubling to 10 min, jittered so replicas do not
 // retry in lockstep); past MaxAttempts the delivery becomes a divergence.
 func (p *Processor) recordFailure(ctx context.Context, id int64, cause error) {
-	ctx = context.WithoutCancel(ctx)
+	// Its own time: the attempt that failed may have used all of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.Timeout)
+	defer cancel()
 	p.Metrics.Failure()
 	if err := p.recordFailureTx(ctx, id, cause); err != nil {
 		p.log.Error("record delivery failure", "delivery", id, "error", err, "cause", cause)
