@@ -77,16 +77,19 @@ func (l *Ledger) PostTx(ctx context.Context, tx *sqlx.Tx, s Set) (Posted, error)
 // one round trip instead of one per set. Each set is "if absent" on its
 // own, exactly as PostTx.
 func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Posted, error) {
-	if err := l.accountsInOrder(ctx, tx, sets); err != nil {
+	for i := range sets {
+		if err := sets[i].Validate(); err != nil {
+			return nil, err
+		}
+	}
+	accts, err := l.accountsInOrder(ctx, tx, sets)
+	if err != nil {
 		return nil, err
 	}
 	in := make([]pending, len(sets))
 	for i := range sets {
 		s := &sets[i]
-		if err := s.Validate(); err != nil {
-			return nil, err
-		}
-		legs, err := l.resolveLegs(ctx, tx, s)
+		legs, err := resolveLegs(s, accts)
 		if err != nil {
 			return nil, err
 		}
@@ -148,15 +151,12 @@ type resolvedLegs struct {
 	amounts    []int64
 }
 
-// resolveLegs maps each leg to its account, checking it exists and holds
-// the leg's currency. Partner payable accounts are created on first use.
-func (l *Ledger) resolveLegs(ctx context.Context, tx *sqlx.Tx, s *Set) (resolvedLegs, error) {
+// resolveLegs maps each leg to its account, found by accountsInOrder, and
+// checks the account holds the leg's currency.
+func resolveLegs(s *Set, accts map[string]accounts.Account) (resolvedLegs, error) {
 	var r resolvedLegs
 	for i, leg := range s.Legs {
-		a, err := l.account(ctx, tx, leg.Account)
-		if err != nil {
-			return resolvedLegs{}, fmt.Errorf("post %s: leg %d: %w", s.IdempotencyKey, i, err)
-		}
+		a := accts[leg.Account]
 		cur := leg.currency(s.Currency)
 		if a.Currency != cur {
 			return resolvedLegs{}, fmt.Errorf("%w: leg %d is %s, account %s is %s", ErrCurrencyMismatch, i, cur, a.Code, a.Currency)
@@ -168,11 +168,12 @@ func (l *Ledger) resolveLegs(ctx context.Context, tx *sqlx.Tx, s *Set) (resolved
 	return r, nil
 }
 
-// accountsInOrder looks up, and creates where they may be created on first
-// use, every account the sets' legs name, in code order: two transactions
-// each creating the payable accounts of two new partners would otherwise
-// wait on each other's new row, in opposite orders, and deadlock.
-func (l *Ledger) accountsInOrder(ctx context.Context, tx *sqlx.Tx, sets []Set) error {
+// accountsInOrder looks up every account the sets' legs name, creating
+// the ones created on first use (a partner's payable account), in code
+// order: two transactions each creating the payable accounts of two new
+// partners would otherwise wait on each other's new row, in opposite
+// orders, and deadlock.
+func (l *Ledger) accountsInOrder(ctx context.Context, tx *sqlx.Tx, sets []Set) (map[string]accounts.Account, error) {
 	var codes []string
 	for _, s := range sets {
 		for _, leg := range s.Legs {
@@ -180,12 +181,15 @@ func (l *Ledger) accountsInOrder(ctx context.Context, tx *sqlx.Tx, sets []Set) e
 		}
 	}
 	slices.Sort(codes)
+	accts := make(map[string]accounts.Account, len(codes))
 	for _, code := range slices.Compact(codes) {
-		if _, err := l.account(ctx, tx, code); err != nil {
-			return fmt.Errorf("post %s: %w", keys(sets), err)
+		a, err := l.account(ctx, tx, code)
+		if err != nil {
+			return nil, fmt.Errorf("post %s: %w", keys(sets), err)
 		}
+		accts[code] = a
 	}
-	return nil
+	return accts, nil
 }
 
 func (l *Ledger) account(ctx context.Context, tx *sqlx.Tx, code string) (accounts.Account, error) {

@@ -130,7 +130,7 @@ func TestSeedTable(t *testing.T) {
 			wg.Add(1)
 			go func() { defer wg.Done(); replies[i] = e.postHodle(failedBody) }()
 		}
-		e.waitLockWaiters(2)
+		e.waitHeld(0, 2) // both sessions wait on a lock
 		gate.Rollback()
 		wg.Wait()
 		got := map[string]int{}

@@ -214,7 +214,6 @@ func (e *env) wantBalances(want map[string]int64) {
 	}
 }
 
-// waitLockWaiters blocks until n sessions of this database wait on a lock.
 // holdCharge locks the charge's row from a transaction of the test's own
 // until that transaction ends: the gate deliveries wait on.
 func (e *env) holdCharge(id string) *sqlx.Tx {
@@ -222,11 +221,6 @@ func (e *env) holdCharge(id string) *sqlx.Tx {
 	gate := e.db.MustBegin()
 	gate.MustExec(`SELECT 1 FROM charges WHERE id = $1 FOR UPDATE`, id)
 	return gate
-}
-
-func (e *env) waitLockWaiters(n int) {
-	e.t.Helper()
-	e.waitHeld(0, n)
 }
 
 // waitHeld waits until stored deliveries are in the inbox, still pending,

@@ -78,8 +78,6 @@ type processCall struct {
 func (p *Processor) RunBatcher(ctx context.Context, loops int) { p.group.Run(ctx, loops) }
 
 func (p *Processor) processCalls(ctx context.Context, calls []*processCall) {
-	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
-	defer cancel()
 	ids := make([]int64, len(calls))
 	for i, c := range calls {
 		ids[i] = c.id
@@ -123,8 +121,6 @@ var errBusy = errors.New("charge held by another transaction")
 // processAlone applies one delivery in a transaction of its own, waiting
 // for its charge's lock if another transaction holds it.
 func (p *Processor) processAlone(ctx context.Context, id int64) error {
-	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
-	defer cancel()
 	return p.processBatch(ctx, []int64{id}, charges.Wait)[0]
 }
 
@@ -163,12 +159,10 @@ func (p *Processor) processBatch(ctx context.Context, ids []int64, skipLocked bo
 		p.recordFailure(ctx, ids[0], err)
 		errs[0] = err
 	default:
-		// Each on its own time: a batch that ran out of it must not leave
-		// its deliveries an expired context and a failed attempt each.
+		// Each in a transaction of its own, with its own Timeout: a batch
+		// that ran out of time leaves its deliveries no expired context.
 		for i, id := range ids {
-			one, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.Timeout)
-			errs[i] = p.processBatch(one, []int64{id}, skipLocked)[0]
-			cancel()
+			errs[i] = p.processBatch(ctx, []int64{id}, skipLocked)[0]
 		}
 	}
 	return errs
@@ -338,6 +332,8 @@ type delivery struct {
 // the deliveries of the others out, returned as busy. It returns the
 // deliveries released from parking by the payments it booked.
 func (p *Processor) processTx(ctx context.Context, ids []int64, skipLocked bool) (res txResult, err error) {
+	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	defer cancel()
 	start := time.Now()
 	tx, err := p.db.BeginTxx(ctx, nil)
 	if err != nil {

@@ -80,9 +80,9 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 // process applies a batch, then, one at a time, the deliveries it left out
 // because another transaction held their charge.
 func (w *Worker) process(ctx context.Context, ids []int64) {
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.proc.Timeout)
-	errs := w.proc.processBatch(pctx, ids, charges.SkipLocked)
-	cancel()
+	// A delivery in flight finishes when ctx ends; each transaction is
+	// bounded by the processor's Timeout.
+	errs := w.proc.processBatch(context.WithoutCancel(ctx), ids, charges.SkipLocked)
 	for i, err := range errs {
 		if errors.Is(err, errBusy) && ctx.Err() == nil {
 			w.proc.processAlone(context.WithoutCancel(ctx), ids[i])
