@@ -141,6 +141,8 @@ func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint
 		case entries[i].status != "pending":
 		case s.Duplicate:
 			err = h.proc.Redelivered(pctx, s.Key)
+		case s.processed:
+			err = h.proc.settle(pctx, s.ID, s.procErr)
 		default:
 			err = h.proc.Process(pctx, s.ID)
 		}

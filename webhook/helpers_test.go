@@ -84,7 +84,7 @@ func newEnvWithDB(t testing.TB, db *sqlx.DB, url string) *env {
 		}
 		eps = append(eps, ep)
 	}
-	inbox := webhook.NewInbox(db)
+	inbox := webhook.NewInbox(db, proc)
 	h := webhook.NewHandler(eps, inbox, proc, func() time.Time { return clock }, log)
 	r := mux.NewRouter()
 	r.Handle("/webhooks/{endpoint}", h)

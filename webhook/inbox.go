@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/razao/razao/charges"
 	"github.com/razao/razao/internal/batch"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/webhook/scheme"
@@ -21,11 +22,15 @@ type Inbox struct {
 	db         *sqlx.DB
 	group      *batch.Group[*putRequest]
 	insertStmt *sqlstmt.Stmt
+	proc       *Processor
 }
 
-// NewInbox returns the inbox over db.
-func NewInbox(db *sqlx.DB) *Inbox {
-	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL)}
+// NewInbox returns the inbox over db. With a processor, the new deliveries
+// of each group commit are applied right after that commit, together in
+// one transaction of their own (see processStored); with nil, storing is
+// all it does.
+func NewInbox(db *sqlx.DB, proc *Processor) *Inbox {
+	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL), proc: proc}
 	in.group = batch.New(maxBatch, in.insertAll)
 	return in
 }
@@ -42,6 +47,11 @@ type Stored struct {
 	ID        int64 // 0 for a duplicate
 	Key       string
 	Duplicate bool
+
+	// processed says the entry's batch processed it after the commit,
+	// with procErr as its outcome (errBusy: left for its request).
+	processed bool
+	procErr   error
 }
 
 // keptHeaders are the headers worth keeping for audit and reconciliation.
@@ -102,7 +112,8 @@ func bodyHash(body []byte) string {
 // COMMIT, so the caller may answer 2xx; any error means nothing was stored.
 // While RunBatcher runs, concurrent deliveries are group-committed: one
 // multi-row INSERT … ON CONFLICT DO NOTHING RETURNING and one commit for
-// all of them, each request answered after that commit.
+// all of them, each request answered after that commit. With a processor,
+// put returns once the new entries were also processed (or left out).
 func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, headers []byte) ([]Stored, error) {
 	req := &putRequest{ep: ep, entries: entries, body: body, headers: headers}
 	if err := in.group.Do(ctx, req); err != nil {
@@ -131,10 +142,17 @@ const maxBatch = 64
 // its own.
 func (in *Inbox) RunBatcher(ctx context.Context, loops int) { in.group.Run(ctx, loops) }
 
-// insertAll stores a batch; one bad row fails the whole statement, so on
-// error each delivery is retried on its own and an error stays with the
-// one that caused it.
+// insertAll stores a batch, then processes what it stored; one bad row
+// fails the whole statement, so on error each delivery is retried on its
+// own and an error stays with the one that caused it.
 func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest) {
+	in.insertBatch(ctx, batch)
+	if in.proc != nil {
+		in.processStored(ctx, batch)
+	}
+}
+
+func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	err := in.insert(ctx, batch)
@@ -146,6 +164,32 @@ func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest) {
 	}
 	for _, r := range batch {
 		r.err = err
+	}
+}
+
+// processStored applies the new pending deliveries of a committed group
+// commit in one processing transaction, right away: the batch the inbox
+// formed is the batch processing gets, at no cost of regrouping the
+// requests. A delivery left out because its charge is held elsewhere
+// (errBusy) is processed by its own request, alone and waiting.
+func (in *Inbox) processStored(ctx context.Context, batch []*putRequest) {
+	var ids []int64
+	var owners []*Stored
+	for _, r := range batch {
+		if r.err != nil {
+			continue
+		}
+		for i := range r.stored {
+			if s := &r.stored[i]; !s.Duplicate && r.entries[i].status == "pending" {
+				ids, owners = append(ids, s.ID), append(owners, s)
+			}
+		}
+	}
+	// The requests are waiting; their cancellation must not abort a
+	// transaction half way. Each transaction is bounded by the
+	// processor's Timeout.
+	for i, err := range in.proc.processBatch(context.WithoutCancel(ctx), ids, charges.SkipLocked) {
+		owners[i].processed, owners[i].procErr = true, err
 	}
 }
 

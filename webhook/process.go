@@ -28,9 +28,11 @@ const DefaultTimeout = 15 * time.Second
 // divergence instead of looping forever.
 const DefaultMaxAttempts = 10
 
-// Processor applies stored deliveries in locked transactions: one delivery
-// each, or, while RunBatcher runs, the deliveries of concurrent requests
-// together.
+// Processor applies stored deliveries in locked transactions, several per
+// transaction where it can: the inbox hands it the new deliveries of each
+// group commit, the worker the due ones, and Process, while RunBatcher
+// runs, the deliveries of concurrent calls (a PSP's redeliveries of
+// deliveries still pending).
 type Processor struct {
 	db          *sqlx.DB
 	group       *batch.Group[*processCall]
@@ -71,10 +73,10 @@ type processCall struct {
 	err error
 }
 
-// RunBatcher processes the deliveries of concurrent requests together until
-// ctx ends, loops transactions at once: each request still waits for its
-// own delivery's transaction to commit (or fail) before it answers.
-// Without it, each delivery is processed on its own.
+// RunBatcher processes the deliveries of concurrent Process calls together
+// until ctx ends, loops transactions at once: each call still waits for
+// its own delivery's transaction to commit (or fail). Without it, each
+// delivery is processed on its own.
 func (p *Processor) RunBatcher(ctx context.Context, loops int) { p.group.Run(ctx, loops) }
 
 func (p *Processor) processCalls(ctx context.Context, calls []*processCall) {
@@ -94,7 +96,7 @@ type inboxRow struct {
 	ReceivedAt time.Time       `db:"received_at"`
 }
 
-// Process applies the pending delivery id, together with other requests'
+// Process applies the pending delivery id, together with other calls'
 // deliveries while RunBatcher runs, and returns once its transaction has
 // committed or failed. It returns nil without doing anything when the
 // delivery is done or another worker holds it. On failure the transaction
@@ -106,12 +108,17 @@ func (p *Processor) Process(ctx context.Context, id int64) error {
 	if err := p.group.Do(ctx, c); err != nil {
 		return err
 	}
-	if errors.Is(c.err, errBusy) {
-		// Its charge was held elsewhere: wait for it here, on the
-		// request's own time, not in the batch everyone else is in.
+	return p.settle(ctx, id, c.err)
+}
+
+// settle finishes a delivery after its batch: one the batch left out
+// because its charge was held elsewhere waits for that charge here, on
+// the request's own time, not in the batch everyone else is in.
+func (p *Processor) settle(ctx context.Context, id int64, batchErr error) error {
+	if errors.Is(batchErr, errBusy) {
 		return p.processAlone(ctx, id)
 	}
-	return c.err
+	return batchErr
 }
 
 // errBusy marks a delivery a batch left out because another transaction

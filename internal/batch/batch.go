@@ -3,10 +3,18 @@
 // up to a maximum, and run them as one batch. It is how razao group-commits
 // inbox inserts and processes several deliveries in one transaction, with
 // each request answered only after its batch has finished.
+//
+// A batch costs a fixed price (round trips, a commit) plus a price per
+// item, so fewer, larger batches are cheaper. A loop therefore starts a
+// batch at once only when no other batch runs, or when it holds at least
+// as many items as every batch running; otherwise it waits for more items
+// or for a batch to end. Alone, an item never waits; under load, loops do
+// not split the waiting callers into many small batches.
 package batch
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -18,6 +26,10 @@ type Group[T any] struct {
 	calls   chan *call[T]
 	stopped chan struct{} // closed when Run has returned
 	running atomic.Bool
+
+	mu       sync.Mutex
+	inflight []int         // sizes of the batches running
+	ended    chan struct{} // closed, and replaced, whenever a batch ends
 }
 
 type call[T any] struct {
@@ -32,7 +44,7 @@ func New[T any](max int, run func(ctx context.Context, items []T)) *Group[T] {
 	if max < 1 {
 		max = 1
 	}
-	return &Group[T]{run: run, max: max, calls: make(chan *call[T]), stopped: make(chan struct{})}
+	return &Group[T]{run: run, max: max, calls: make(chan *call[T]), stopped: make(chan struct{}), ended: make(chan struct{})}
 }
 
 // Do runs item in the next batch and returns once that batch has run. While
@@ -84,23 +96,74 @@ func (g *Group[T]) loop(ctx context.Context) {
 		case c := <-g.calls:
 			calls = append(calls, c)
 		}
-		// Take whoever queued while the last batch ran; never wait for more.
-	collect:
-		for len(calls) < g.max {
-			select {
-			case c := <-g.calls:
-				calls = append(calls, c)
-			default:
-				break collect
-			}
-		}
+		calls = g.gather(ctx, g.collect(calls))
 		items := make([]T, len(calls))
 		for i, c := range calls {
 			items[i] = c.item
 		}
 		g.run(context.WithoutCancel(ctx), items)
+		g.end(len(calls))
 		for _, c := range calls {
 			close(c.done)
 		}
 	}
+}
+
+// collect adds whoever queued while the last batch ran, without waiting.
+func (g *Group[T]) collect(calls []*call[T]) []*call[T] {
+	for len(calls) < g.max {
+		select {
+		case c := <-g.calls:
+			calls = append(calls, c)
+		default:
+			return calls
+		}
+	}
+	return calls
+}
+
+// gather waits, while a larger batch runs, for more callers or for a batch
+// to end, and returns the calls once they may start as a batch (counted
+// as running from then on). When ctx ends they start as they are.
+func (g *Group[T]) gather(ctx context.Context, calls []*call[T]) []*call[T] {
+	for {
+		ended, ok := g.start(len(calls), ctx.Err() != nil)
+		if ok {
+			return calls
+		}
+		select {
+		case c := <-g.calls:
+			calls = g.collect(append(calls, c))
+		case <-ended:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// start counts a batch of n as running and reports true, unless a larger
+// batch is running (and force is false): then it returns a channel closed
+// when some batch ends.
+func (g *Group[T]) start(n int, force bool) (<-chan struct{}, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !force && n < g.max {
+		for _, m := range g.inflight {
+			if n < m {
+				return g.ended, false
+			}
+		}
+	}
+	g.inflight = append(g.inflight, n)
+	return nil, true
+}
+
+// end counts a batch of n as no longer running and wakes waiting loops.
+func (g *Group[T]) end(n int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if i := slices.Index(g.inflight, n); i >= 0 {
+		g.inflight = slices.Delete(g.inflight, i, i+1)
+	}
+	close(g.ended)
+	g.ended = make(chan struct{})
 }

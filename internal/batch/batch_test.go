@@ -88,6 +88,96 @@ func TestCallersArrivingDuringABatchShareTheNext(t *testing.T) {
 	}
 }
 
+// With two loops, a loop does not start a batch smaller than the one
+// running: it waits for more callers, or for that batch to end.
+func TestNoSmallerBatchStartsWhileALargerRuns(t *testing.T) {
+	release := make([]chan struct{}, 8)
+	for i := range release {
+		release[i] = make(chan struct{})
+	}
+	started := make(chan int, 8) // the size of each batch as it starts
+	var mu sync.Mutex
+	nb := 0
+	g := New(64, func(ctx context.Context, items []*item) {
+		mu.Lock()
+		b := nb
+		nb++
+		mu.Unlock()
+		for _, it := range items {
+			it.batch = b
+		}
+		started <- len(items)
+		<-release[b]
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { g.Run(ctx, 2); close(done) }()
+	for !g.running.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	call := func(n int) *item {
+		it := &item{n: n, batch: -1}
+		wg.Add(1)
+		go func() { defer wg.Done(); g.Do(context.Background(), it) }()
+		return it
+	}
+	expect := func(size int) {
+		t.Helper()
+		select {
+		case got := <-started:
+			if got != size {
+				t.Fatalf("a batch of %d started, want %d", got, size)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no batch of %d started", size)
+		}
+	}
+	expectNone := func() {
+		t.Helper()
+		select {
+		case got := <-started:
+			t.Fatalf("a batch of %d started while a larger one ran", got)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+
+	// Nothing runs: a lone caller starts at once, and so does the next,
+	// as large as the one running.
+	call(1)
+	expect(1)
+	call(2)
+	expect(1)
+	// Both loops busy: three callers queue, and start together when
+	// batch 0 ends.
+	call(3)
+	call(4)
+	call(5)
+	time.Sleep(100 * time.Millisecond) // for all three to queue
+	close(release[0])
+	expect(3)
+	close(release[1])
+	// Batch 2 (three) runs: one caller waits rather than start alone...
+	lone := call(6)
+	expectNone()
+	// ...until two more make a batch as large.
+	call(7)
+	call(8)
+	expect(3)
+	if lone.batch != 3 {
+		t.Fatalf("the waiting caller ran in batch %d, want 3", lone.batch)
+	}
+	// With no batch running, a lone caller starts at once again.
+	close(release[2])
+	close(release[3])
+	call(9)
+	expect(1)
+	close(release[4])
+	wg.Wait()
+	cancel()
+	<-done
+}
+
 // Before Run starts, each caller runs its item alone.
 func TestWithoutRunEachCallerRunsAlone(t *testing.T) {
 	var sizes []int
