@@ -1,6 +1,8 @@
 package webhook_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -232,6 +234,47 @@ func TestDuplicateStormOfAppliedPaymentDrainsWithASmallPool(t *testing.T) {
 		if r.Code != 200 || r.Body.Status != "duplicate" {
 			t.Fatalf("copy %d: %d %+v", i, r.Code, r.Body)
 		}
+	}
+	e.assertPaidOnce("order-1")
+}
+
+// A PSP that hangs up while its delivery's batch is held loses nothing:
+// it gets no 2xx, the batch stores and applies the delivery when it can,
+// and the redelivery is answered "duplicate". Here the batch is held by
+// a test transaction inserting the same delivery key, uncommitted.
+func TestPSPHangingUpMidBatchLosesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.groupCommit()
+	e.charge("order-1", 4990, "partner-42", 1000)
+	holder := e.db.MustBegin()
+	holder.MustExec(`INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body)
+		VALUES ('std|charge.paid|msg-1', 'std', 'standard', 'loja-1', 'charge.paid', 'msg-1', 'paid', '{}', '')`)
+
+	body, _ := json.Marshal(map[string]any{"type": "charge.paid", "timestamp": clock.UTC().Format(time.RFC3339),
+		"data": map[string]any{"charge_id": "order-1", "amount": 4990}})
+	ctx, hangUp := context.WithCancel(context.Background())
+	answered := make(chan reply, 1)
+	go func() {
+		answered <- e.doContext(ctx, "POST", "/webhooks/std", standardHeaders("msg-1", clock.Unix(), body), body)
+	}()
+	e.waitHeld(0, 1) // the batch's INSERT waits on the holder's key
+	hangUp()
+	if r := <-answered; r.Code != 503 {
+		t.Fatalf("the PSP that hung up was answered %d %+v, want 503", r.Code, r.Body)
+	}
+	holder.Rollback()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for e.count(`SELECT count(*) FROM inbox WHERE status = 'processed'`) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the held batch never applied the delivery")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.assertPaidOnce("order-1")
+	if r := e.post("/webhooks/std", standardHeaders("msg-1", clock.Unix(), body), body); r.Code != 200 || r.Body.Status != "duplicate" {
+		t.Fatalf("redelivery: %d %+v, want 200 duplicate", r.Code, r.Body)
 	}
 	e.assertPaidOnce("order-1")
 }

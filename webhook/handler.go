@@ -113,7 +113,14 @@ func (h *Handler) malformed(w http.ResponseWriter, ctx context.Context, ep *Endp
 func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint, evs []scheme.Event, body, headers []byte) {
 	entries := entriesFor(ep, evs, body)
 	stored, err := h.inbox.put(ctx, ep, entries, body, headers)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// The PSP hung up while its batch was stored or processed: the
+		// delivery may well be stored, and its redelivery will say so.
+		h.log.InfoContext(ctx, "client gone before the answer", "endpoint", ep.Name, "error", err)
+		h.reply(w, ep.Name, "client_gone", http.StatusServiceUnavailable, Response{Status: "unavailable"})
+		return
+	case err != nil:
 		h.log.ErrorContext(ctx, "inbox unavailable", "endpoint", ep.Name, "error", err)
 		h.reply(w, ep.Name, "unavailable", http.StatusServiceUnavailable, Response{Status: "unavailable"})
 		return

@@ -115,7 +115,14 @@ func (e *env) post(path string, header http.Header, body []byte) reply {
 
 func (e *env) do(method, path string, header http.Header, body []byte) reply {
 	e.t.Helper()
-	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	return e.doContext(context.Background(), method, path, header, body)
+}
+
+// doContext is do with the request's context: the PSP hanging up is ctx
+// ending.
+func (e *env) doContext(ctx context.Context, method, path string, header http.Header, body []byte) reply {
+	e.t.Helper()
+	req := httptest.NewRequestWithContext(ctx, method, path, bytes.NewReader(body))
 	for k, v := range header {
 		req.Header[k] = v
 	}
