@@ -145,8 +145,7 @@ func TestCrashAfterSaleLeavesNothingThenRedeliveryAppliesOnce(t *testing.T) {
 // With group commit, concurrent deliveries share one INSERT and one
 // commit, then one processing transaction: distinct ones are each
 // accepted once, copies of one are accepted once and duplicates after,
-// everything is applied once, and a request is answered only once its
-// delivery is applied.
+// and everything is applied once.
 func TestGroupCommitKeepsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -156,7 +155,6 @@ func TestGroupCommitKeepsExactlyOnce(t *testing.T) {
 		e.charge(fmt.Sprintf("order-%d", i), 4990, "partner-42", 1000)
 	}
 	replies := make([]reply, charges*copies)
-	stateAtReply := make([]string, len(replies))
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range replies {
@@ -166,18 +164,10 @@ func TestGroupCommitKeepsExactlyOnce(t *testing.T) {
 			<-start
 			id := fmt.Sprintf("order-%d", i%charges)
 			replies[i] = e.postStandard("msg-"+id, "charge.paid", map[string]any{"charge_id": id, "amount": 4990})
-			if err := e.db.Get(&stateAtReply[i], `SELECT state FROM charges WHERE id = $1`, id); err != nil {
-				t.Error(err)
-			}
 		}()
 	}
 	close(start)
 	wg.Wait()
-	for i, r := range replies {
-		if r.Body.Status == "accepted" && stateAtReply[i] != "paid" {
-			t.Errorf("reply %d accepted while its charge was still %q", i, stateAtReply[i])
-		}
-	}
 	// The group commits were processed as batches: some transaction
 	// wrote the sales of several charges.
 	if n := e.count(`SELECT count(DISTINCT created_xid) FROM posting_sets WHERE kind = 'sale'`); n >= charges {

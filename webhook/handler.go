@@ -114,7 +114,7 @@ func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint
 	entries := entriesFor(ep, evs, body)
 	stored, err := h.inbox.put(ctx, ep, entries, body, headers)
 	switch {
-	case err != nil && ctx.Err() != nil:
+	case err != nil && errors.Is(err, ctx.Err()):
 		// The PSP hung up while its batch was stored or processed: the
 		// delivery may well be stored, and its redelivery will say so.
 		h.log.InfoContext(ctx, "client gone before the answer", "endpoint", ep.Name, "error", err)

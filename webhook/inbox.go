@@ -109,11 +109,13 @@ func bodyHash(body []byte) string {
 }
 
 // put stores the entries of one delivery and returns only after their
-// COMMIT, so the caller may answer 2xx; any error means nothing was stored.
-// While RunBatcher runs, concurrent deliveries are group-committed: one
+// COMMIT, so the caller may answer 2xx. An error means they may not be
+// stored: the caller answers 503, and if they were (ctx ended while its
+// batch committed) the PSP's redelivery is answered "duplicate". While
+// RunBatcher runs, concurrent deliveries are group-committed: one
 // multi-row INSERT … ON CONFLICT DO NOTHING RETURNING and one commit for
-// all of them, each request answered after that commit. With a processor,
-// put returns once the new entries were also processed (or left out).
+// all of them. With a processor, put returns once the new entries were
+// also processed (or left out as busy).
 func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, headers []byte) ([]Stored, error) {
 	req := &putRequest{ep: ep, entries: entries, body: body, headers: headers}
 	if err := in.group.Do(ctx, req); err != nil {
@@ -138,18 +140,38 @@ type putRequest struct {
 const maxBatch = 64
 
 // RunBatcher group-commits concurrent deliveries until ctx ends, with
-// loops inserts in flight at once. Without it, each delivery commits on
-// its own.
+// loops batches in flight at once, each batch followed by the processing
+// of what it stored. Without it, each delivery commits (and is processed)
+// on its own.
 func (in *Inbox) RunBatcher(ctx context.Context, loops int) { in.group.Run(ctx, loops) }
 
 // insertAll stores a batch, then processes what it stored; one bad row
 // fails the whole statement, so on error each delivery is retried on its
-// own and an error stays with the one that caused it.
-func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest) {
+// own and an error stays with the one that caused it. A request with
+// nothing to process (duplicates, ignored events, a failed insert) is let
+// go right after the commit rather than wait for the others' processing.
+func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest, done func(i int)) {
 	in.insertBatch(ctx, batch)
-	if in.proc != nil {
-		in.processStored(ctx, batch)
+	if in.proc == nil {
+		return
 	}
+	for i, r := range batch {
+		if !r.hasNew() {
+			done(i)
+		}
+	}
+	in.processStored(ctx, batch)
+}
+
+// hasNew reports whether the request stored an entry that is to be
+// processed.
+func (r *putRequest) hasNew() bool {
+	for i, s := range r.stored {
+		if !s.Duplicate && r.entries[i].status == "pending" {
+			return r.err == nil
+		}
+	}
+	return false
 }
 
 func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
@@ -176,7 +198,7 @@ func (in *Inbox) processStored(ctx context.Context, batch []*putRequest) {
 	var ids []int64
 	var owners []*Stored
 	for _, r := range batch {
-		if r.err != nil {
+		if !r.hasNew() {
 			continue
 		}
 		for i := range r.stored {
@@ -187,9 +209,15 @@ func (in *Inbox) processStored(ctx context.Context, batch []*putRequest) {
 	}
 	// The requests are waiting; their cancellation must not abort a
 	// transaction half way. Each transaction is bounded by the
-	// processor's Timeout.
-	for i, err := range in.proc.processBatch(context.WithoutCancel(ctx), ids, charges.SkipLocked) {
-		owners[i].processed, owners[i].procErr = true, err
+	// processor's Timeout, and holds maxBatch deliveries at most (a
+	// delivery may carry several events).
+	ctx = context.WithoutCancel(ctx)
+	for len(ids) > 0 {
+		n := min(len(ids), maxBatch)
+		for i, err := range in.proc.processBatch(ctx, ids[:n], charges.SkipLocked) {
+			owners[i].processed, owners[i].procErr = true, err
+		}
+		ids, owners = ids[n:], owners[n:]
 	}
 }
 

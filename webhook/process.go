@@ -79,7 +79,7 @@ type processCall struct {
 // delivery is processed on its own.
 func (p *Processor) RunBatcher(ctx context.Context, loops int) { p.group.Run(ctx, loops) }
 
-func (p *Processor) processCalls(ctx context.Context, calls []*processCall) {
+func (p *Processor) processCalls(ctx context.Context, calls []*processCall, _ func(int)) {
 	ids := make([]int64, len(calls))
 	for i, c := range calls {
 		ids[i] = c.id

@@ -69,8 +69,8 @@ type server struct {
 // runs: 598–751/s against 470–522/s for the previous design (a separate
 // processing batcher fed by each request after its inbox commit); one loop
 // 502–568/s with a third of the machine idle, three loops 416–544/s.
-// A batch never waits behind another's lock: it skips locked charges, and
-// their deliveries wait alone, on their own request's time.
+// A batch never waits behind a charge another transaction holds: it skips
+// it, and that delivery waits alone, on its own request's time.
 const batchLoops = 2
 
 func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (*server, error) {

@@ -2,14 +2,16 @@
 // hands in an item and waits; a few loops take whatever items are waiting,
 // up to a maximum, and run them as one batch. It is how razao group-commits
 // inbox inserts and processes several deliveries in one transaction, with
-// each request answered only after its batch has finished.
+// each request answered only after its batch has finished, or once the
+// batch says its result is final.
 //
 // A batch costs a fixed price (round trips, a commit) plus a price per
 // item, so fewer, larger batches are cheaper. A loop therefore starts a
 // batch at once only when no other batch runs, or when it holds at least
 // as many items as every batch running; otherwise it waits for more items
-// or for a batch to end. Alone, an item never waits; under load, loops do
-// not split the waiting callers into many small batches.
+// or for a batch to end, at most MaxWait. Alone, an item never waits;
+// under load, loops do not split the waiting callers into many small
+// batches; behind a batch that is stuck, an item waits MaxWait at most.
 package batch
 
 import (
@@ -17,11 +19,21 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
+
+// DefaultMaxWait is how long a loop waits by default, while a larger batch
+// runs, before it starts a smaller one anyway: a few times one batch's
+// usual length on a busy machine.
+const DefaultMaxWait = 50 * time.Millisecond
 
 // Group batches items of type T. The zero value is not usable; use New.
 type Group[T any] struct {
-	run     func(ctx context.Context, items []T)
+	// MaxWait bounds how long a loop holds callers back, while a larger
+	// batch runs, in the hope of a larger batch. Set it before Run.
+	MaxWait time.Duration
+
+	run     RunFunc[T]
 	max     int
 	calls   chan *call[T]
 	stopped chan struct{} // closed when Run has returned
@@ -37,14 +49,20 @@ type call[T any] struct {
 	done chan struct{}
 }
 
-// New returns a group that runs batches of at most max items with run. run
-// reports each item's result through the item itself (T is usually a
-// pointer) and must not keep items after it returns.
-func New[T any](max int, run func(ctx context.Context, items []T)) *Group[T] {
+// RunFunc runs a batch. It reports each item's result through the item
+// itself (T is usually a pointer) and must not keep items after it
+// returns. It may call done(i) once item i's result is final, from its own
+// goroutine: that caller then returns without waiting for the rest of the
+// batch, and run must not touch items[i] again.
+type RunFunc[T any] func(ctx context.Context, items []T, done func(i int))
+
+// New returns a group that runs batches of at most max items with run.
+func New[T any](max int, run RunFunc[T]) *Group[T] {
 	if max < 1 {
 		max = 1
 	}
-	return &Group[T]{run: run, max: max, calls: make(chan *call[T]), stopped: make(chan struct{}), ended: make(chan struct{})}
+	return &Group[T]{run: run, max: max, calls: make(chan *call[T]), stopped: make(chan struct{}), ended: make(chan struct{}),
+		MaxWait: DefaultMaxWait}
 }
 
 // Do runs item in the next batch and returns once that batch has run. While
@@ -53,7 +71,7 @@ func New[T any](max int, run func(ctx context.Context, items []T)) *Group[T] {
 // run the item.
 func (g *Group[T]) Do(ctx context.Context, item T) error {
 	if !g.running.Load() {
-		g.run(ctx, []T{item})
+		g.run(ctx, []T{item}, func(int) {})
 		return nil
 	}
 	c := &call[T]{item: item, done: make(chan struct{})}
@@ -69,7 +87,7 @@ func (g *Group[T]) Do(ctx context.Context, item T) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	g.run(ctx, []T{item})
+	g.run(ctx, []T{item}, func(int) {})
 	return nil
 }
 
@@ -101,10 +119,17 @@ func (g *Group[T]) loop(ctx context.Context) {
 		for i, c := range calls {
 			items[i] = c.item
 		}
-		g.run(context.WithoutCancel(ctx), items)
+		closed := make([]bool, len(calls))
+		done := func(i int) {
+			if !closed[i] {
+				closed[i] = true
+				close(calls[i].done)
+			}
+		}
+		g.run(context.WithoutCancel(ctx), items, done)
 		g.end(len(calls))
-		for _, c := range calls {
-			close(c.done)
+		for i := range calls {
+			done(i)
 		}
 	}
 }
@@ -124,18 +149,29 @@ func (g *Group[T]) collect(calls []*call[T]) []*call[T] {
 
 // gather waits, while a larger batch runs, for more callers or for a batch
 // to end, and returns the calls once they may start as a batch (counted
-// as running from then on). When ctx ends they start as they are.
+// as running from then on). After MaxWait, or when ctx ends, they start
+// as they are.
 func (g *Group[T]) gather(ctx context.Context, calls []*call[T]) []*call[T] {
+	var timeout <-chan time.Time
+	force := false
 	for {
-		ended, ok := g.start(len(calls), ctx.Err() != nil)
+		ended, ok := g.start(len(calls), force)
 		if ok {
 			return calls
+		}
+		if timeout == nil {
+			t := time.NewTimer(g.MaxWait)
+			defer t.Stop()
+			timeout = t.C
 		}
 		select {
 		case c := <-g.calls:
 			calls = g.collect(append(calls, c))
 		case <-ended:
+		case <-timeout:
+			force = true
 		case <-ctx.Done():
+			force = true
 		}
 	}
 }

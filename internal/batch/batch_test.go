@@ -18,7 +18,7 @@ func TestCallersArrivingDuringABatchShareTheNext(t *testing.T) {
 	gate := make(chan struct{})
 	var mu sync.Mutex
 	var sizes []int
-	g := New(64, func(ctx context.Context, items []*item) {
+	g := New(64, func(ctx context.Context, items []*item, _ func(int)) {
 		mu.Lock()
 		sizes = append(sizes, len(items))
 		nb := len(sizes)
@@ -98,7 +98,7 @@ func TestNoSmallerBatchStartsWhileALargerRuns(t *testing.T) {
 	started := make(chan int, 8) // the size of each batch as it starts
 	var mu sync.Mutex
 	nb := 0
-	g := New(64, func(ctx context.Context, items []*item) {
+	g := New(64, func(ctx context.Context, items []*item, _ func(int)) {
 		mu.Lock()
 		b := nb
 		nb++
@@ -109,6 +109,7 @@ func TestNoSmallerBatchStartsWhileALargerRuns(t *testing.T) {
 		started <- len(items)
 		<-release[b]
 	})
+	g.MaxWait = time.Minute // the test waits; nothing else ends a wait
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { g.Run(ctx, 2); close(done) }()
@@ -178,10 +179,112 @@ func TestNoSmallerBatchStartsWhileALargerRuns(t *testing.T) {
 	<-done
 }
 
+// Behind a larger batch that does not end, a caller waits MaxWait at most,
+// then starts alone.
+func TestWaitBehindAStuckBatchIsBounded(t *testing.T) {
+	release := map[int]chan struct{}{1: make(chan struct{}), 2: make(chan struct{}), 3: make(chan struct{})}
+	started := make(chan int, 8) // the size of each batch as it starts
+	g := New(64, func(ctx context.Context, items []*item, _ func(int)) {
+		started <- len(items)
+		for _, it := range items {
+			if r, ok := release[min(it.n, 3)]; ok {
+				<-r // 1, 2, then 3, 4 and 5 together, are stuck until released
+				return
+			}
+		}
+	})
+	g.MaxWait = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { g.Run(ctx, 2); close(done) }()
+	for !g.running.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	call := func(n int) {
+		wg.Add(1)
+		go func() { defer wg.Done(); g.Do(context.Background(), &item{n: n}) }()
+	}
+	expect := func(size int) time.Time {
+		t.Helper()
+		select {
+		case got := <-started:
+			if got != size {
+				t.Fatalf("a batch of %d started, want %d", got, size)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no batch of %d started", size)
+		}
+		return time.Now()
+	}
+	call(1)
+	expect(1)
+	call(2)
+	expect(1)
+	for _, n := range []int{3, 4, 5} {
+		call(n)
+	}
+	time.Sleep(100 * time.Millisecond) // for all three to queue
+	close(release[2])
+	expect(3) // 3, 4 and 5, stuck on release[3]
+	close(release[1])
+	// One loop is free, the other stuck on a batch of three: a lone
+	// caller waits for company, but not past MaxWait.
+	before := time.Now()
+	call(6)
+	if waited := expect(1).Sub(before); waited < g.MaxWait {
+		t.Fatalf("the lone caller started after %v, before MaxWait", waited)
+	}
+	close(release[3])
+	wg.Wait()
+	cancel()
+	<-done
+}
+
+// A caller whose item's result is final (done) returns while the rest of
+// its batch still runs.
+func TestDoneLetsACallerGoBeforeItsBatchEnds(t *testing.T) {
+	release := make(chan struct{})
+	g := New(64, func(ctx context.Context, items []*item, done func(int)) {
+		for i, it := range items {
+			if it.n == 0 {
+				it.batch = 1
+				done(i)
+				done(i) // twice is harmless
+			}
+		}
+		<-release
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	// Two loops: the callers may share a batch or not, and either way
+	// the held batch must not hold the early one.
+	go func() { g.Run(ctx, 2); close(stopped) }()
+	for !g.running.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	early, late := &item{n: 0}, &item{n: 1}
+	lateDone := make(chan struct{})
+	go func() { g.Do(context.Background(), late); close(lateDone) }()
+	g.Do(context.Background(), early) // returns though the batch is held
+	if early.batch != 1 {
+		t.Fatal("the early caller returned before its result was set")
+	}
+	select {
+	case <-lateDone:
+		t.Fatal("a caller not done returned before its batch ended")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	<-lateDone
+	cancel()
+	<-stopped
+}
+
 // Before Run starts, each caller runs its item alone.
 func TestWithoutRunEachCallerRunsAlone(t *testing.T) {
 	var sizes []int
-	g := New(8, func(ctx context.Context, items []*item) { sizes = append(sizes, len(items)) })
+	g := New(8, func(ctx context.Context, items []*item, _ func(int)) { sizes = append(sizes, len(items)) })
 	for i := 0; i < 3; i++ {
 		g.Do(context.Background(), &item{n: i})
 	}
@@ -194,7 +297,7 @@ func TestWithoutRunEachCallerRunsAlone(t *testing.T) {
 func TestCallerContextEndsWhileItsBatchRuns(t *testing.T) {
 	gate := make(chan struct{})
 	ran := make(chan int, 1)
-	g := New(8, func(ctx context.Context, items []*item) {
+	g := New(8, func(ctx context.Context, items []*item, _ func(int)) {
 		<-gate
 		if ctx.Err() != nil {
 			t.Error("the batch ran on a cancelled context")
