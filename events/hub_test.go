@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lib/pq"
+
 	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/pgtest"
 )
 
 // wireEvent is the data of a frame as the selling app decodes it.
@@ -97,6 +100,45 @@ func TestStreamIsWokenByNotification(t *testing.T) {
 	if name := payloadName(t, decode(t, c.next(t)).Payload); name != "later" {
 		t.Fatalf("got %s, want later", name)
 	}
+}
+
+// Kicks within MinInterval of a NOTIFY share the next one: none is lost,
+// and a burst costs one NOTIFY, not one per kick.
+func TestNotifierSpacesItsNotifications(t *testing.T) {
+	t.Parallel()
+	db, url := pgtest.NewWithURL(t)
+	l := pq.NewListener(url, time.Second, time.Second, nil)
+	defer l.Close()
+	if err := l.Listen(events.Channel); err != nil {
+		t.Fatal(err)
+	}
+	n := events.NewNotifier(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	n.MinInterval = 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go n.Run(ctx)
+
+	expect := func(what string, want bool, within time.Duration) {
+		t.Helper()
+		select {
+		case <-l.Notify:
+			if !want {
+				t.Fatalf("%s: a notification came, want none", what)
+			}
+		case <-time.After(within):
+			if want {
+				t.Fatalf("%s: no notification within %v", what, within)
+			}
+		}
+	}
+	n.Kick()
+	expect("first kick", true, 5*time.Second)
+	for range 10 {
+		n.Kick()
+	}
+	expect("a burst inside MinInterval", false, 100*time.Millisecond)
+	expect("the burst, after MinInterval", true, 5*time.Second)
+	expect("nothing left to announce", false, 500*time.Millisecond)
 }
 
 // The service's http.Server fails writes once WriteTimeout has passed since

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -13,14 +14,26 @@ import (
 // Bursts of Kick collapse into one NOTIFY: a hub re-reads everything after
 // its cursor, so one announcement covers many rows.
 type Notifier struct {
+	// MinInterval is the least time between two NOTIFYs; the kicks in
+	// between share the next one. Set it before Run.
+	MinInterval time.Duration
+
 	db   *sqlx.DB
 	log  *slog.Logger
 	kick chan struct{}
 }
 
+// DefaultNotifyInterval spaces NOTIFYs by default. Each NOTIFY is a
+// transaction of its own, with a commit to flush and every listening
+// session to wake: one per processing transaction cost a tenth of the
+// webhook throughput (655-677/s against 685-760/s without any, measured
+// in alternation). Every 20 ms makes at most 50 a second, and delays an
+// event on the stream by 20 ms at most.
+const DefaultNotifyInterval = 20 * time.Millisecond
+
 // NewNotifier returns a notifier over db; start it with Run.
 func NewNotifier(db *sqlx.DB, log *slog.Logger) *Notifier {
-	return &Notifier{db: db, log: log, kick: make(chan struct{}, 1)}
+	return &Notifier{db: db, log: log, kick: make(chan struct{}, 1), MinInterval: DefaultNotifyInterval}
 }
 
 // Kick asks for an announcement; it never blocks. Call it after a commit
@@ -46,6 +59,12 @@ func (n *Notifier) Run(ctx context.Context) {
 		if _, err := n.db.ExecContext(ctx, `SELECT pg_notify($1, '')`, Channel); err != nil && ctx.Err() == nil {
 			// The hubs' poll delivers the events anyway, a little later.
 			n.log.Warn("outbox notify failed", "error", err)
+		}
+		// Kicks meanwhile wait in n.kick, and share the next NOTIFY.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(n.MinInterval):
 		}
 	}
 }
