@@ -30,12 +30,7 @@ func TestCallersArrivingDuringABatchShareTheNext(t *testing.T) {
 			it.batch = nb
 		}
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { g.Run(ctx, 1); close(done) }()
-	for !g.running.Load() {
-		time.Sleep(time.Millisecond)
-	}
+	stop := runGroup(g, 1)
 
 	first := &item{n: 0}
 	firstDone := make(chan struct{})
@@ -77,8 +72,7 @@ func TestCallersArrivingDuringABatchShareTheNext(t *testing.T) {
 	if total != n || len(sizes) > 3 {
 		t.Fatalf("batch sizes %v, want the ten callers in at most two batches", sizes)
 	}
-	cancel()
-	<-done
+	stop()
 
 	// Stopped: a caller runs alone, at once.
 	late := &item{n: 99}
@@ -110,12 +104,7 @@ func TestNoSmallerBatchStartsWhileALargerRuns(t *testing.T) {
 		<-release[b]
 	})
 	g.MaxWait = time.Minute // the test waits; nothing else ends a wait
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { g.Run(ctx, 2); close(done) }()
-	for !g.running.Load() {
-		time.Sleep(time.Millisecond)
-	}
+	stop := runGroup(g, 2)
 	var wg sync.WaitGroup
 	call := func(n int) *item {
 		it := &item{n: n, batch: -1}
@@ -123,17 +112,7 @@ func TestNoSmallerBatchStartsWhileALargerRuns(t *testing.T) {
 		go func() { defer wg.Done(); g.Do(context.Background(), it) }()
 		return it
 	}
-	expect := func(size int) {
-		t.Helper()
-		select {
-		case got := <-started:
-			if got != size {
-				t.Fatalf("a batch of %d started, want %d", got, size)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no batch of %d started", size)
-		}
-	}
+	expect := func(size int) { t.Helper(); expectStart(t, started, size) }
 	expectNone := func() {
 		t.Helper()
 		select {
@@ -175,8 +154,7 @@ func TestNoSmallerBatchStartsWhileALargerRuns(t *testing.T) {
 	expect(1)
 	close(release[4])
 	wg.Wait()
-	cancel()
-	<-done
+	stop()
 }
 
 // Behind a larger batch that does not end, a caller waits MaxWait at most,
@@ -194,29 +172,13 @@ func TestWaitBehindAStuckBatchIsBounded(t *testing.T) {
 		}
 	})
 	g.MaxWait = 20 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { g.Run(ctx, 2); close(done) }()
-	for !g.running.Load() {
-		time.Sleep(time.Millisecond)
-	}
+	stop := runGroup(g, 2)
 	var wg sync.WaitGroup
 	call := func(n int) {
 		wg.Add(1)
 		go func() { defer wg.Done(); g.Do(context.Background(), &item{n: n}) }()
 	}
-	expect := func(size int) time.Time {
-		t.Helper()
-		select {
-		case got := <-started:
-			if got != size {
-				t.Fatalf("a batch of %d started, want %d", got, size)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("no batch of %d started", size)
-		}
-		return time.Now()
-	}
+	expect := func(size int) time.Time { t.Helper(); expectStart(t, started, size); return time.Now() }
 	call(1)
 	expect(1)
 	call(2)
@@ -237,8 +199,7 @@ func TestWaitBehindAStuckBatchIsBounded(t *testing.T) {
 	}
 	close(release[3])
 	wg.Wait()
-	cancel()
-	<-done
+	stop()
 }
 
 // A caller whose item's result is final (done) returns while the rest of
@@ -255,14 +216,9 @@ func TestDoneLetsACallerGoBeforeItsBatchEnds(t *testing.T) {
 		}
 		<-release
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
 	// Two loops: the callers may share a batch or not, and either way
 	// the held batch must not hold the early one.
-	go func() { g.Run(ctx, 2); close(stopped) }()
-	for !g.running.Load() {
-		time.Sleep(time.Millisecond)
-	}
+	stop := runGroup(g, 2)
 	early, late := &item{n: 0}, &item{n: 1}
 	lateDone := make(chan struct{})
 	go func() { g.Do(context.Background(), late); close(lateDone) }()
@@ -277,8 +233,7 @@ func TestDoneLetsACallerGoBeforeItsBatchEnds(t *testing.T) {
 	}
 	close(release)
 	<-lateDone
-	cancel()
-	<-stopped
+	stop()
 }
 
 // Before Run starts, each caller runs its item alone.
@@ -321,6 +276,31 @@ func TestCallerContextEndsWhileItsBatchRuns(t *testing.T) {
 		t.Fatalf("batch of %d", n)
 	}
 	<-done
+}
+
+// runGroup runs g with loops loops until the returned stop is called, and
+// returns once Run is running.
+func runGroup(g *Group[*item], loops int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { g.Run(ctx, loops); close(done) }()
+	for !g.running.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	return func() { cancel(); <-done }
+}
+
+// expectStart waits for the next batch to start and checks its size.
+func expectStart(t *testing.T, started <-chan int, size int) {
+	t.Helper()
+	select {
+	case got := <-started:
+		if got != size {
+			t.Fatalf("a batch of %d started, want %d", got, size)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no batch of %d started", size)
+	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {
