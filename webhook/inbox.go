@@ -163,12 +163,17 @@ func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest, done func(i
 	in.processStored(ctx, batch)
 }
 
-// hasNew reports whether the request stored an entry that is to be
-// processed.
+// isNew reports whether the request's entry i was stored just now and is
+// to be processed.
+func (r *putRequest) isNew(i int) bool {
+	return r.err == nil && !r.stored[i].Duplicate && r.entries[i].status == "pending"
+}
+
+// hasNew reports whether the request stored an entry to be processed.
 func (r *putRequest) hasNew() bool {
-	for i, s := range r.stored {
-		if !s.Duplicate && r.entries[i].status == "pending" {
-			return r.err == nil
+	for i := range r.stored {
+		if r.isNew(i) {
+			return true
 		}
 	}
 	return false
@@ -190,20 +195,17 @@ func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
 }
 
 // processStored applies the new pending deliveries of a committed group
-// commit in one processing transaction, right away: the batch the inbox
-// formed is the batch processing gets, at no cost of regrouping the
-// requests. A delivery left out because its charge is held elsewhere
+// commit right away, in one processing transaction (or more, past
+// maxBatch): the batch the inbox formed is the batch processing gets, at
+// no cost of regrouping the requests. A delivery left out because its charge is held elsewhere
 // (errBusy) is processed by its own request, alone and waiting.
 func (in *Inbox) processStored(ctx context.Context, batch []*putRequest) {
 	var ids []int64
 	var owners []*Stored
 	for _, r := range batch {
-		if !r.hasNew() {
-			continue
-		}
 		for i := range r.stored {
-			if s := &r.stored[i]; !s.Duplicate && r.entries[i].status == "pending" {
-				ids, owners = append(ids, s.ID), append(owners, s)
+			if r.isNew(i) {
+				ids, owners = append(ids, r.stored[i].ID), append(owners, &r.stored[i])
 			}
 		}
 	}
