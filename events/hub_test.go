@@ -113,7 +113,7 @@ func TestNotifierSpacesItsNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := events.NewNotifier(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	n.MinInterval = 300 * time.Millisecond
+	n.MinInterval = time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go n.Run(ctx)
@@ -136,9 +136,15 @@ func TestNotifierSpacesItsNotifications(t *testing.T) {
 	for range 10 {
 		n.Kick()
 	}
-	expect("a burst inside MinInterval", false, 100*time.Millisecond)
+	expect("a burst inside MinInterval", false, 300*time.Millisecond)
 	expect("the burst, after MinInterval", true, 5*time.Second)
 	expect("nothing left to announce", false, 500*time.Millisecond)
+
+	// A kick still waiting when Run stops is announced on the way out.
+	n.Kick()
+	expect("a kick inside MinInterval", false, 100*time.Millisecond)
+	cancel()
+	expect("the kick, when Run stops", true, 5*time.Second)
 }
 
 // The service's http.Server fails writes once WriteTimeout has passed since

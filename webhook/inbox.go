@@ -147,36 +147,45 @@ func (in *Inbox) RunBatcher(ctx context.Context, loops int) { in.group.Run(ctx, 
 
 // insertAll stores a batch, then processes what it stored; one bad row
 // fails the whole statement, so on error each delivery is retried on its
-// own and an error stays with the one that caused it. A request with
-// nothing to process (duplicates, ignored events, a failed insert) is let
-// go right after the commit rather than wait for the others' processing.
+// own and an error stays with the one that caused it. A request that has
+// nothing to wait for (ignored events, a failed insert) is let go right
+// after the commit rather than wait for the others' processing.
 func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest, done func(i int)) {
 	in.insertBatch(ctx, batch)
 	if in.proc == nil {
 		return
 	}
+	var waiting []*putRequest
 	for i, r := range batch {
-		if !r.hasNew() {
+		if r.waitsForProcessing() {
+			waiting = append(waiting, r)
+		} else {
 			done(i)
 		}
 	}
-	in.processStored(ctx, batch)
+	in.processStored(ctx, waiting)
+}
+
+// waitsForProcessing reports whether the request is to be answered only
+// after the batch's processing: it stored a pending entry, or it is a
+// duplicate of one, maybe of another entry of this very batch, which its
+// redelivery should find applied rather than race the batch for.
+func (r *putRequest) waitsForProcessing() bool {
+	if r.err != nil {
+		return false
+	}
+	for _, e := range r.entries {
+		if e.status == "pending" {
+			return true
+		}
+	}
+	return false
 }
 
 // isNew reports whether the request's entry i was stored just now and is
 // to be processed.
 func (r *putRequest) isNew(i int) bool {
 	return r.err == nil && !r.stored[i].Duplicate && r.entries[i].status == "pending"
-}
-
-// hasNew reports whether the request stored an entry to be processed.
-func (r *putRequest) hasNew() bool {
-	for i := range r.stored {
-		if r.isNew(i) {
-			return true
-		}
-	}
-	return false
 }
 
 func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
@@ -194,15 +203,15 @@ func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
 	}
 }
 
-// processStored applies the new pending deliveries of a committed group
-// commit right away, in one processing transaction (or more, past
+// processStored applies the new pending deliveries of the requests of a
+// committed group commit right away, in one processing transaction (or more, past
 // maxBatch): the batch the inbox formed is the batch processing gets, at
 // no cost of regrouping the requests. A delivery left out because its charge is held elsewhere
 // (errBusy) is processed by its own request, alone and waiting.
-func (in *Inbox) processStored(ctx context.Context, batch []*putRequest) {
+func (in *Inbox) processStored(ctx context.Context, reqs []*putRequest) {
 	var ids []int64
 	var owners []*Stored
-	for _, r := range batch {
+	for _, r := range reqs {
 		for i := range r.stored {
 			if r.isNew(i) {
 				ids, owners = append(ids, r.stored[i].ID), append(owners, &r.stored[i])

@@ -189,16 +189,19 @@ func (s *server) ready(w http.ResponseWriter, r *http.Request) {
 // delivery the worker holds finish, new requests are refused.
 func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	// The notifier stops last, once the batchers have: the commits of the
+	// requests that finish during shutdown are announced too.
+	notifying, stopNotifier := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); s.worker.Run(bg) }()
 	go func() { defer wg.Done(); s.hub.Run(bg) }()
-	go func() { defer wg.Done(); s.notifier.Run(bg) }()
+	go func() { defer wg.Done(); s.notifier.Run(notifying) }()
 	if s.exports != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.exports.Run(bg, 30*time.Second) }()
 	}
-	defer func() { stopBG(); wg.Wait() }()
+	defer func() { stopBG(); stopNotifier(); wg.Wait() }()
 
 	// The batchers outlive the HTTP server: requests still in flight during
 	// shutdown wait for their group commit and their processing.

@@ -65,10 +65,10 @@ func New[T any](max int, run RunFunc[T]) *Group[T] {
 		MaxWait: DefaultMaxWait}
 }
 
-// Do runs item in the next batch and returns once that batch has run. While
-// Run is not running (before it starts, after it stops) item runs alone,
-// right away. If ctx ends first Do returns ctx.Err(); the batch may still
-// run the item.
+// Do runs item in the next batch and returns once that batch has run, or
+// has called done for item. While Run is not running (before it starts,
+// after it stops) item runs alone, right away. If ctx ends first Do
+// returns ctx.Err(); the batch may still run the item.
 func (g *Group[T]) Do(ctx context.Context, item T) error {
 	if !g.running.Load() {
 		g.run(ctx, []T{item}, func(int) {})

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -106,10 +107,11 @@ func TestNoSmallerBatchStartsWhileALargerRuns(t *testing.T) {
 	g.MaxWait = time.Minute // the test waits; nothing else ends a wait
 	stop := runGroup(g, 2)
 	var wg sync.WaitGroup
+	var calling atomic.Int32
 	call := func(n int) *item {
 		it := &item{n: n, batch: -1}
 		wg.Add(1)
-		go func() { defer wg.Done(); g.Do(context.Background(), it) }()
+		go func() { defer wg.Done(); calling.Add(1); g.Do(context.Background(), it) }()
 		return it
 	}
 	expect := func(size int) { t.Helper(); expectStart(t, started, size) }
@@ -133,7 +135,7 @@ func TestNoSmallerBatchStartsWhileALargerRuns(t *testing.T) {
 	call(3)
 	call(4)
 	call(5)
-	time.Sleep(100 * time.Millisecond) // for all three to queue
+	queued(t, &calling, 5)
 	close(release[0])
 	expect(3)
 	close(release[1])
@@ -174,9 +176,10 @@ func TestWaitBehindAStuckBatchIsBounded(t *testing.T) {
 	g.MaxWait = 20 * time.Millisecond
 	stop := runGroup(g, 2)
 	var wg sync.WaitGroup
+	var calling atomic.Int32
 	call := func(n int) {
 		wg.Add(1)
-		go func() { defer wg.Done(); g.Do(context.Background(), &item{n: n}) }()
+		go func() { defer wg.Done(); calling.Add(1); g.Do(context.Background(), &item{n: n}) }()
 	}
 	expect := func(size int) time.Time { t.Helper(); expectStart(t, started, size); return time.Now() }
 	call(1)
@@ -186,12 +189,13 @@ func TestWaitBehindAStuckBatchIsBounded(t *testing.T) {
 	for _, n := range []int{3, 4, 5} {
 		call(n)
 	}
-	time.Sleep(100 * time.Millisecond) // for all three to queue
+	queued(t, &calling, 5)
 	close(release[2])
 	expect(3) // 3, 4 and 5, stuck on release[3]
 	close(release[1])
 	// One loop is free, the other stuck on a batch of three: a lone
-	// caller waits for company, but not past MaxWait.
+	// caller waits for company, but not past MaxWait (its own batch then
+	// sticks on release[3] too).
 	before := time.Now()
 	call(6)
 	if waited := expect(1).Sub(before); waited < g.MaxWait {
@@ -222,7 +226,13 @@ func TestDoneLetsACallerGoBeforeItsBatchEnds(t *testing.T) {
 	early, late := &item{n: 0}, &item{n: 1}
 	lateDone := make(chan struct{})
 	go func() { g.Do(context.Background(), late); close(lateDone) }()
-	g.Do(context.Background(), early) // returns though the batch is held
+	earlyDone := make(chan struct{})
+	go func() { g.Do(context.Background(), early); close(earlyDone) }()
+	select {
+	case <-earlyDone: // returned though its batch is held
+	case <-time.After(5 * time.Second):
+		t.Fatal("the caller released by done is still waiting")
+	}
 	if early.batch != 1 {
 		t.Fatal("the early caller returned before its result was set")
 	}
@@ -276,6 +286,14 @@ func TestCallerContextEndsWhileItsBatchRuns(t *testing.T) {
 		t.Fatalf("batch of %d", n)
 	}
 	<-done
+}
+
+// queued waits until n callers have called Do, then a moment more, for
+// the last of them to reach the loops' queue.
+func queued(t *testing.T, calling *atomic.Int32, n int32) {
+	t.Helper()
+	waitFor(t, func() bool { return calling.Load() >= n })
+	time.Sleep(100 * time.Millisecond)
 }
 
 // runGroup runs g with loops loops until the returned stop is called, and
