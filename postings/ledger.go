@@ -339,9 +339,6 @@ func replay(ctx context.Context, tx *sqlx.Tx, s *Set, hash string) (Posted, erro
 	return Posted{ID: row.ID, Competence: row.Competence.UTC(), Replayed: true}, nil
 }
 
-func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
-func nullInt(i int64) sql.NullInt64      { return sql.NullInt64{Int64: i, Valid: i != 0} }
-
 // constraintErrors maps the database's named constraints and triggers to
 // this package's errors.
 var constraintErrors = map[string]error{

@@ -148,10 +148,8 @@ func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint
 		case entries[i].status != "pending":
 		case s.Duplicate:
 			err = h.proc.Redelivered(pctx, s.Key)
-		case s.processed:
+		default: // processed with its group commit
 			err = h.proc.settle(pctx, s.ID, s.procErr)
-		default:
-			err = h.proc.Process(pctx, s.ID)
 		}
 		if err != nil {
 			h.log.WarnContext(ctx, "delivery stored, processing deferred to the worker", "endpoint", ep.Name, "key", s.Key, "error", err)

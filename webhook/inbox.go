@@ -25,10 +25,9 @@ type Inbox struct {
 	proc       *Processor
 }
 
-// NewInbox returns the inbox over db. With a processor, the new deliveries
-// of each group commit are applied right after that commit, together in
-// one transaction of their own (see processStored); with nil, storing is
-// all it does.
+// NewInbox returns the inbox over db. The new deliveries of each group
+// commit are applied with proc right after that commit, together in one
+// transaction of their own (see processStored).
 func NewInbox(db *sqlx.DB, proc *Processor) *Inbox {
 	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL), proc: proc}
 	in.group = batch.New(maxBatch, in.insertAll)
@@ -48,10 +47,9 @@ type Stored struct {
 	Key       string
 	Duplicate bool
 
-	// processed says the entry's batch processed it after the commit,
-	// with procErr as its outcome (errBusy: left for its request).
-	processed bool
-	procErr   error
+	// procErr is the outcome of processing a new pending entry after the
+	// commit (errBusy: left for its request to process alone).
+	procErr error
 }
 
 // keptHeaders are the headers worth keeping for audit and reconciliation.
@@ -114,8 +112,8 @@ func bodyHash(body []byte) string {
 // batch committed) the PSP's redelivery is answered "duplicate". While
 // RunBatcher runs, concurrent deliveries are group-committed: one
 // multi-row INSERT … ON CONFLICT DO NOTHING RETURNING and one commit for
-// all of them. With a processor, put returns once the new entries were
-// also processed (or left out as busy).
+// all of them. put returns once the new entries were also processed (or
+// left out as busy).
 func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, headers []byte) ([]Stored, error) {
 	req := &putRequest{ep: ep, entries: entries, body: body, headers: headers}
 	if err := in.group.Do(ctx, req); err != nil {
@@ -141,8 +139,8 @@ const maxBatch = 64
 
 // RunBatcher group-commits concurrent deliveries until ctx ends, with
 // loops batches in flight at once, each batch followed by the processing
-// of what it stored. Without it, each delivery commits (and is processed)
-// on its own.
+// of what it stored. Without it, each delivery is stored and processed on
+// its own.
 func (in *Inbox) RunBatcher(ctx context.Context, loops int) { in.group.Run(ctx, loops) }
 
 // insertAll stores a batch, then processes what it stored; one bad row
@@ -152,9 +150,6 @@ func (in *Inbox) RunBatcher(ctx context.Context, loops int) { in.group.Run(ctx, 
 // after the commit rather than wait for the others' processing.
 func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest, done func(i int)) {
 	in.insertBatch(ctx, batch)
-	if in.proc == nil {
-		return
-	}
 	var waiting []*putRequest
 	for i, r := range batch {
 		if r.waitsForProcessing() {
@@ -226,7 +221,7 @@ func (in *Inbox) processStored(ctx context.Context, reqs []*putRequest) {
 	for len(ids) > 0 {
 		n := min(len(ids), maxBatch)
 		for i, err := range in.proc.processBatch(ctx, ids[:n], charges.SkipLocked) {
-			owners[i].processed, owners[i].procErr = true, err
+			owners[i].procErr = err
 		}
 		ids, owners = ids[n:], owners[n:]
 	}

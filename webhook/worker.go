@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -82,10 +81,10 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 func (w *Worker) process(ctx context.Context, ids []int64) {
 	// A delivery in flight finishes when ctx ends; each transaction is
 	// bounded by the processor's Timeout.
-	errs := w.proc.processBatch(context.WithoutCancel(ctx), ids, charges.SkipLocked)
-	for i, err := range errs {
-		if errors.Is(err, errBusy) && ctx.Err() == nil {
-			w.proc.processAlone(context.WithoutCancel(ctx), ids[i])
+	pctx := context.WithoutCancel(ctx)
+	for i, err := range w.proc.processBatch(pctx, ids, charges.SkipLocked) {
+		if ctx.Err() == nil {
+			w.proc.settle(pctx, ids[i], err)
 		}
 	}
 }
