@@ -37,8 +37,10 @@ func (e *env) assertPaidOnce(charge string) {
 // The gate: a separate connection holds the charge's row lock while n
 // deliveries for the same payment arrive; only once they are all seen
 // waiting (or answered as duplicates) is the lock released. Batched, the
-// processor's batcher runs as in razao serve: the deliveries then share
-// transactions, and the ones not in the waiting transaction queue behind it.
+// inbox's batcher runs as in razao serve: every delivery is answered once
+// stored, while the charge is still locked; the one applier transaction
+// that holds the charge's deliveries skips it and the slow lane waits on
+// the lock, alone, for each of them in turn.
 func TestGateConcurrentConfirmationsApplyOnce(t *testing.T) {
 	t.Parallel()
 	for _, batched := range []bool{false, true} {
@@ -81,6 +83,7 @@ func gateConcurrentConfirmations(t *testing.T, n int, sameID, batched bool) {
 		stored = 1
 	}
 	if batched {
+		wg.Wait() // answered with the charge still locked
 		e.waitHeld(stored, 1)
 	} else {
 		e.waitHeld(stored, stored)
@@ -90,10 +93,16 @@ func gateConcurrentConfirmations(t *testing.T, n int, sameID, batched bool) {
 	}
 	gate.Rollback()
 	wg.Wait()
+	e.settled()
+	statuses := map[string]int{}
 	for i, r := range replies {
 		if r.Code != 200 {
 			t.Fatalf("delivery %d: %d %+v", i, r.Code, r.Body)
 		}
+		statuses[r.Body.Status]++
+	}
+	if want := map[string]int{"accepted": stored, "duplicate": n - stored}; statuses["accepted"] != want["accepted"] || statuses["duplicate"] != want["duplicate"] {
+		t.Errorf("statuses %v, want %v", statuses, want)
 	}
 	e.assertPaidOnce("order-1")
 	if n := e.count(`SELECT count(*) FROM inbox WHERE status <> 'processed'`); n != 0 {
@@ -168,6 +177,7 @@ func TestGroupCommitKeepsExactlyOnce(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
+	e.settled()
 	// The group commits were processed as batches: some transaction
 	// wrote the sales of several charges.
 	if n := e.count(`SELECT count(DISTINCT created_xid) FROM posting_sets WHERE kind = 'sale'`); n >= charges {

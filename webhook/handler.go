@@ -51,8 +51,10 @@ type EventStatus struct {
 	Status string `json:"status"`
 }
 
-// ServeHTTP authenticates, stores and applies one delivery. It never
-// answers 2xx before the delivery is committed to the inbox.
+// ServeHTTP authenticates and stores one delivery, which the inbox then
+// applies. It never answers 2xx before the delivery is committed to the
+// inbox; from then on, whatever happens to its processing, the delivery
+// is durable and the worker finishes what processing could not.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ep, ok := h.endpoints[endpointName(r)]
 	if !ok {
@@ -136,24 +138,6 @@ func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint
 		}
 		resp.Events = append(resp.Events, EventStatus{Key: s.Key, Status: st})
 		resp.Status = overall(resp.Status, st)
-	}
-	// The delivery is durable: whatever happens now, the answer is 200
-	// and the worker finishes what this request could not. The request's
-	// cancellation must not abort a transaction half way.
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.proc.Timeout)
-	defer cancel()
-	for i, s := range stored {
-		var err error
-		switch {
-		case entries[i].status != "pending":
-		case s.Duplicate:
-			err = h.proc.Redelivered(pctx, s.Key)
-		default: // processed with its group commit
-			err = h.proc.settle(pctx, s.ID, s.procErr)
-		}
-		if err != nil {
-			h.log.WarnContext(ctx, "delivery stored, processing deferred to the worker", "endpoint", ep.Name, "key", s.Key, "error", err)
-		}
 	}
 	h.reply(w, ep.Name, resp.Status, http.StatusOK, resp)
 }

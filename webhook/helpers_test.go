@@ -47,14 +47,30 @@ type env struct {
 	router  http.Handler
 }
 
-// groupCommit starts the inbox's and the processor's batchers for the
-// rest of the test, as razao serve does.
-func (e *env) groupCommit() {
+// groupCommit starts the inbox's batcher for the rest of the test, as
+// razao serve does: deliveries are answered after their group commit and
+// applied a moment later (see settled).
+func (e *env) groupCommit() { e.groupCommitLoops(2) }
+
+func (e *env) groupCommitLoops(loops int) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 2)
-	go func() { e.inbox.RunBatcher(ctx, 2); done <- struct{}{} }()
-	go func() { e.proc.RunBatcher(ctx, 2); done <- struct{}{} }()
-	e.t.Cleanup(func() { cancel(); <-done; <-done })
+	done := make(chan struct{})
+	go func() { e.inbox.RunBatcher(ctx, loops); close(done) }()
+	e.t.Cleanup(func() { cancel(); <-done })
+}
+
+// settled waits until every stored delivery has had its first attempt:
+// with the batcher on, a delivery is applied after its request is
+// answered, as an outside observer would wait for it.
+func (e *env) settled() {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for e.count(`SELECT count(*) FROM inbox WHERE status = 'pending' AND attempts = 0`) > 0 {
+		if time.Now().After(deadline) {
+			e.t.Fatal("stored deliveries still wait for their first attempt")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func newEnv(t testing.TB) *env {
@@ -218,6 +234,22 @@ func (e *env) wantBalances(want map[string]int64) {
 		if _, ok := want[code]; !ok && g != 0 {
 			e.t.Errorf("unexpected balance %s = %d", code, g)
 		}
+	}
+}
+
+// eventually waits until query counts want rows.
+func (e *env) eventually(what, query string, want int64) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n := e.count(query)
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s: counted %d, want %d", what, n, want)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

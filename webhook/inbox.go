@@ -7,29 +7,33 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
-	"github.com/razao/razao/charges"
 	"github.com/razao/razao/internal/batch"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/webhook/scheme"
 )
 
-// Inbox stores authentic deliveries, each exactly once per delivery key.
+// Inbox stores authentic deliveries, each exactly once per delivery key,
+// and applies them right after their commit.
 type Inbox struct {
 	db         *sqlx.DB
 	group      *batch.Group[*putRequest]
 	insertStmt *sqlstmt.Stmt
 	proc       *Processor
+	// fresh carries each group commit's new deliveries, once its requests
+	// are answered, to the appliers; slow holds what may wait on a lock.
+	fresh chan followUp
+	slow  *slowLane
 }
 
-// NewInbox returns the inbox over db. The new deliveries of each group
-// commit are applied with proc right after that commit, together in one
-// transaction of their own (see processStored).
+// NewInbox returns the inbox over db, applying deliveries with proc.
 func NewInbox(db *sqlx.DB, proc *Processor) *Inbox {
-	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL), proc: proc}
+	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL), proc: proc,
+		fresh: make(chan followUp, freshQueue), slow: newSlowLane()}
 	in.group = batch.New(maxBatch, in.insertAll)
 	return in
 }
@@ -46,10 +50,6 @@ type Stored struct {
 	ID        int64 // 0 for a duplicate
 	Key       string
 	Duplicate bool
-
-	// procErr is the outcome of processing a new pending entry after the
-	// commit (errBusy: left for its request to process alone).
-	procErr error
 }
 
 // keptHeaders are the headers worth keeping for audit and reconciliation.
@@ -109,11 +109,14 @@ func bodyHash(body []byte) string {
 // put stores the entries of one delivery and returns only after their
 // COMMIT, so the caller may answer 2xx. An error means they may not be
 // stored: the caller answers 503, and if they were (ctx ended while its
-// batch committed) the PSP's redelivery is answered "duplicate". While
-// RunBatcher runs, concurrent deliveries are group-committed: one
+// batch committed) the PSP's redelivery is answered "duplicate".
+//
+// While RunBatcher runs, concurrent deliveries are group-committed (one
 // multi-row INSERT … ON CONFLICT DO NOTHING RETURNING and one commit for
-// all of them. put returns once the new entries were also processed (or
-// left out as busy).
+// all of them), put returns right after that commit, and the appliers
+// process the new deliveries a moment later, many per transaction.
+// Otherwise put stores the delivery alone and processes it before it
+// returns.
 func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, headers []byte) ([]Stored, error) {
 	req := &putRequest{ep: ep, entries: entries, body: body, headers: headers}
 	if err := in.group.Do(ctx, req); err != nil {
@@ -137,50 +140,49 @@ type putRequest struct {
 // processing transaction.
 const maxBatch = 64
 
-// RunBatcher group-commits concurrent deliveries until ctx ends, with
-// loops batches in flight at once, each batch followed by the processing
-// of what it stored. Without it, each delivery is stored and processed on
-// its own.
-func (in *Inbox) RunBatcher(ctx context.Context, loops int) { in.group.Run(ctx, loops) }
+// RunBatcher group-commits concurrent deliveries, with loops batches in
+// flight at once, and applies what they store with as many appliers,
+// until ctx ends. It then stops taking deliveries, applies the ones
+// committed and answered, gives the slow lane a bounded time to finish,
+// and returns; what is left is due to the worker a few seconds after it
+// was stored. It runs once per Inbox.
+func (in *Inbox) RunBatcher(ctx context.Context, loops int) {
+	var appliers, slow sync.WaitGroup
+	for range loops {
+		appliers.Add(1)
+		go func() { defer appliers.Done(); in.runApplier() }()
+	}
+	stopSlow := make(chan struct{})
+	slow.Add(1)
+	go func() { defer slow.Done(); in.runSlowLane(stopSlow, slowLaneDrain) }()
+	in.group.Run(ctx, loops)
+	close(in.fresh) // no loop runs any more: nothing else is sent
+	appliers.Wait()
+	close(stopSlow) // the appliers hand it nothing more
+	slow.Wait()
+}
 
-// insertAll stores a batch, then processes what it stored; one bad row
-// fails the whole statement, so on error each delivery is retried on its
-// own and an error stays with the one that caused it. A request that has
-// nothing to wait for (ignored events, a failed insert) is let go right
-// after the commit rather than wait for the others' processing.
+// insertAll stores a batch; one bad row fails the whole statement, so on
+// error each delivery is retried on its own and an error stays with the
+// one that caused it. In a batch loop its requests are then answered and
+// what they stored goes to the appliers; the loop waits while the
+// appliers are a queue behind. A request alone (done is nil) is processed
+// here, before its answer.
 func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest, done func(i int)) {
 	in.insertBatch(ctx, batch)
-	var waiting []*putRequest
-	for i, r := range batch {
-		if r.waitsForProcessing() {
-			waiting = append(waiting, r)
-		} else {
-			done(i)
-		}
+	work := followUps(batch)
+	if done == nil {
+		// Its request waits; its cancellation must not abort a
+		// transaction half way.
+		in.apply(context.WithoutCancel(ctx), work, in.followUpAlone)
+		return
 	}
-	in.processStored(ctx, waiting)
-}
-
-// waitsForProcessing reports whether the request is to be answered only
-// after the batch's processing: it stored a pending entry, or it is a
-// duplicate of one, maybe of another entry of this very batch, which its
-// redelivery should find applied rather than race the batch for.
-func (r *putRequest) waitsForProcessing() bool {
-	if r.err != nil {
-		return false
+	for i := range batch {
+		done(i)
 	}
-	for _, e := range r.entries {
-		if e.status == "pending" {
-			return true
-		}
+	for _, f := range work {
+		in.fresh <- f
 	}
-	return false
-}
-
-// isNew reports whether the request's entry i was stored just now and is
-// to be processed.
-func (r *putRequest) isNew(i int) bool {
-	return r.err == nil && !r.stored[i].Duplicate && r.entries[i].status == "pending"
 }
 
 func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
@@ -195,35 +197,6 @@ func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
 	}
 	for _, r := range batch {
 		r.err = err
-	}
-}
-
-// processStored applies the new pending deliveries of the requests of a
-// committed group commit right away, in one processing transaction (or more, past
-// maxBatch): the batch the inbox formed is the batch processing gets, at
-// no cost of regrouping the requests. A delivery left out because its charge is held elsewhere
-// (errBusy) is processed by its own request, alone and waiting.
-func (in *Inbox) processStored(ctx context.Context, reqs []*putRequest) {
-	var ids []int64
-	var owners []*Stored
-	for _, r := range reqs {
-		for i := range r.stored {
-			if r.isNew(i) {
-				ids, owners = append(ids, r.stored[i].ID), append(owners, &r.stored[i])
-			}
-		}
-	}
-	// The requests are waiting; their cancellation must not abort a
-	// transaction half way. Each transaction is bounded by the
-	// processor's Timeout, and holds maxBatch deliveries at most (a
-	// delivery may carry several events).
-	ctx = context.WithoutCancel(ctx)
-	for len(ids) > 0 {
-		n := min(len(ids), maxBatch)
-		for i, err := range in.proc.processBatch(ctx, ids[:n], charges.SkipLocked) {
-			owners[i].procErr = err
-		}
-		ids, owners = ids[n:], owners[n:]
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/events"
-	"github.com/razao/razao/internal/batch"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/postings"
@@ -29,13 +28,10 @@ const DefaultTimeout = 15 * time.Second
 const DefaultMaxAttempts = 10
 
 // Processor applies stored deliveries in locked transactions, several per
-// transaction where it can: the inbox hands it the new deliveries of each
-// group commit, the worker the due ones, and Process, while RunBatcher
-// runs, the deliveries of concurrent calls (a PSP's redeliveries of
-// deliveries still pending).
+// transaction where it can: the inbox's appliers hand it the new
+// deliveries of its group commits, the worker the due ones.
 type Processor struct {
 	db          *sqlx.DB
-	group       *batch.Group[*processCall]
 	lockStmt    *sqlstmt.Stmt
 	finishStmt  *sqlstmt.Stmt
 	applier     *charges.Applier
@@ -48,8 +44,8 @@ type Processor struct {
 	Metrics *metrics.Metrics
 	// Timeout bounds one processing transaction: a delivery whose charge
 	// stays locked longer (an operator's session, say) fails that attempt
-	// and is left to the worker, rather than holding its batch, and the
-	// requests waiting on it, indefinitely.
+	// and is left to the worker, rather than holding the one at work on
+	// it indefinitely.
 	Timeout time.Duration
 }
 
@@ -61,32 +57,8 @@ func (p *Processor) committed() {
 
 // NewProcessor returns a processor applying deliveries with applier.
 func NewProcessor(db *sqlx.DB, applier *charges.Applier, log *slog.Logger) *Processor {
-	p := &Processor{db: db, applier: applier, log: log, MaxAttempts: DefaultMaxAttempts, Timeout: DefaultTimeout,
+	return &Processor{db: db, applier: applier, log: log, MaxAttempts: DefaultMaxAttempts, Timeout: DefaultTimeout,
 		lockStmt: sqlstmt.New(db, lockPendingSQL), finishStmt: sqlstmt.New(db, finishSQL)}
-	p.group = batch.New(maxBatch, p.processCalls)
-	return p
-}
-
-// processCall is one request's delivery waiting for its batch.
-type processCall struct {
-	id  int64
-	err error
-}
-
-// RunBatcher processes the deliveries of concurrent Process calls together
-// until ctx ends, loops transactions at once: each call still waits for
-// its own delivery's transaction to commit (or fail). Without it, each
-// delivery is processed on its own.
-func (p *Processor) RunBatcher(ctx context.Context, loops int) { p.group.Run(ctx, loops) }
-
-func (p *Processor) processCalls(ctx context.Context, calls []*processCall, _ func(int)) {
-	ids := make([]int64, len(calls))
-	for i, c := range calls {
-		ids[i] = c.id
-	}
-	for i, err := range p.processBatch(ctx, ids, charges.SkipLocked) {
-		calls[i].err = err
-	}
 }
 
 // inboxRow is what processing reads of a pending delivery.
@@ -96,24 +68,9 @@ type inboxRow struct {
 	ReceivedAt time.Time       `db:"received_at"`
 }
 
-// Process applies the pending delivery id, together with other calls'
-// deliveries while RunBatcher runs, and returns once its transaction has
-// committed or failed. It returns nil without doing anything when the
-// delivery is done or another worker holds it. On failure the transaction
-// rolls back whole, the attempt is recorded with its error and a
-// back-off, and the error is returned. Deliveries it released from parking
-// (refunds whose payment just landed) are processed after the commit.
-func (p *Processor) Process(ctx context.Context, id int64) error {
-	c := &processCall{id: id}
-	if err := p.group.Do(ctx, c); err != nil {
-		return err
-	}
-	return p.settle(ctx, id, c.err)
-}
-
 // settle finishes a delivery after its batch: one the batch left out
-// because its charge was held elsewhere waits for that charge here, on
-// the request's own time, not in the batch everyone else is in.
+// because its charge was held elsewhere waits for that charge here, in a
+// transaction of its own, not in the batch everyone else is in.
 func (p *Processor) settle(ctx context.Context, id int64, batchErr error) error {
 	if errors.Is(batchErr, errBusy) {
 		return p.processAlone(ctx, id)
@@ -191,7 +148,7 @@ func (p *Processor) Redelivered(ctx context.Context, key string) error {
 	}
 	switch {
 	case row.Status == "pending":
-		return p.Process(ctx, row.ID)
+		return p.processAlone(ctx, row.ID)
 	case row.Status == "processed" && row.Kind == string(scheme.KindPaid):
 		return p.repairGrant(ctx, row.ID, row.Event)
 	case row.Status == "divergent":
@@ -201,7 +158,7 @@ func (p *Processor) Redelivered(ctx context.Context, key string) error {
 		if err != nil || !requeued {
 			return err
 		}
-		return p.Process(ctx, row.ID)
+		return p.processAlone(ctx, row.ID)
 	}
 	return nil
 }

@@ -78,11 +78,49 @@ func (d *demo) run() error {
 	d.hodle(fmt.Sprintf(`{"event":"DEPOSIT_ASSET_REFUNDED","data":{"eventId":"refund-%s","externalId":%q,"valueInBrl":"10.00"}}`, run, order), d.hodleSecret)
 	d.step("forged: a confirmation signed with the wrong secret (refused, nothing stored)")
 	d.hodle(strings.Replace(paid, "track-", "forged-", 1), "not-the-secret")
+	// Each delivery was answered once stored; it is applied a moment later.
+	d.waitState(order, "partially_refunded")
+	d.waitState(other, "paid")
 	d.step("the charge, its posting sets and its grant")
 	d.api("GET", "/v1/charges/"+order, "")
 	d.step("balances of the whole ledger (centavos; debits positive)")
 	d.api("GET", "/v1/balances", "")
 	return nil
+}
+
+// waitState waits, quietly and for a few seconds at most, until the charge
+// is in state: deliveries are applied right after the answer, not before.
+func (d *demo) waitState(id, state string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := d.chargeState(id)
+		if got == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(d.out, "(charge %s is %q after 10 s, not %q: see razao's log and GET /v1/divergences)\n", id, got, state)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (d *demo) chargeState(id string) string {
+	req, err := http.NewRequest("GET", d.base+"/v1/charges/"+id, nil)
+	if err != nil {
+		return ""
+	}
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var c struct {
+		State string `json:"state"`
+	}
+	json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&c)
+	return c.State
 }
 
 func (d *demo) step(title string) { fmt.Fprintf(d.out, "\n== %s\n", title) }

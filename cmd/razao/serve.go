@@ -206,10 +206,9 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	// The batchers outlive the HTTP server: requests still in flight during
 	// shutdown wait for their group commit and their processing.
 	batchCtx, stopBatcher := context.WithCancel(context.WithoutCancel(ctx))
-	batchers := make(chan struct{}, 2)
-	go func() { s.inbox.RunBatcher(batchCtx, batchLoops); batchers <- struct{}{} }()
-	go func() { s.proc.RunBatcher(batchCtx, batchLoops); batchers <- struct{}{} }()
-	defer func() { stopBatcher(); <-batchers; <-batchers }()
+	batcher := make(chan struct{})
+	go func() { s.inbox.RunBatcher(batchCtx, batchLoops); close(batcher) }()
+	defer func() { stopBatcher(); <-batcher }()
 
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(ln) }()

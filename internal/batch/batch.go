@@ -51,9 +51,11 @@ type call[T any] struct {
 
 // RunFunc runs a batch. It reports each item's result through the item
 // itself (T is usually a pointer) and must not keep items after it
-// returns. It may call done(i) once item i's result is final, from its own
-// goroutine: that caller then returns without waiting for the rest of the
-// batch, and run must not touch items[i] again.
+// returns. In a loop of Run, it may call done(i) once item i's result is
+// final, from its own goroutine: that caller then returns without waiting
+// for the rest of the batch, and run must not touch items[i] again. An
+// item run alone, outside Run, gets a nil done: its caller waits for run
+// to return.
 type RunFunc[T any] func(ctx context.Context, items []T, done func(i int))
 
 // New returns a group that runs batches of at most max items with run.
@@ -71,7 +73,7 @@ func New[T any](max int, run RunFunc[T]) *Group[T] {
 // returns ctx.Err(); the batch may still run the item.
 func (g *Group[T]) Do(ctx context.Context, item T) error {
 	if !g.running.Load() {
-		g.run(ctx, []T{item}, func(int) {})
+		g.run(ctx, []T{item}, nil)
 		return nil
 	}
 	c := &call[T]{item: item, done: make(chan struct{})}
@@ -87,7 +89,7 @@ func (g *Group[T]) Do(ctx context.Context, item T) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	g.run(ctx, []T{item}, func(int) {})
+	g.run(ctx, []T{item}, nil)
 	return nil
 }
 

@@ -568,7 +568,7 @@ func (r *Report) Table() string {
 	row("double-applied", f.DoubleApplied, "must be 0")
 	row("razao verify exit", f.VerifyExit, "must be 0")
 	if f.ShutdownInFlow > 0 || f.ShutdownMaxS > 0 {
-		row("in-flight requests across SIGTERM", f.ShutdownInFlow, "completed 200 while the replica shut down")
+		row("held across SIGTERM", f.ShutdownInFlow, "deliveries stored before, applied while the replica shut down")
 	}
 	fmt.Fprintf(&b, "  timings: setup %.1fs, storm %.1fs, kill-9 to ready %.1fs, outage %.1fs, PG up to all ready %.1fs, drain %.1fs, verify %.1fs, shutdown max %.1fs, total %.1fs\n",
 		f.SetupS, f.StormS, f.KillToReadyS, f.OutageS, f.PGUpToReadyS, f.DrainS, f.VerifyS, f.ShutdownMaxS, f.TotalS)

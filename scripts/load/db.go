@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -50,6 +51,57 @@ func (l *loader) openDB(ctx context.Context, raw string) error {
 	}
 	l.db = db
 	return nil
+}
+
+// waitApplied waits until razao has processed every delivery of the
+// charges whose ids start with prefix, and reports how many deliveries
+// per second it applied: from the first request sent (res.started) to the
+// last delivery processed. razao answers once a delivery is stored and
+// applies it a moment later, so this, not accepted/s, is the rate of
+// confirmed deliveries. It also reports the lag from storing to applying.
+func (l *loader) waitApplied(ctx context.Context, res *result, prefix string) {
+	if l.db == nil || ctx.Err() != nil || res.started.IsZero() {
+		return
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	var pending, done int
+	var last sql.NullTime
+	for {
+		err := l.db.QueryRowContext(ctx, `SELECT count(*) FILTER (WHERE status = 'pending'),
+			count(*) FILTER (WHERE processed_at IS NOT NULL), max(processed_at)
+			FROM inbox WHERE charge_ref LIKE $1`, prefix+"%").Scan(&pending, &done, &last)
+		if err != nil {
+			res.warn("applied/s: %v", err)
+			return
+		}
+		if pending == 0 {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			res.violate("%d deliveries still pending 60 s after the last answer", pending)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !last.Valid || done == 0 {
+		return
+	}
+	res.Applied = done
+	if span := last.Time.Sub(res.started).Seconds(); span > 0 {
+		res.AppliedS = math.Round(span*1000) / 1000
+		res.AppPerS = round1(float64(done) / span)
+	}
+	var p50, p90, p99, max, mean sql.NullFloat64
+	err := l.db.QueryRowContext(ctx, `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY lag),
+		percentile_cont(0.9) WITHIN GROUP (ORDER BY lag), percentile_cont(0.99) WITHIN GROUP (ORDER BY lag), max(lag), avg(lag)
+		FROM (SELECT extract(epoch FROM processed_at - received_at) * 1000 AS lag
+			FROM inbox WHERE charge_ref LIKE $1 AND processed_at IS NOT NULL) l`, prefix+"%").Scan(&p50, &p90, &p99, &max, &mean)
+	if err != nil {
+		res.warn("apply lag: %v", err)
+		return
+	}
+	res.ApplyLag = latency{P50: round2(p50.Float64), P90: round2(p90.Float64), P99: round2(p99.Float64),
+		Max: round2(max.Float64), Mean: round2(mean.Float64)}
 }
 
 // dbChecks looks behind the API for the charges whose ids start with

@@ -24,6 +24,7 @@ func (l *loader) fire(ctx context.Context, res *result, jobs []job, c int) ([]re
 	sent := make([]bool, len(jobs))
 	before := sampleCPU(l.opt.serverPID)
 	start := time.Now()
+	res.started = start
 	forEach(ctx, len(jobs), c, func(ctx context.Context, i int) {
 		d := jobs[i].build(time.Now())
 		rp := l.do(ctx, l.client, http.MethodPost, d.path, d.body, d.header)
@@ -77,6 +78,7 @@ func (l *loader) distinct(ctx context.Context) *result {
 	}
 	l.logf("distinct: %d payments at c=%d", n, l.opt.c)
 	replies, sent := l.fire(ctx, res, jobs, l.opt.c)
+	l.waitApplied(ctx, res, prefix)
 	if res.Accepted != res.Sent {
 		res.violate("%d of %d payments were not answered 200 accepted", res.Sent-res.Accepted, res.Sent)
 	}
@@ -310,6 +312,7 @@ func (l *loader) mixed(ctx context.Context) *result {
 	}
 	l.logf("mixed: %d requests (%d payments, %d refunds) at c=%d, %s", len(ops), len(charges), refunds, l.opt.c, l.opt.order)
 	replies, sent := l.fire(ctx, res, jobs, l.opt.c)
+	l.waitApplied(ctx, res, prefix)
 	if res.Accepted != res.Sent {
 		res.violate("%d of %d deliveries were not answered 200 accepted", res.Sent-res.Accepted, res.Sent)
 	}

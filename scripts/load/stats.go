@@ -78,12 +78,16 @@ type result struct {
 	ReqPerS     float64                   `json:"requests_per_s"`
 	Accepted    int                       `json:"accepted"`
 	AccPerS     float64                   `json:"accepted_per_s"`
+	Applied     int                       `json:"applied,omitempty"`
+	AppliedS    float64                   `json:"applied_s,omitempty"`
+	AppPerS     float64                   `json:"applied_per_s,omitempty"`
 	Codes       map[string]int            `json:"codes"`
 	Statuses    map[string]int            `json:"statuses"`
 	Errors      int                       `json:"errors"`
 	ErrorSample []string                  `json:"error_samples,omitempty"`
 	Latency     latency                   `json:"latency_ms"`
 	ByKind      map[string]latency        `json:"latency_by_kind_ms,omitempty"`
+	ApplyLag    latency                   `json:"apply_lag_ms"`
 	Extra       map[string]any            `json:"extra,omitempty"`
 	Verify      verification              `json:"verify"`
 	CPU         map[string]float64        `json:"cpu_cores,omitempty"`
@@ -93,9 +97,10 @@ type result struct {
 	Incomplete  bool                      `json:"incomplete"`
 	Pass        bool                      `json:"pass"`
 
-	durs  []time.Duration
-	kinds []string
-	getC  int
+	durs    []time.Duration
+	kinds   []string
+	getC    int
+	started time.Time // when the first request was sent
 }
 
 func newResult(l *loader, scenario string, planned, concurrency int) *result {
@@ -201,6 +206,11 @@ func (r *result) writeTable(w io.Writer) {
 	row := func(k, v string) { fmt.Fprintf(w, "  %-22s %s\n", k, v) }
 	row("requests", fmt.Sprintf("%d sent of %d planned in %.2f s (setup %.2f s, not timed)", r.Sent, r.Planned, r.WallS, r.SetupS))
 	row("throughput", fmt.Sprintf("%.1f req/s, %.1f accepted/s", r.ReqPerS, r.AccPerS))
+	if r.Applied > 0 {
+		row("applied", fmt.Sprintf("%d deliveries, the last %.2f s after the first request: %.1f confirmed/s", r.Applied, r.AppliedS, r.AppPerS))
+		row("  stored to applied ms", fmt.Sprintf("p50 %.2f  p90 %.2f  p99 %.2f  max %.2f  mean %.2f",
+			r.ApplyLag.P50, r.ApplyLag.P90, r.ApplyLag.P99, r.ApplyLag.Max, r.ApplyLag.Mean))
+	}
 	row("latency ms", fmt.Sprintf("p50 %.2f  p90 %.2f  p99 %.2f  max %.2f  mean %.2f",
 		r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max, r.Latency.Mean))
 	for _, k := range sortedKeys(r.ByKind) {

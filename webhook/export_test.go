@@ -1,0 +1,9 @@
+package webhook
+
+// SetFreshQueue resizes the queue of deliveries committed and answered but
+// not yet taken by an applier. Call it before RunBatcher.
+func (in *Inbox) SetFreshQueue(n int) { in.fresh = make(chan followUp, n) }
+
+// MaxBatch is the most deliveries one group commit, or one processing
+// transaction, holds.
+const MaxBatch = maxBatch
