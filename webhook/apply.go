@@ -9,60 +9,41 @@ import (
 	"github.com/razao/razao/charges"
 )
 
-// followUp is what is left to do for one stored entry once the inbox has
-// committed it: apply a new delivery (id), or handle a PSP's redelivery
-// of a stored one (key).
-type followUp struct {
-	id  int64
-	key string
-}
-
-// followUps lists the work a committed group commit leaves: its new
-// pending deliveries and its duplicates of pending ones. Ignored events
-// and failed inserts leave nothing.
-func followUps(batch []*putRequest) []followUp {
-	var out []followUp
+// newDeliveries lists the new pending deliveries a committed group commit
+// stored: ignored events, duplicates and failed inserts leave nothing to
+// apply.
+func newDeliveries(batch []*putRequest) []int64 {
+	var ids []int64
 	for _, r := range batch {
 		if r.err != nil {
 			continue
 		}
 		for i, s := range r.stored {
-			switch {
-			case r.entries[i].status != "pending":
-			case s.Duplicate:
-				out = append(out, followUp{key: s.Key})
-			default:
-				out = append(out, followUp{id: s.ID})
+			if !s.Duplicate && r.entries[i].status == "pending" {
+				ids = append(ids, s.ID)
 			}
 		}
 	}
-	return out
+	return ids
 }
 
 // freshQueue bounds the deliveries committed and answered but not yet
 // taken by an applier. When it is full the batch loops wait, and so do
-// the requests behind them: intake never runs ahead of processing by
-// more than this.
+// the requests behind them: intake never runs ahead of processing by more
+// than this queue, the appliers' transactions and one group commit per
+// loop (64 each): about 512 deliveries with two loops.
 const freshQueue = 4 * maxBatch
 
 // apply processes new deliveries in one transaction (or more, past
-// maxBatch) and hands later what may have to wait on a lock: deliveries
-// whose charge another transaction held, and redeliveries.
-func (in *Inbox) apply(ctx context.Context, work []followUp, later func(followUp)) {
-	var ids []int64
-	for _, f := range work {
-		if f.key != "" {
-			later(f)
-			continue
-		}
-		ids = append(ids, f.id)
-	}
+// maxBatch) and hands later the ones whose charge another transaction
+// held: they wait for that lock one at a time, not in a batch.
+func (in *Inbox) apply(ctx context.Context, ids []int64, later func(int64)) {
 	for len(ids) > 0 {
 		n := min(len(ids), maxBatch)
 		for i, err := range in.proc.processBatch(ctx, ids[:n], charges.SkipLocked) {
 			switch {
 			case errors.Is(err, errBusy):
-				later(followUp{id: ids[i]})
+				later(ids[i])
 			case err != nil: // recorded on the delivery, with its back-off
 				in.proc.log.Warn("delivery stored, processing deferred to the worker", "delivery", ids[i], "error", err)
 			}
@@ -71,52 +52,71 @@ func (in *Inbox) apply(ctx context.Context, work []followUp, later func(followUp
 	}
 }
 
-// followUpAlone does what apply handed later: a delivery whose charge was
-// held waits for that lock in a transaction of its own; a redelivery
-// repairs a missing grant, or retries its delivery now.
-func (in *Inbox) followUpAlone(f followUp) {
+// applyAlone processes what a request stored outside the batch loops,
+// before it is answered: its new deliveries, then its redeliveries.
+func (in *Inbox) applyAlone(ctx context.Context, r *putRequest) {
+	in.apply(ctx, newDeliveries([]*putRequest{r}), in.processAlone)
+	if r.err != nil {
+		return
+	}
+	for i, s := range r.stored {
+		if s.Duplicate && r.entries[i].status == "pending" {
+			if err := in.proc.Redelivered(ctx, s.Key); err != nil {
+				in.proc.log.WarnContext(ctx, "redelivery: left to the worker", "key", s.Key, "error", err)
+			}
+		}
+	}
+}
+
+// processAlone applies one delivery in a transaction of its own, waiting
+// for its charge's lock, within the processor's Timeout.
+func (in *Inbox) processAlone(id int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), in.proc.Timeout)
 	defer cancel()
-	var err error
-	if f.key != "" {
-		err = in.proc.Redelivered(ctx, f.key)
-	} else {
-		err = in.proc.processAlone(ctx, f.id)
-	}
-	if err != nil {
-		in.proc.log.Warn("delivery stored, processing deferred to the worker", "delivery", f.id, "key", f.key, "error", err)
+	if err := in.proc.processAlone(ctx, id); err != nil {
+		in.proc.log.Warn("delivery stored, processing deferred to the worker", "delivery", id, "error", err)
 	}
 }
 
 // runApplier applies what the batch loops committed, up to maxBatch
-// deliveries per transaction, until the queue is closed and drained.
-func (in *Inbox) runApplier() {
-	for f := range in.fresh {
-		work := []followUp{f}
+// deliveries per transaction, until the queue is closed and drained, or
+// stop is closed and drain has passed: what is left then is due to the
+// worker a few seconds after it was stored.
+func (in *Inbox) runApplier(stop <-chan struct{}, drain time.Duration) {
+	var deadline time.Time
+	for id := range in.fresh {
+		if closed(stop) {
+			if deadline.IsZero() {
+				deadline = time.Now().Add(drain)
+			} else if time.Now().After(deadline) {
+				return
+			}
+		}
+		ids := []int64{id}
 	collect:
-		for len(work) < maxBatch {
+		for len(ids) < maxBatch {
 			select {
-			case f, ok := <-in.fresh:
+			case id, ok := <-in.fresh:
 				if !ok {
 					break collect
 				}
-				work = append(work, f)
+				ids = append(ids, id)
 			default:
 				break collect
 			}
 		}
-		in.apply(context.Background(), work, in.slow.add)
+		in.apply(context.Background(), ids, in.slow.add)
 	}
 }
 
-// runSlowLane works through the slow lane, one follow-up at a time, until
-// stop is closed; then it drains the lane for up to drain (a shutdown
-// releases what it holds: the lock it waits on may be about to go) and
-// leaves whatever remains to the worker.
+// runSlowLane works through the slow lane until stop is closed; then it
+// drains the lane for up to drain (a shutdown releases what it holds: the
+// lock it waits on may be about to go) and leaves whatever remains to the
+// worker.
 func (in *Inbox) runSlowLane(stop <-chan struct{}, drain time.Duration) {
 	var deadline time.Time
 	for {
-		f, ok := in.slow.next()
+		id, ok := in.slow.next()
 		stopping := closed(stop)
 		if stopping && deadline.IsZero() {
 			deadline = time.Now().Add(drain)
@@ -132,7 +132,7 @@ func (in *Inbox) runSlowLane(stop <-chan struct{}, drain time.Duration) {
 		case stopping && time.Now().After(deadline):
 			return
 		default:
-			in.followUpAlone(f)
+			in.processAlone(id)
 		}
 	}
 }
@@ -146,51 +146,62 @@ func closed(c <-chan struct{}) bool {
 	}
 }
 
-// slowLaneDrain bounds how long a stopping inbox spends on its slow lane,
-// beyond the follow-up at work (itself bounded by the processor's Timeout).
-const slowLaneDrain = 10 * time.Second
+// drainTime bounds how long a stopping inbox goes on applying what it has
+// answered, beyond the transaction at work (itself bounded by the
+// processor's Timeout); what is left is due to the worker.
+const drainTime = 10 * time.Second
 
-// slowLaneMax bounds the slow lane; past it, follow-ups are dropped and
-// the worker takes the deliveries when they are due (a few seconds after
-// they were stored). A dropped redelivery only loses its early retry.
+// slowLanes is how many deliveries may wait on charge locks at once: one
+// charge held for long (an operator's session) delays only the deliveries
+// of the lane that waits on it.
+const slowLanes = 4
+
+// slowLaneMax bounds the slow lane; past it, deliveries are left to the
+// worker, due a few seconds after they were stored.
 const slowLaneMax = 1024
 
-// slowLane is the set of follow-ups that may wait on a lock, kept apart so
-// a held charge never stalls the appliers. A follow-up already queued is
-// not queued twice: a storm of copies costs one redelivery.
+// slowLane holds the deliveries that wait on a lock: ones a batch left out
+// because another transaction held their charge, and redeliveries of ones
+// still pending, tried early. A delivery already queued is not queued
+// twice: a storm of copies costs one retry.
 type slowLane struct {
 	mu     sync.Mutex
-	queue  []followUp
-	queued map[followUp]bool
+	queue  []int64
+	queued map[int64]bool
 	wake   chan struct{}
+	log    func(msg string, args ...any)
 }
 
-func newSlowLane() *slowLane {
-	return &slowLane{queued: map[followUp]bool{}, wake: make(chan struct{}, 1)}
+func newSlowLane(log func(msg string, args ...any)) *slowLane {
+	return &slowLane{queued: map[int64]bool{}, wake: make(chan struct{}, slowLanes), log: log}
 }
 
-func (s *slowLane) add(f followUp) {
+func (s *slowLane) add(id int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.queued[f] || len(s.queue) >= slowLaneMax {
+	if s.queued[id] {
 		return
 	}
-	s.queued[f] = true
-	s.queue = append(s.queue, f)
+	if len(s.queue) >= slowLaneMax {
+		s.log("slow lane full: delivery left to the worker", "delivery", id)
+		return
+	}
+	s.queued[id] = true
+	s.queue = append(s.queue, id)
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (s *slowLane) next() (followUp, bool) {
+func (s *slowLane) next() (int64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.queue) == 0 {
-		return followUp{}, false
+		return 0, false
 	}
-	f := s.queue[0]
+	id := s.queue[0]
 	s.queue = s.queue[1:]
-	delete(s.queued, f)
-	return f, true
+	delete(s.queued, id)
+	return id, true
 }

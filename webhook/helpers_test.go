@@ -57,6 +57,10 @@ func (e *env) groupCommitLoops(loops int) {
 	done := make(chan struct{})
 	go func() { e.inbox.RunBatcher(ctx, loops); close(done) }()
 	e.t.Cleanup(func() { cancel(); <-done })
+	// Until then a delivery would be stored and processed alone.
+	for !e.inbox.Batching() {
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // settled waits until every stored delivery has had its first attempt:

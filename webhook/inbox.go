@@ -25,15 +25,15 @@ type Inbox struct {
 	insertStmt *sqlstmt.Stmt
 	proc       *Processor
 	// fresh carries each group commit's new deliveries, once its requests
-	// are answered, to the appliers; slow holds what may wait on a lock.
-	fresh chan followUp
+	// are answered, to the appliers; slow holds those that wait on a lock.
+	fresh chan int64
 	slow  *slowLane
 }
 
 // NewInbox returns the inbox over db, applying deliveries with proc.
 func NewInbox(db *sqlx.DB, proc *Processor) *Inbox {
 	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL), proc: proc,
-		fresh: make(chan followUp, freshQueue), slow: newSlowLane()}
+		fresh: make(chan int64, freshQueue), slow: newSlowLane(proc.log.Warn)}
 	in.group = batch.New(maxBatch, in.insertAll)
 	return in
 }
@@ -124,7 +124,32 @@ func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, h
 		// redeliver and get "duplicate".
 		return nil, err
 	}
+	if req.batched && req.err == nil {
+		// Before the answer: once answered, the PSP will not ask again.
+		for i, s := range req.stored {
+			if s.Duplicate && entries[i].status == "pending" {
+				in.redeliver(ctx, s.Key)
+			}
+		}
+	}
 	return req.stored, req.err
+}
+
+// redeliver does, on the request's time, what a PSP's redelivery asks
+// (Processor.redelivered), and hands a delivery still pending to the slow
+// lane for an early retry. Whatever fails here is logged: the delivery is
+// stored, and due to the worker.
+func (in *Inbox) redeliver(ctx context.Context, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.proc.Timeout)
+	defer cancel()
+	id, err := in.proc.redelivered(ctx, key)
+	if err != nil {
+		in.proc.log.WarnContext(ctx, "redelivery: left to the worker", "key", key, "error", err)
+		return
+	}
+	if id != 0 {
+		in.slow.add(id)
+	}
 }
 
 // putRequest is one delivery waiting for its group commit.
@@ -134,6 +159,7 @@ type putRequest struct {
 	body, headers []byte
 	stored        []Stored
 	err           error
+	batched       bool // stored by a batch loop: answered before processing
 }
 
 // maxBatch bounds the deliveries of one group commit, and of one
@@ -142,20 +168,23 @@ const maxBatch = 64
 
 // RunBatcher group-commits concurrent deliveries, with loops batches in
 // flight at once, and applies what they store with as many appliers,
-// until ctx ends. It then stops taking deliveries, applies the ones
-// committed and answered, gives the slow lane a bounded time to finish,
-// and returns; what is left is due to the worker a few seconds after it
-// was stored. It runs once per Inbox.
+// until ctx ends. It then stops taking deliveries and goes on applying
+// the ones committed and answered, and those waiting on a lock, for a
+// bounded time (drainTime): what is left is due to the worker a few
+// seconds after it was stored. It runs once per Inbox.
 func (in *Inbox) RunBatcher(ctx context.Context, loops int) {
+	stopAppliers, stopSlow := make(chan struct{}), make(chan struct{})
 	var appliers, slow sync.WaitGroup
 	for range loops {
 		appliers.Add(1)
-		go func() { defer appliers.Done(); in.runApplier() }()
+		go func() { defer appliers.Done(); in.runApplier(stopAppliers, drainTime) }()
 	}
-	stopSlow := make(chan struct{})
-	slow.Add(1)
-	go func() { defer slow.Done(); in.runSlowLane(stopSlow, slowLaneDrain) }()
+	for range slowLanes {
+		slow.Add(1)
+		go func() { defer slow.Done(); in.runSlowLane(stopSlow, drainTime) }()
+	}
 	in.group.Run(ctx, loops)
+	close(stopAppliers)
 	close(in.fresh) // no loop runs any more: nothing else is sent
 	appliers.Wait()
 	close(stopSlow) // the appliers hand it nothing more
@@ -164,24 +193,25 @@ func (in *Inbox) RunBatcher(ctx context.Context, loops int) {
 
 // insertAll stores a batch; one bad row fails the whole statement, so on
 // error each delivery is retried on its own and an error stays with the
-// one that caused it. In a batch loop its requests are then answered and
-// what they stored goes to the appliers; the loop waits while the
-// appliers are a queue behind. A request alone (done is nil) is processed
-// here, before its answer.
+// one that caused it. In a batch loop its requests are then answered (a
+// redelivery after its follow-up, in put) and the new deliveries go to
+// the appliers; the loop waits while the appliers are a queue behind. A
+// request alone (done is nil) is processed here, before its answer.
 func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest, done func(i int)) {
 	in.insertBatch(ctx, batch)
-	work := followUps(batch)
 	if done == nil {
 		// Its request waits; its cancellation must not abort a
 		// transaction half way.
-		in.apply(context.WithoutCancel(ctx), work, in.followUpAlone)
+		in.applyAlone(context.WithoutCancel(ctx), batch[0])
 		return
 	}
-	for i := range batch {
+	ids := newDeliveries(batch)
+	for i, r := range batch {
+		r.batched = true
 		done(i)
 	}
-	for _, f := range work {
-		in.fresh <- f
+	for _, id := range ids {
+		in.fresh <- id
 	}
 }
 

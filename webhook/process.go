@@ -132,11 +132,25 @@ func (p *Processor) processBatch(ctx context.Context, ids []int64, skipLocked bo
 	return errs
 }
 
-// Redelivered handles a PSP's redelivery of a stored delivery: one still
-// pending is tried again now rather than at its back-off; a payment
-// already applied re-ensures the charge's access grant, which repairs a
-// grant lost to a partial state without booking anything twice.
+// Redelivered handles a PSP's redelivery of a stored delivery (see
+// redelivered) and retries one still pending now, waiting for its
+// charge's lock if another transaction holds it.
 func (p *Processor) Redelivered(ctx context.Context, key string) error {
+	id, err := p.redelivered(ctx, key)
+	if err != nil || id == 0 {
+		return err
+	}
+	return p.processAlone(ctx, id)
+}
+
+// redelivered does what a PSP's redelivery of a stored delivery asks,
+// short of waiting on a charge's lock: a payment already applied
+// re-ensures the charge's access grant, which repairs a grant lost to a
+// partial state without booking anything twice; a delivery that gave up
+// after its attempts is requeued, due to the worker at once. It returns
+// the id of a delivery pending (or requeued), worth trying again now
+// rather than at its back-off; the worker gets to it either way.
+func (p *Processor) redelivered(ctx context.Context, key string) (int64, error) {
 	var row struct {
 		ID     int64           `db:"id"`
 		Status string          `db:"status"`
@@ -144,23 +158,22 @@ func (p *Processor) Redelivered(ctx context.Context, key string) error {
 		Event  json.RawMessage `db:"event"`
 	}
 	if err := p.db.GetContext(ctx, &row, `SELECT id, status, kind, event FROM inbox WHERE delivery_key = $1`, key); err != nil {
-		return fmt.Errorf("redelivery %s: %w", key, err)
+		return 0, fmt.Errorf("redelivery %s: %w", key, err)
 	}
 	switch {
 	case row.Status == "pending":
-		return p.processAlone(ctx, row.ID)
+		return row.ID, nil
 	case row.Status == "processed" && row.Kind == string(scheme.KindPaid):
-		return p.repairGrant(ctx, row.ID, row.Event)
+		return 0, p.repairGrant(ctx, row.ID, row.Event)
 	case row.Status == "divergent":
 		// A delivery that gave up after its attempts gets another chance
 		// when the PSP sends it again.
-		requeued, err := p.Requeue(ctx, row.ID)
-		if err != nil || !requeued {
-			return err
+		if requeued, err := p.Requeue(ctx, row.ID); err != nil || !requeued {
+			return 0, err
 		}
-		return p.processAlone(ctx, row.ID)
+		return row.ID, nil
 	}
-	return nil
+	return 0, nil
 }
 
 // repairGrant re-ensures the access grant of a paid charge whose payment

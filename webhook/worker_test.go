@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,21 +105,41 @@ func TestConcurrentWorkersApplyEachDeliveryOnce(t *testing.T) {
 
 func TestGivenUpDeliveryIsRetriedWhenThePSPSendsItAgain(t *testing.T) {
 	t.Parallel()
+	for _, batched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batched %v", batched), func(t *testing.T) {
+			t.Parallel()
+			givenUpRetriedOnRedelivery(t, batched)
+		})
+	}
+}
+
+func givenUpRetriedOnRedelivery(t *testing.T, batched bool) {
 	e := newEnv(t)
 	e.charge("order-1", 4990, "partner-42", 1000)
 	e.proc.MaxAttempts = 1
-	e.applier.AfterSale = func() error { return errors.New("outage") }
+	var outage atomic.Bool // read by the appliers, set by the test
+	outage.Store(true)
+	e.applier.AfterSale = func() error {
+		if outage.Load() {
+			return errors.New("outage")
+		}
+		return nil
+	}
+	if batched {
+		e.groupCommit()
+	}
 	body := hodlePaid("track-1", "order-1", "49.90")
 	e.postHodle(body)
-	var status string
-	e.db.Get(&status, `SELECT status FROM inbox`)
-	if status != "divergent" {
-		t.Fatalf("status %s, want divergent after its one attempt", status)
-	}
-	e.applier.AfterSale = nil // the outage is over
+	e.eventually("divergent after its one attempt", `SELECT count(*) FROM inbox WHERE status = 'divergent'`, 1)
+	outage.Store(false) // the outage is over
 	if r := e.postHodle(body); r.Code != 200 || r.Body.Status != "duplicate" {
 		t.Fatalf("redelivery: %d %+v", r.Code, r.Body)
 	}
+	// Requeued before the answer: answered, the PSP will not send it again.
+	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'divergent'`); n != 0 {
+		t.Fatal("the redelivery was answered before its delivery was requeued")
+	}
+	e.eventually("the requeued delivery applied", `SELECT count(*) FROM inbox WHERE status = 'processed'`, 1)
 	e.assertPaidOnce("order-1")
 	var divStatus string
 	e.db.Get(&divStatus, `SELECT status FROM divergences WHERE reason = 'processing_failed'`)

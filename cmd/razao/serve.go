@@ -199,8 +199,9 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	defer func() { stopBG(); stopNotifier(); wg.Wait() }()
 
-	// The batchers outlive the HTTP server: requests still in flight during
-	// shutdown wait for their group commit and their processing.
+	// The batcher outlives the HTTP server: requests still in flight during
+	// shutdown wait for their group commit, and what they stored is then
+	// applied (for a bounded time; the rest is due to the worker).
 	batchCtx, stopBatcher := context.WithCancel(context.WithoutCancel(ctx))
 	batcher := make(chan struct{})
 	go func() { s.inbox.RunBatcher(batchCtx, batchLoops); close(batcher) }()

@@ -93,6 +93,10 @@ func (g *Group[T]) Do(ctx context.Context, item T) error {
 	return nil
 }
 
+// Started reports whether Run has started: from then on, until it stops,
+// Do hands its item to a loop.
+func (g *Group[T]) Started() bool { return g.running.Load() }
+
 // Run batches with loops batches running at once until ctx ends. A batch
 // runs on a context that ctx's end does not cancel: its callers are waiting
 // for the answer.

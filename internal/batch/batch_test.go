@@ -272,7 +272,7 @@ func TestCallerContextEndsWhileItsBatchRuns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { g.Run(ctx, 1); close(done) }()
-	for !g.running.Load() {
+	for !g.Started() {
 		time.Sleep(time.Millisecond)
 	}
 	callCtx, stop := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -302,7 +302,7 @@ func runGroup(g *Group[*item], loops int) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { g.Run(ctx, loops); close(done) }()
-	for !g.running.Load() {
+	for !g.Started() {
 		time.Sleep(time.Millisecond)
 	}
 	return func() { cancel(); <-done }

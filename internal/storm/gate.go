@@ -76,12 +76,11 @@ func (g *Gate) Held(ctx context.Context, db *sqlx.DB) (int, error) {
 }
 
 // WaitFor waits until at least n deliveries for the gate's charges are
-// stored and pending while a processing transaction waits on the gate, or
-// until giveUp reports true, or for at most d. A replica processes the
-// deliveries of concurrent requests together, so n requests may wait in
-// fewer transactions than n: the ones not yet in a transaction are queued
-// behind the one that waits.
-func (g *Gate) WaitFor(ctx context.Context, db *sqlx.DB, n int, d time.Duration, giveUp func() bool) (int, error) {
+// stored and pending while at least waiters processing transactions wait
+// on the gate, or until giveUp reports true, or for at most d. Deliveries
+// whose charge is held wait one transaction each, a few at a time per
+// replica: the others queue behind them.
+func (g *Gate) WaitFor(ctx context.Context, db *sqlx.DB, n, waiters int, d time.Duration, giveUp func() bool) (int, error) {
 	deadline := time.Now().Add(d)
 	for {
 		held, err := g.Held(ctx, db)
@@ -89,7 +88,7 @@ func (g *Gate) WaitFor(ctx context.Context, db *sqlx.DB, n int, d time.Duration,
 		if err == nil {
 			waiting, err = g.Waiting(ctx, db)
 		}
-		if err == nil && held >= n && waiting > 0 {
+		if err == nil && held >= n && waiting >= max(waiters, 1) {
 			return held, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil || (giveUp != nil && giveUp()) {

@@ -79,8 +79,8 @@ func GracefulShutdown(ctx context.Context, env *Env, rep *Report) error {
 			rep.problemf("shutdown: held %s to replica %d answered %d %q %s", reqs[i].d.ID, reqs[i].replica, a.Code, a.Status, a.Err)
 		}
 	}
-	// Wait until their processing waits on the gate.
-	if _, err := gate.WaitFor(ctx, env.DB(), len(reqs), 30*time.Second, nil); err != nil {
+	// Wait until their processing waits on the gate, on every replica.
+	if _, err := gate.WaitFor(ctx, env.DB(), len(reqs), n, 30*time.Second, nil); err != nil {
 		rep.problemf("shutdown: %v", err)
 		return nil
 	}

@@ -319,9 +319,9 @@ func fireCharge(ctx context.Context, psp *PSP, c ChargePlan) {
 // f.Down, then starts it again on the same port and waits until ready.
 // "Mid-flight" is forced: the batch's charges are locked by a gate, their
 // confirmation and refunds are sent to the victim, and the kill comes
-// once they are all stored and waiting on the lock. The PSP sees no
-// answer and redelivers elsewhere ("duplicate"); the crashed processing
-// must be finished by someone else.
+// once they are all stored (and answered) and their processing waits on
+// the lock. The crashed processing must be finished by someone else: the
+// other replicas' workers, or a redelivery ("duplicate").
 func killAndRestart(ctx context.Context, env *Env, psp *PSP, f Fault, batch []ChargePlan, spawn func(func()), logf func(string, ...any)) *FaultRecord {
 	r := env.Replicas[f.Replica%len(env.Replicas)]
 	rec := &FaultRecord{Kind: KillReplica, Replica: r.Index}
@@ -346,7 +346,7 @@ func killAndRestart(ctx context.Context, env *Env, psp *PSP, f Fault, batch []Ch
 			}
 		}
 		if gate != nil {
-			n, err := gate.WaitFor(ctx, env.DB(), sends, 30*time.Second, nil)
+			n, err := gate.WaitFor(ctx, env.DB(), sends, 1, 30*time.Second, nil)
 			if err != nil {
 				rec.Problems = append(rec.Problems, fmt.Sprintf("kill: %v", err))
 			}
@@ -372,7 +372,7 @@ func killAndRestart(ctx context.Context, env *Env, psp *PSP, f Fault, batch []Ch
 	if gate != nil {
 		gate.Open() // the victim's orphaned backends may now fail and roll back
 	}
-	logf("storm: kill -9 replica %d (pid %d) with %d requests held in flight: %s; down for %v", r.Index, pid, rec.HeldAtKill, st, f.Down)
+	logf("storm: kill -9 replica %d (pid %d) with %d deliveries held in flight: %s; down for %v", r.Index, pid, rec.HeldAtKill, st, f.Down)
 	select {
 	case <-ctx.Done():
 		return rec

@@ -207,6 +207,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		-duration "$DURATION" -json "$OUTDIR/round-$r.jsonl" -database-url "$LOAD_URL" -server-pid "$SERVER_PID" >"$OUTDIR/round-$r.txt" 2>&1 ||
 		{ cat "$OUTDIR/round-$r.txt" >&2; die "round $r: the distinct scenario failed"; }
 	acc=$(grep -o '"applied_per_s":[0-9.]*' "$OUTDIR/round-$r.jsonl" | head -1 | cut -d: -f2)
+	[[ -n $acc ]] || die "round $r: no applied_per_s in the distinct scenario's report (see $OUTDIR/round-$r.txt)"
 	tps_ra=$(pgb "posting_round$r" scripts/load/pgbench/posting.sql)
 	tps_rc=$(pgb "razao_like_round$r" scripts/load/pgbench/razao_like.sql)
 	echo "$r $acc $tps_ra $tps_rc" | tee -a "$OUTDIR/rounds.txt"

@@ -22,7 +22,7 @@ type job struct {
 func (l *loader) fire(ctx context.Context, res *result, jobs []job, c int) ([]reply, []bool) {
 	replies := make([]reply, len(jobs))
 	sent := make([]bool, len(jobs))
-	before := sampleCPU(l.opt.serverPID)
+	res.cpuStart = sampleCPU(l.opt.serverPID)
 	start := time.Now()
 	res.started = start
 	forEach(ctx, len(jobs), c, func(ctx context.Context, i int) {
@@ -35,7 +35,7 @@ func (l *loader) fire(ctx context.Context, res *result, jobs []job, c int) ([]re
 		res.record(i, jobs[i].kind, rp)
 	})
 	res.WallS = time.Since(start).Seconds()
-	res.CPU = cores(before, sampleCPU(l.opt.serverPID), l.opt.serverPID)
+	res.CPU = cores(res.cpuStart, sampleCPU(l.opt.serverPID), l.opt.serverPID)
 	res.tally(replies, sent)
 	if res.Sent < len(jobs) {
 		res.Incomplete = true
@@ -153,13 +153,15 @@ func (l *loader) duplicateStorm(ctx context.Context) *result {
 	}
 	ready.Wait()
 	l.logf("duplicate-storm: releasing %d copies of one delivery", k)
-	before := sampleCPU(l.opt.serverPID)
+	res.cpuStart = sampleCPU(l.opt.serverPID)
 	start := time.Now()
+	res.started = start
 	close(gate)
 	done.Wait()
 	res.WallS = time.Since(start).Seconds()
-	res.CPU = cores(before, sampleCPU(l.opt.serverPID), l.opt.serverPID)
+	res.CPU = cores(res.cpuStart, sampleCPU(l.opt.serverPID), l.opt.serverPID)
 	res.tally(replies, sent)
+	l.waitApplied(ctx, res, prefix)
 	res.Incomplete = res.Sent < k
 	res.Extra["connections_reused"] = reused.Load()
 	if res.Statuses["accepted"] != 1 {

@@ -97,10 +97,11 @@ type result struct {
 	Incomplete  bool                      `json:"incomplete"`
 	Pass        bool                      `json:"pass"`
 
-	durs    []time.Duration
-	kinds   []string
-	getC    int
-	started time.Time // when the first request was sent
+	durs     []time.Duration
+	kinds    []string
+	getC     int
+	started  time.Time // when the first request was sent
+	cpuStart cpuSample // the CPU counters then
 }
 
 func newResult(l *loader, scenario string, planned, concurrency int) *result {
