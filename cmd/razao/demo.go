@@ -79,9 +79,12 @@ func (d *demo) run() error {
 	d.step("forged: a confirmation signed with the wrong secret (refused, nothing stored)")
 	d.hodle(strings.Replace(paid, "track-", "forged-", 1), "not-the-secret")
 	// Each delivery was answered once stored; it is applied a moment later.
+	waited := time.Now()
 	d.waitState(order, "partially_refunded")
 	d.waitState(other, "paid")
 	d.step("the charge, its posting sets and its grant")
+	fmt.Fprintf(d.out, "(each delivery was answered once stored durably, and applied right after: %d ms of waiting here)\n",
+		time.Since(waited).Milliseconds())
 	d.api("GET", "/v1/charges/"+order, "")
 	d.step("balances of the whole ledger (centavos; debits positive)")
 	d.api("GET", "/v1/balances", "")

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -32,6 +33,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	logger := slog.New(reqid.LogHandler{Handler: slog.NewJSONHandler(stderr, nil)})
+	tuneGC(os.Getenv)
 	srv, err := newServer(ctx, cfg, logger, time.Now)
 	if err != nil {
 		return err
@@ -43,6 +45,24 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "razao listening on http://%s with %d webhook endpoint(s) (stop with Ctrl-C or SIGTERM)\n", ln.Addr(), len(cfg.endpoints))
 	return srv.Serve(ctx, ln)
+}
+
+// tuneGC collects garbage less often than Go's default, unless GOGC or
+// GOMEMLIMIT say otherwise: the service's live heap is small (every input
+// is bounded) and it allocates per request, so at GOGC=100 the collector
+// took a tenth of its CPU. Measured, alternating runs of 6,000
+// deliveries at 8 clients: razao used 0.53–0.57 cores at GOGC=400 against
+// 0.59–0.64, for 1,452–1,593 confirmed/s against 1,372–1,577 (within the
+// machine's noise; the CPU it frees goes to PostgreSQL). The memory limit
+// keeps the heap bounded all the same: near it, the collector runs as
+// often as it must.
+func tuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(512 << 20)
+	}
 }
 
 // server is the running service: its database, ledger, webhook front,
