@@ -28,6 +28,8 @@ type Inbox struct {
 	// are answered, to the appliers; slow holds those that wait on a lock.
 	fresh chan int64
 	slow  *slowLane
+	// redeliveries joins concurrent redeliveries of one key.
+	redeliveries flights
 }
 
 // NewInbox returns the inbox over db, applying deliveries with proc.
@@ -137,19 +139,54 @@ func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, h
 
 // redeliver does, on the request's time, what a PSP's redelivery asks
 // (Processor.redelivered), and hands a delivery still pending to the slow
-// lane for an early retry. Whatever fails here is logged: the delivery is
-// stored, and due to the worker.
+// lane for an early retry. Concurrent redeliveries of one key wait for
+// the one already at it: a storm of copies costs one. Whatever fails here
+// is logged: the delivery is stored, and due to the worker.
 func (in *Inbox) redeliver(ctx context.Context, key string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.proc.Timeout)
-	defer cancel()
-	id, err := in.proc.redelivered(ctx, key)
-	if err != nil {
-		in.proc.log.WarnContext(ctx, "redelivery: left to the worker", "key", key, "error", err)
+	in.redeliveries.do(ctx, key, func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.proc.Timeout)
+		defer cancel()
+		id, err := in.proc.redelivered(ctx, key)
+		if err != nil {
+			in.proc.log.WarnContext(ctx, "redelivery: left to the worker", "key", key, "error", err)
+			return
+		}
+		if id != 0 {
+			in.slow.add(id)
+		}
+	})
+}
+
+// flights runs one call per key at a time; callers of a key already in
+// flight wait for that call instead of making their own.
+type flights struct {
+	mu     sync.Mutex
+	flying map[string]chan struct{}
+}
+
+func (f *flights) do(ctx context.Context, key string, fn func()) {
+	f.mu.Lock()
+	if done, ok := f.flying[key]; ok {
+		f.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
 		return
 	}
-	if id != 0 {
-		in.slow.add(id)
+	if f.flying == nil {
+		f.flying = map[string]chan struct{}{}
 	}
+	done := make(chan struct{})
+	f.flying[key] = done
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.flying, key)
+		f.mu.Unlock()
+		close(done)
+	}()
+	fn()
 }
 
 // putRequest is one delivery waiting for its group commit.
