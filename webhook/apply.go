@@ -53,17 +53,24 @@ func (in *Inbox) apply(ctx context.Context, ids []int64, later func(int64)) {
 }
 
 // applyAlone processes what a request stored outside the batch loops,
-// before it is answered: its new deliveries, then its redeliveries.
+// before it is answered: its new deliveries, then its redeliveries. A
+// redelivery whose follow-up failed fails the request (see redeliver).
 func (in *Inbox) applyAlone(ctx context.Context, r *putRequest) {
 	in.apply(ctx, newDeliveries([]*putRequest{r}), in.processAlone)
 	if r.err != nil {
 		return
 	}
 	for i, s := range r.stored {
-		if s.Duplicate && r.entries[i].status == "pending" {
-			if err := in.proc.Redelivered(ctx, s.Key); err != nil {
-				in.proc.log.WarnContext(ctx, "redelivery: left to the worker", "key", s.Key, "error", err)
-			}
+		if !s.Duplicate || r.entries[i].status != "pending" {
+			continue
+		}
+		id, err := in.redeliver(ctx, s.Key)
+		if err != nil {
+			r.err = err
+			return
+		}
+		if id != 0 {
+			in.processAlone(id)
 		}
 	}
 }
@@ -151,9 +158,11 @@ func closed(c <-chan struct{}) bool {
 // processor's Timeout); what is left is due to the worker.
 const drainTime = 10 * time.Second
 
-// slowLanes is how many deliveries may wait on charge locks at once: one
-// charge held for long (an operator's session) delays only the deliveries
-// of the lane that waits on it.
+// slowLanes is how many deliveries may wait on charge locks at once, each
+// for the processor's Timeout at most (then the attempt is recorded and
+// the worker retries it with back-off): one charge held for long (an
+// operator's session) holds a lane per delivery of its own that waits,
+// never the appliers.
 const slowLanes = 4
 
 // slowLaneMax bounds the slow lane; past it, deliveries are left to the

@@ -126,67 +126,80 @@ func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, h
 		// redeliver and get "duplicate".
 		return nil, err
 	}
-	if req.batched && req.err == nil {
-		// Before the answer: once answered, the PSP will not ask again.
-		for i, s := range req.stored {
-			if s.Duplicate && entries[i].status == "pending" {
-				in.redeliver(ctx, s.Key)
+	if !req.batched || req.err != nil {
+		return req.stored, req.err
+	}
+	for i, s := range req.stored {
+		if s.Duplicate && entries[i].status == "pending" {
+			id, err := in.redeliver(ctx, s.Key)
+			if err != nil {
+				return nil, err
+			}
+			if id != 0 {
+				in.slow.add(id) // an early retry, in the slow lane
 			}
 		}
 	}
-	return req.stored, req.err
+	return req.stored, nil
 }
 
-// redeliver does, on the request's time, what a PSP's redelivery asks
-// (Processor.redelivered), and hands a delivery still pending to the slow
-// lane for an early retry. Concurrent redeliveries of one key wait for
-// the one already at it: a storm of copies costs one. Whatever fails here
-// is logged: the delivery is stored, and due to the worker.
-func (in *Inbox) redeliver(ctx context.Context, key string) {
-	in.redeliveries.do(ctx, key, func() {
+// redeliver does, before the answer, what a PSP's redelivery asks
+// (Processor.redelivered), and returns the id of a delivery still pending,
+// worth an early retry. Its error is the PSP's to see (503): answered 200,
+// the PSP would not send the delivery again, and a requeue or a grant
+// repair that failed would be lost. Concurrent redeliveries of one key
+// share one call: a storm of copies costs one.
+func (in *Inbox) redeliver(ctx context.Context, key string) (int64, error) {
+	return in.redeliveries.do(ctx, key, func() (int64, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.proc.Timeout)
 		defer cancel()
-		id, err := in.proc.redelivered(ctx, key)
-		if err != nil {
-			in.proc.log.WarnContext(ctx, "redelivery: left to the worker", "key", key, "error", err)
-			return
-		}
-		if id != 0 {
-			in.slow.add(id)
-		}
+		return in.proc.redelivered(ctx, key)
 	})
 }
 
 // flights runs one call per key at a time; callers of a key already in
-// flight wait for that call instead of making their own.
+// flight wait for that call and share its result instead of making their
+// own. A caller that joins late shares a result read before it came: for
+// a redelivery, what the original was a few milliseconds earlier, which
+// a give-up racing a redelivery could make stale without flights as well.
 type flights struct {
 	mu     sync.Mutex
-	flying map[string]chan struct{}
+	flying map[string]*flight
 }
 
-func (f *flights) do(ctx context.Context, key string, fn func()) {
+type flight struct {
+	done   chan struct{}
+	id     int64
+	err    error
+	joined int // callers sharing it, under flights.mu
+}
+
+func (f *flights) do(ctx context.Context, key string, fn func() (int64, error)) (int64, error) {
 	f.mu.Lock()
-	if done, ok := f.flying[key]; ok {
+	if fl, ok := f.flying[key]; ok {
+		fl.joined++
 		f.mu.Unlock()
 		select {
-		case <-done:
+		case <-fl.done:
+			return fl.id, fl.err
 		case <-ctx.Done():
+			return 0, ctx.Err()
 		}
-		return
 	}
 	if f.flying == nil {
-		f.flying = map[string]chan struct{}{}
+		f.flying = map[string]*flight{}
 	}
-	done := make(chan struct{})
-	f.flying[key] = done
+	fl := &flight{done: make(chan struct{})}
+	f.flying[key] = fl
 	f.mu.Unlock()
 	defer func() {
 		f.mu.Lock()
 		delete(f.flying, key)
 		f.mu.Unlock()
-		close(done)
+		close(fl.done)
 	}()
-	fn()
+	fl.id, fl.err = fn()
+	return fl.id, fl.err
 }
 
 // putRequest is one delivery waiting for its group commit.
@@ -206,9 +219,11 @@ const maxBatch = 64
 // RunBatcher group-commits concurrent deliveries, with loops batches in
 // flight at once, and applies what they store with as many appliers,
 // until ctx ends. It then stops taking deliveries and goes on applying
-// the ones committed and answered, and those waiting on a lock, for a
-// bounded time (drainTime): what is left is due to the worker a few
-// seconds after it was stored. It runs once per Inbox.
+// the ones committed and answered, then those waiting on a lock, each for
+// drainTime more at most, checked between transactions (a transaction at
+// work finishes, within the processor's Timeout, and so do the
+// one-at-a-time retries of a batch that failed): what is left is due to
+// the worker a few seconds after it was stored. It runs once per Inbox.
 func (in *Inbox) RunBatcher(ctx context.Context, loops int) {
 	stopAppliers, stopSlow := make(chan struct{}), make(chan struct{})
 	var appliers, slow sync.WaitGroup

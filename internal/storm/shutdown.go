@@ -79,8 +79,9 @@ func GracefulShutdown(ctx context.Context, env *Env, rep *Report) error {
 			rep.problemf("shutdown: held %s to replica %d answered %d %q %s", reqs[i].d.ID, reqs[i].replica, a.Code, a.Status, a.Err)
 		}
 	}
-	// Wait until their processing waits on the gate, on every replica.
-	if _, err := gate.WaitFor(ctx, env.DB(), len(reqs), n, 30*time.Second, nil); err != nil {
+	// Wait until every one of them waits on the gate, in its replica's
+	// slow lane.
+	if _, err := gate.WaitFor(ctx, env.DB(), len(reqs), len(reqs), 30*time.Second, nil); err != nil {
 		rep.problemf("shutdown: %v", err)
 		return nil
 	}
