@@ -295,3 +295,38 @@ func TestPSPHangingUpMidBatchLosesNothing(t *testing.T) {
 	}
 	e.assertPaidOnce("order-1")
 }
+
+// A redelivery whose follow-up fails (here the grant repair, stuck behind
+// a lock past the processor's timeout) is answered 503, not 200: answered
+// 200, the PSP would never send it again and the grant would stay lost.
+// Its next redelivery repairs the grant.
+func TestFailedRedeliveryFollowUpIsNot2xx(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.proc.Timeout = 300 * time.Millisecond
+	e.groupCommit()
+	e.charge("order-1", 4990, "partner-42", 1000)
+	body := hodlePaid("track-1", "order-1", "49.90")
+	if r := e.postHodle(body); r.Code != 200 || r.Body.Status != "accepted" {
+		t.Fatalf("delivery: %d %+v", r.Code, r.Body)
+	}
+	e.eventually("the payment applied", `SELECT count(*) FROM inbox WHERE status = 'processed'`, 1)
+	e.db.MustExec(`DELETE FROM access_grants`)
+
+	lock := e.db.MustBegin()
+	lock.MustExec(`LOCK TABLE access_grants IN ACCESS EXCLUSIVE MODE`)
+	r := e.postHodle(body)
+	lock.Rollback()
+	if r.Code != 503 {
+		t.Fatalf("redelivery whose grant repair failed: %d %+v, want 503", r.Code, r.Body)
+	}
+	if r := e.postHodle(body); r.Code != 200 || r.Body.Status != "duplicate" {
+		t.Fatalf("next redelivery: %d %+v", r.Code, r.Body)
+	}
+	if n := e.count(`SELECT count(*) FROM access_grants WHERE charge_id = 'order-1'`); n != 1 {
+		t.Fatalf("grant not repaired: %d", n)
+	}
+	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'commission'`); n != 1 {
+		t.Fatalf("%d commissions after the repair, want 1", n)
+	}
+}
