@@ -37,9 +37,6 @@ func BenchmarkDelivery(b *testing.B) {
 		FROM generate_series(1, $1) g`, preload)
 	preloadLedger(b, e, preload)
 	e.db.MustExec(`ANALYZE`)
-	if os.Getenv("NO_NOTIFY") != "" {
-		e.db.MustExec(`ALTER TABLE outbox DISABLE TRIGGER trg_outbox_notify`)
-	}
 	var seq atomic.Int64
 	b.SetParallelism(4) // 8 PSP connections on 2 cores
 	b.ResetTimer()
