@@ -3,10 +3,8 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,14 +122,7 @@ func TestCrashAfterSaleLeavesNothingThenRedeliveryAppliesOnce(t *testing.T) {
 func crashAfterSale(t *testing.T, batched bool) {
 	e := newEnv(t)
 	e.charge("order-1", 4990, "partner-42", 1000)
-	var crash atomic.Bool // read by the appliers, set by the test
-	crash.Store(true)
-	e.applier.AfterSale = func() error {
-		if crash.Load() {
-			return errors.New("simulated crash after the sale")
-		}
-		return nil
-	}
+	crash := e.failAfterSale("simulated crash after the sale")
 	if batched {
 		e.groupCommit()
 	}

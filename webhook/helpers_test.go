@@ -8,12 +8,14 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,6 +241,21 @@ func (e *env) wantBalances(want map[string]int64) {
 			e.t.Errorf("unexpected balance %s = %d", code, g)
 		}
 	}
+}
+
+// failAfterSale makes processing fail right after it wrote the sale, while
+// the returned switch is on (it starts on). Appliers read it from their
+// own goroutines, hence the atomic.
+func (e *env) failAfterSale(cause string) *atomic.Bool {
+	on := new(atomic.Bool)
+	on.Store(true)
+	e.applier.AfterSale = func() error {
+		if on.Load() {
+			return errors.New(cause)
+		}
+		return nil
+	}
+	return on
 }
 
 // eventually waits until query counts want rows.

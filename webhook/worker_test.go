@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,14 +116,7 @@ func givenUpRetriedOnRedelivery(t *testing.T, batched bool) {
 	e := newEnv(t)
 	e.charge("order-1", 4990, "partner-42", 1000)
 	e.proc.MaxAttempts = 1
-	var outage atomic.Bool // read by the appliers, set by the test
-	outage.Store(true)
-	e.applier.AfterSale = func() error {
-		if outage.Load() {
-			return errors.New("outage")
-		}
-		return nil
-	}
+	outage := e.failAfterSale("outage")
 	if batched {
 		e.groupCommit()
 	}
