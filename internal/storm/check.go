@@ -561,7 +561,7 @@ func (r *Report) Table() string {
 	row("held in flight at kill -9", f.HeldAtKill, "stored, processing waiting on a row lock, when SIGKILL came")
 	row("stored, answer lost", f.AnswerLost, "the storing request never answered; redelivery got \"duplicate\"")
 	row("stored, never a 2xx", f.StoredUnanswered, "applied though the PSP gave up")
-	row("processed 2s+ after receipt", f.ProcessedLate, "finished by a worker or a redelivery, not inline")
+	row("processed 2s+ after receipt", f.ProcessedLate, "finished by a worker or a redelivery, not right after the commit")
 	row("forged refused (401)", f.ForgedRefused, fmt.Sprintf("forged applied: %d (must be 0)", f.ForgedApplied))
 	row("never accepted", f.Unaccepted, "PSP gave up (must be 0)")
 	row("lost", f.Lost, "must be 0")
