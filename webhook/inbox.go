@@ -110,8 +110,9 @@ func bodyHash(body []byte) string {
 
 // put stores the entries of one delivery and returns only after their
 // COMMIT, so the caller may answer 2xx. An error means they may not be
-// stored: the caller answers 503, and if they were (ctx ended while its
-// batch committed) the PSP's redelivery is answered "duplicate".
+// stored, or, for a redelivery, that its follow-up failed (see
+// redeliver): the caller answers 503, and the PSP's next redelivery is
+// answered "duplicate" once stored.
 //
 // While RunBatcher runs, concurrent deliveries are group-committed (one
 // multi-row INSERT … ON CONFLICT DO NOTHING RETURNING and one commit for
