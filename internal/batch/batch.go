@@ -1,9 +1,9 @@
 // Package batch runs the work of concurrent callers together: each caller
 // hands in an item and waits; a few loops take whatever items are waiting,
 // up to a maximum, and run them as one batch. It is how razao group-commits
-// inbox inserts and processes several deliveries in one transaction, with
-// each request answered only after its batch has finished, or once the
-// batch says its result is final.
+// inbox inserts: each request waits until its batch has finished, or until
+// the batch says its result is final (for the inbox, once the INSERT has
+// committed).
 //
 // A batch costs a fixed price (round trips, a commit) plus a price per
 // item, so fewer, larger batches are cheaper. A loop therefore starts a
