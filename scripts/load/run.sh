@@ -10,7 +10,7 @@
 # stops the server and drops the database (KEEP_DB=1 keeps it).
 #
 # Knobs (environment): N=6000 C=8 STORM=1000 DURATION=300s SCHEME=standard
-# PRELOAD=200000 PGBENCH_CLIENTS=8 PGBENCH_SECONDS=15 ROUNDS=3 OUT=<dir for logs and
+# PRELOAD=200000 PGBENCH_CLIENTS=8 PGBENCH_SECONDS=15 ROUNDS=5 OUT=<dir for logs and
 # JSON; default a temporary dir, removed at exit> KEEP_DB=0.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,7 +24,7 @@ SCHEME=${SCHEME:-standard}
 PRELOAD=${PRELOAD:-200000}
 PGBENCH_CLIENTS=${PGBENCH_CLIENTS:-8}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-15}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 KEEP_DB=${KEEP_DB:-0}
 
 die() { echo "load/run.sh: $*" >&2; exit 1; }
