@@ -36,16 +36,14 @@ const freshQueue = 4 * maxBatch
 
 // apply processes new deliveries in one transaction (or more, past
 // maxBatch) and hands later the ones whose charge another transaction
-// held: they wait for that lock one at a time, not in a batch.
+// held: they wait for that lock one at a time, not in a batch. A failure
+// is recorded (and logged) on its delivery, which the worker retries.
 func (in *Inbox) apply(ctx context.Context, ids []int64, later func(int64)) {
 	for len(ids) > 0 {
 		n := min(len(ids), maxBatch)
 		for i, err := range in.proc.processBatch(ctx, ids[:n], charges.SkipLocked) {
-			switch {
-			case errors.Is(err, errBusy):
+			if errors.Is(err, errBusy) {
 				later(ids[i])
-			case err != nil: // recorded on the delivery, with its back-off
-				in.proc.log.Warn("delivery stored, processing deferred to the worker", "delivery", ids[i], "error", err)
 			}
 		}
 		ids = ids[n:]
@@ -56,33 +54,96 @@ func (in *Inbox) apply(ctx context.Context, ids []int64, later func(int64)) {
 // before it is answered: its new deliveries, then its redeliveries. A
 // redelivery whose follow-up failed fails the request (see redeliver).
 func (in *Inbox) applyAlone(ctx context.Context, r *putRequest) {
-	in.apply(ctx, newDeliveries([]*putRequest{r}), in.processAlone)
-	if r.err != nil {
-		return
+	in.apply(ctx, newDeliveries([]*putRequest{r}), in.processWaiting)
+	if r.err == nil {
+		r.err = in.followRedeliveries(ctx, r, in.processWaiting)
 	}
+}
+
+// followRedeliveries follows up the request's redeliveries (see
+// redeliver) and hands later the ones still pending, for an early retry.
+func (in *Inbox) followRedeliveries(ctx context.Context, r *putRequest, later func(int64)) error {
 	for i, s := range r.stored {
 		if !s.Duplicate || r.entries[i].status != "pending" {
 			continue
 		}
 		id, err := in.redeliver(ctx, s.Key)
 		if err != nil {
-			r.err = err
-			return
+			return err
 		}
 		if id != 0 {
-			in.processAlone(id)
+			later(id)
 		}
 	}
+	return nil
 }
 
-// processAlone applies one delivery in a transaction of its own, waiting
-// for its charge's lock, within the processor's Timeout.
-func (in *Inbox) processAlone(id int64) {
+// redeliver does, before the answer, what a PSP's redelivery asks
+// (Processor.redelivered), and returns the id of a delivery still pending,
+// worth an early retry. Its error is the PSP's to see (503): answered 200,
+// the PSP would not send the delivery again, and a requeue or a grant
+// repair that failed would be lost. Concurrent redeliveries of one key
+// share one call: a storm of copies costs one.
+func (in *Inbox) redeliver(ctx context.Context, key string) (int64, error) {
+	return in.redeliveries.do(ctx, key, func() (int64, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.proc.Timeout)
+		defer cancel()
+		return in.proc.redelivered(ctx, key)
+	})
+}
+
+// flights runs one call per key at a time; callers of a key already in
+// flight wait for that call and share its result instead of making their
+// own. A caller that joins late shares a result read before it came: for
+// a redelivery, what the original was a few milliseconds earlier, which
+// a give-up racing a redelivery could make stale without flights as well.
+type flights struct {
+	mu     sync.Mutex
+	flying map[string]*flight
+}
+
+type flight struct {
+	done   chan struct{}
+	id     int64
+	err    error
+	joined int // callers sharing it, under flights.mu
+}
+
+func (f *flights) do(ctx context.Context, key string, fn func() (int64, error)) (int64, error) {
+	f.mu.Lock()
+	if fl, ok := f.flying[key]; ok {
+		fl.joined++
+		f.mu.Unlock()
+		select {
+		case <-fl.done:
+			return fl.id, fl.err
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	if f.flying == nil {
+		f.flying = map[string]*flight{}
+	}
+	fl := &flight{done: make(chan struct{})}
+	f.flying[key] = fl
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.flying, key)
+		f.mu.Unlock()
+		close(fl.done)
+	}()
+	fl.id, fl.err = fn()
+	return fl.id, fl.err
+}
+
+// processWaiting applies one delivery in a transaction of its own,
+// waiting for its charge's lock, within the processor's Timeout. A
+// failure is recorded (and logged) on the delivery.
+func (in *Inbox) processWaiting(id int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), in.proc.Timeout)
 	defer cancel()
-	if err := in.proc.processAlone(ctx, id); err != nil {
-		in.proc.log.Warn("delivery stored, processing deferred to the worker", "delivery", id, "error", err)
-	}
+	in.proc.processAlone(ctx, id)
 }
 
 // runApplier applies what the batch loops committed, up to maxBatch
@@ -90,14 +151,10 @@ func (in *Inbox) processAlone(id int64) {
 // stop is closed and drain has passed: what is left then is due to the
 // worker a few seconds after it was stored.
 func (in *Inbox) runApplier(stop <-chan struct{}, drain time.Duration) {
-	var deadline time.Time
+	clock := drainClock{stop: stop, drain: drain}
 	for id := range in.fresh {
-		if closed(stop) {
-			if deadline.IsZero() {
-				deadline = time.Now().Add(drain)
-			} else if time.Now().After(deadline) {
-				return
-			}
+		if clock.over() {
+			return
 		}
 		ids := []int64{id}
 	collect:
@@ -121,28 +178,47 @@ func (in *Inbox) runApplier(stop <-chan struct{}, drain time.Duration) {
 // lock it waits on may be about to go) and leaves whatever remains to the
 // worker.
 func (in *Inbox) runSlowLane(stop <-chan struct{}, drain time.Duration) {
-	var deadline time.Time
+	clock := drainClock{stop: stop, drain: drain}
 	for {
 		id, ok := in.slow.next()
-		stopping := closed(stop)
-		if stopping && deadline.IsZero() {
-			deadline = time.Now().Add(drain)
-		}
 		switch {
-		case !ok && stopping:
+		case !ok && clock.stopping():
 			return
 		case !ok:
 			select {
 			case <-stop:
 			case <-in.slow.wake:
 			}
-		case stopping && time.Now().After(deadline):
+		case clock.over():
 			return
 		default:
-			in.processAlone(id)
+			in.processWaiting(id)
 		}
 	}
 }
+
+// drainClock times a loop's drain: from the first time it sees stop
+// closed, it has drain more to finish its work.
+type drainClock struct {
+	stop     <-chan struct{}
+	drain    time.Duration
+	deadline time.Time
+}
+
+// stopping reports whether stop is closed, starting the clock the first
+// time it is.
+func (c *drainClock) stopping() bool {
+	if !closed(c.stop) {
+		return false
+	}
+	if c.deadline.IsZero() {
+		c.deadline = time.Now().Add(c.drain)
+	}
+	return true
+}
+
+// over reports whether stop is closed and the drain time has passed.
+func (c *drainClock) over() bool { return c.stopping() && time.Now().After(c.deadline) }
 
 func closed(c <-chan struct{}) bool {
 	select {

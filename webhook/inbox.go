@@ -130,77 +130,11 @@ func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, h
 	if !req.batched || req.err != nil {
 		return req.stored, req.err
 	}
-	for i, s := range req.stored {
-		if s.Duplicate && entries[i].status == "pending" {
-			id, err := in.redeliver(ctx, s.Key)
-			if err != nil {
-				return nil, err
-			}
-			if id != 0 {
-				in.slow.add(id) // an early retry, in the slow lane
-			}
-		}
+	// Before the answer: once answered, the PSP will not ask again.
+	if err := in.followRedeliveries(ctx, req, in.slow.add); err != nil {
+		return nil, err
 	}
 	return req.stored, nil
-}
-
-// redeliver does, before the answer, what a PSP's redelivery asks
-// (Processor.redelivered), and returns the id of a delivery still pending,
-// worth an early retry. Its error is the PSP's to see (503): answered 200,
-// the PSP would not send the delivery again, and a requeue or a grant
-// repair that failed would be lost. Concurrent redeliveries of one key
-// share one call: a storm of copies costs one.
-func (in *Inbox) redeliver(ctx context.Context, key string) (int64, error) {
-	return in.redeliveries.do(ctx, key, func() (int64, error) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.proc.Timeout)
-		defer cancel()
-		return in.proc.redelivered(ctx, key)
-	})
-}
-
-// flights runs one call per key at a time; callers of a key already in
-// flight wait for that call and share its result instead of making their
-// own. A caller that joins late shares a result read before it came: for
-// a redelivery, what the original was a few milliseconds earlier, which
-// a give-up racing a redelivery could make stale without flights as well.
-type flights struct {
-	mu     sync.Mutex
-	flying map[string]*flight
-}
-
-type flight struct {
-	done   chan struct{}
-	id     int64
-	err    error
-	joined int // callers sharing it, under flights.mu
-}
-
-func (f *flights) do(ctx context.Context, key string, fn func() (int64, error)) (int64, error) {
-	f.mu.Lock()
-	if fl, ok := f.flying[key]; ok {
-		fl.joined++
-		f.mu.Unlock()
-		select {
-		case <-fl.done:
-			return fl.id, fl.err
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	}
-	if f.flying == nil {
-		f.flying = map[string]*flight{}
-	}
-	fl := &flight{done: make(chan struct{})}
-	f.flying[key] = fl
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		delete(f.flying, key)
-		f.mu.Unlock()
-		close(fl.done)
-	}()
-	fl.id, fl.err = fn()
-	return fl.id, fl.err
 }
 
 // putRequest is one delivery waiting for its group commit.

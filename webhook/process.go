@@ -68,16 +68,6 @@ type inboxRow struct {
 	ReceivedAt time.Time       `db:"received_at"`
 }
 
-// settle finishes a delivery after its batch: one the batch left out
-// because its charge was held elsewhere waits for that charge here, in a
-// transaction of its own, not in the batch everyone else is in.
-func (p *Processor) settle(ctx context.Context, id int64, batchErr error) error {
-	if errors.Is(batchErr, errBusy) {
-		return p.processAlone(ctx, id)
-	}
-	return batchErr
-}
-
 // errBusy marks a delivery a batch left out because another transaction
 // held its charge: it is to be processed on its own, waiting for the lock.
 var errBusy = errors.New("charge held by another transaction")

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -83,8 +84,8 @@ func (w *Worker) process(ctx context.Context, ids []int64) {
 	// bounded by the processor's Timeout.
 	pctx := context.WithoutCancel(ctx)
 	for i, err := range w.proc.processBatch(pctx, ids, charges.SkipLocked) {
-		if ctx.Err() == nil {
-			w.proc.settle(pctx, ids[i], err)
+		if errors.Is(err, errBusy) && ctx.Err() == nil {
+			w.proc.processAlone(pctx, ids[i])
 		}
 	}
 }
