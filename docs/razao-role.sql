@@ -18,6 +18,24 @@ EXCEPTION WHEN duplicate_object THEN
 END
 $$;
 
+-- Nobody else gets in, and nobody, the service included, may create
+-- objects that could stand in for ours: the ledger's functions resolve
+-- names with a fixed search_path (sql/0012), and without TEMP or CREATE
+-- there is no temporary table or function named like ours to begin with.
+-- An idle transaction is ended after a minute, whoever holds it: a
+-- forgotten psql session must not hold locks, or the outbox horizon, for
+-- hours. (Any role may lift that for itself; what it can hold up without
+-- rights on our tables is nothing, see sql/0012 and events/events.go.)
+DO $$
+BEGIN
+    EXECUTE format('REVOKE CONNECT, TEMPORARY ON DATABASE %I FROM PUBLIC', current_database());
+    EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), 'razao');
+    EXECUTE format('ALTER DATABASE %I SET idle_in_transaction_session_timeout = %L', current_database(), '60s');
+END
+$$;
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+ALTER ROLE razao SET idle_in_transaction_session_timeout = '60s';
+
 GRANT USAGE ON SCHEMA public TO razao;
 REVOKE ALL ON ALL TABLES IN SCHEMA public FROM razao;
 GRANT SELECT ON schema_migrations TO razao;
@@ -34,3 +52,11 @@ GRANT SELECT, INSERT ON api_tokens TO razao;
 GRANT UPDATE (revoked_at) ON api_tokens TO razao;
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO razao;
+
+-- The close lock (sql/0012): INSERT lets a posting set take it shared
+-- (ROW EXCLUSIVE), UPDATE lets a close take it exclusively. The table
+-- refuses every row, so these rights write nothing.
+GRANT INSERT, UPDATE ON month_close_lock TO razao;
+-- Payouts to a partner are serialised by a row lock this function takes
+-- as the owner; nobody else may call it.
+GRANT EXECUTE ON FUNCTION ledger_lock_account(text) TO razao;

@@ -157,7 +157,7 @@ func Payout(ctx context.Context, db *sqlx.DB, l *postings.Ledger, req PayoutRequ
 	if err := req.Validate(); err != nil {
 		return Result{}, err
 	}
-	tx, err := db.BeginTxx(ctx, nil)
+	tx, err := db.BeginTxx(ctx, postings.WriteTx())
 	if err != nil {
 		return Result{}, fmt.Errorf("payout to %s: begin: %w", req.Partner, err)
 	}
@@ -254,14 +254,16 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 	return res, nil
 }
 
-// lockAccount serialises payouts to one partner with a transaction-level
-// advisory lock keyed by the account code, then reads the account. A row
-// lock would need UPDATE rights on accounts, which the service's role
-// (docs/razao-role.sql) rightly lacks; an advisory lock needs none, and it
-// never holds up the commissions and reversals posted for the partner.
+// lockAccount serialises payouts to one partner with a row lock on its
+// payable account, then reads the account. The lock is taken by
+// ledger_lock_account (sql/0012), which runs as the ledger's owner: the
+// service's role (docs/razao-role.sql) has no UPDATE right on accounts,
+// and no role but it may call the function, so no one else can hold up
+// payouts. NO KEY UPDATE never holds up the commissions and reversals
+// posted for the partner (their foreign key takes KEY SHARE).
 func lockAccount(ctx context.Context, tx *sqlx.Tx, code string) (accounts.Account, error) {
 	var a accounts.Account
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('razao-payout:' || $1, 0))`, code); err != nil {
+	if _, err := tx.ExecContext(ctx, `SELECT ledger_lock_account($1)`, code); err != nil {
 		return accounts.Account{}, fmt.Errorf("lock payouts of %s: %w", code, err)
 	}
 	err := tx.GetContext(ctx, &a, `SELECT id, code, type, normal_side, currency, parent_id

@@ -312,7 +312,7 @@ func TestConcurrentPayoutsCannotBothExceedWhatIsOwed(t *testing.T) {
 
 	gate := e.db.MustBegin()
 	defer gate.Rollback()
-	gate.MustExec(`SELECT pg_advisory_xact_lock(hashtextextended('razao-payout:' || 'liabilities:commission-payable:partner-42', 0))`)
+	gate.MustExec(`SELECT ledger_lock_account('liabilities:commission-payable:partner-42')`)
 
 	amounts := []int64{600, 700}
 	results := make([]partners.Result, len(amounts))

@@ -44,7 +44,7 @@ func (l *Ledger) Calendar() Calendar { return l.cal }
 
 // Post writes s in a transaction of its own. See PostTx.
 func (l *Ledger) Post(ctx context.Context, s Set) (Posted, error) {
-	tx, err := l.db.BeginTxx(ctx, nil)
+	tx, err := l.db.BeginTxx(ctx, WriteTx())
 	if err != nil {
 		return Posted{}, fmt.Errorf("post %s: begin: %w", s.IdempotencyKey, err)
 	}

@@ -113,9 +113,17 @@ func rawSet(t *testing.T, db *sqlx.DB, competence string, legs [][2]any) error {
 	if err != nil {
 		return postings.MapError(err)
 	}
+	// A set's legs are written by one statement (trg_postings_sealed_set).
+	var codes []string
+	var amounts []int64
 	for _, leg := range legs {
+		codes, amounts = append(codes, leg[0].(string)), append(amounts, int64(leg[1].(int)))
+	}
+	if len(legs) > 0 {
 		_, err := tx.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
-			SELECT $1, a.id, $3, $4, date_trunc('month', $5::date)::date FROM accounts a WHERE a.code = $2`, id, leg[0], "BRL", leg[1], competence)
+			SELECT $1, a.id, 'BRL', l.amount, date_trunc('month', $4::date)::date
+			FROM unnest($2::text[], $3::bigint[]) AS l (code, amount) JOIN accounts a ON a.code = l.code`,
+			id, pq.Array(codes), pq.Array(amounts), competence)
 		if err != nil {
 			return postings.MapError(err)
 		}
@@ -342,18 +350,20 @@ func TestDatabaseClosesTheBackDoors(t *testing.T) {
 		}
 		return id
 	}
+	// legs writes amounts to set id in one statement, alternately on cash
+	// and adjustments.
 	legs := func(tx *sqlx.Tx, id int64, amounts ...int64) error {
-		for i, a := range amounts {
-			acct := cash.ID
+		accts := make([]int64, len(amounts))
+		for i := range amounts {
+			accts[i] = cash.ID
 			if i%2 == 1 {
-				acct = adj.ID
-			}
-			if _, err := tx.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
-				VALUES ($1, $2, 'BRL', $3, '2026-08-01')`, id, acct, a); err != nil {
-				return postings.MapError(err)
+				accts[i] = adj.ID
 			}
 		}
-		return nil
+		_, err := tx.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+			SELECT $1, l.account, 'BRL', l.amount, '2026-08-01' FROM unnest($2::bigint[], $3::bigint[]) AS l (account, amount)`,
+			id, pq.Array(accts), pq.Array(amounts))
+		return postings.MapError(err)
 	}
 	t.Run("a leg added after the balance check ran early", func(t *testing.T) {
 		tx := db.MustBegin()

@@ -10,9 +10,12 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// closeLockID is the advisory lock postings hold shared and a close takes
-// exclusively (sql/0007).
-const closeLockID = 7261003
+// WriteTx is the isolation every transaction that writes posting sets or
+// closes a month states: READ COMMITTED, the one level the ledger's triggers
+// accept (sql/0012), whatever the database's default_transaction_isolation
+// says. At it each statement sees what committed before it started, so a
+// transaction that waited for a lock reads the ledger as it is now.
+func WriteTx() *sql.TxOptions { return &sql.TxOptions{Isolation: sql.LevelReadCommitted} }
 
 // Errors of month close.
 var (
@@ -25,15 +28,17 @@ var (
 // database refuses any posting set dated in it, and late events go to the
 // next open month. Months close in order, and only once they have ended in
 // the ledger's time zone (now is the caller's clock). It takes the close
-// lock exclusively: every posting set insert holds it shared until its
-// commit (trg_posting_sets_open_month), so the close waits for postings in
-// flight and holds new ones until tx ends, and no set slips into the month
-// between check and close.
+// lock (the month_close_lock table, sql/0012) exclusively: every posting
+// set insert holds it in a shared mode until its commit
+// (trg_posting_sets_open_month), so the close waits for postings in flight
+// and holds new ones until tx ends, and no set slips into the month between
+// check and close. Taking it needs rights on that table, which only the
+// owner and the service role have: no other role can freeze the ledger.
 func (l *Ledger) CloseMonthTx(ctx context.Context, tx *sqlx.Tx, m Month, now time.Time) error {
 	if now.Before(m.End(l.cal.Location())) {
 		return fmt.Errorf("close %s: %w", m, ErrMonthNotOver)
 	}
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, closeLockID); err != nil {
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE month_close_lock IN EXCLUSIVE MODE`); err != nil {
 		return fmt.Errorf("close %s: take the close lock: %w", m, err)
 	}
 	var last, first sql.NullTime
@@ -57,7 +62,7 @@ func (l *Ledger) CloseMonthTx(ctx context.Context, tx *sqlx.Tx, m Month, now tim
 
 // CloseMonth closes m in a transaction of its own. See CloseMonthTx.
 func (l *Ledger) CloseMonth(ctx context.Context, m Month, now time.Time) error {
-	tx, err := l.db.BeginTxx(ctx, nil)
+	tx, err := l.db.BeginTxx(ctx, WriteTx())
 	if err != nil {
 		return fmt.Errorf("close %s: begin: %w", m, err)
 	}

@@ -20,7 +20,7 @@ func CloseMonth(ctx context.Context, db *sqlx.DB, l *postings.Ledger, m postings
 	if err := checkMonth(m); err != nil {
 		return err
 	}
-	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	tx, err := db.BeginTxx(ctx, postings.WriteTx())
 	if err != nil {
 		return fmt.Errorf("close %s: begin: %w", m, err)
 	}
@@ -123,7 +123,7 @@ func BackfillSnapshots(ctx context.Context, db *sqlx.DB) ([]postings.Month, erro
 	var done []postings.Month
 	for _, t := range missing {
 		m := monthOf(t)
-		tx, err := db.BeginTxx(ctx, nil)
+		tx, err := db.BeginTxx(ctx, postings.WriteTx())
 		if err != nil {
 			return done, fmt.Errorf("backfill %s: begin: %w", m, err)
 		}

@@ -178,7 +178,7 @@ func (p *Processor) repairGrant(ctx context.Context, id int64, raw json.RawMessa
 	if missing, err := p.grantMissing(ctx, ev); err != nil || !missing {
 		return err
 	}
-	tx, err := p.db.BeginTxx(ctx, nil)
+	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
 	if err != nil {
 		return fmt.Errorf("repair grant for delivery %d: begin: %w", id, err)
 	}
@@ -200,7 +200,7 @@ func (p *Processor) repairGrant(ctx context.Context, id int64, raw json.RawMessa
 // expireParked makes every refund parked longer than limit a divergence:
 // its payment never came (or was itself a divergence), yet money left.
 func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error {
-	tx, err := p.db.BeginTxx(ctx, nil)
+	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
 	if err != nil {
 		return fmt.Errorf("expire parked refunds: %w", err)
 	}
@@ -236,7 +236,7 @@ func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error
 // note: for after the cause (an outage, a bad deploy) is fixed. A PSP's
 // redelivery does the same.
 func (p *Processor) Requeue(ctx context.Context, id int64) (bool, error) {
-	tx, err := p.db.BeginTxx(ctx, nil)
+	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
 	if err != nil {
 		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
 	}
@@ -302,7 +302,7 @@ func (p *Processor) processTx(ctx context.Context, ids []int64, skipLocked bool)
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	start := time.Now()
-	tx, err := p.db.BeginTxx(ctx, nil)
+	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
 	if err != nil {
 		return res, fmt.Errorf("process deliveries %v: begin: %w", ids, err)
 	}
@@ -577,7 +577,7 @@ func (p *Processor) recordFailure(ctx context.Context, id int64, cause error) {
 }
 
 func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) error {
-	tx, err := p.db.BeginTxx(ctx, nil)
+	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
 	if err != nil {
 		return err
 	}

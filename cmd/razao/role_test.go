@@ -32,7 +32,7 @@ func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
 	var dbName string
 	owner.Get(&dbName, `SELECT current_database()`)
 	role := "razao_" + strings.TrimPrefix(dbName, "razao_test_")
-	sqlText := strings.NewReplacer(" razao ", " "+role+" ", " razao;", " "+role+";", " razao\n", " "+role+"\n").Replace(string(script))
+	sqlText := strings.NewReplacer(" razao ", " "+role+" ", " razao;", " "+role+";", " razao\n", " "+role+"\n", "'razao'", "'"+role+"'").Replace(string(script))
 	if _, err := owner.Exec(sqlText); err != nil {
 		t.Fatalf("role script: %v", err)
 	}
