@@ -24,29 +24,7 @@ import (
 func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
 	t.Parallel()
 	owner, ownerURL := pgtest.NewWithURL(t)
-	script, err := os.ReadFile("../../docs/razao-role.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Roles are server-wide: give this test's role a name of its own.
-	var dbName string
-	owner.Get(&dbName, `SELECT current_database()`)
-	role := "razao_" + strings.TrimPrefix(dbName, "razao_test_")
-	sqlText := strings.NewReplacer(" razao ", " "+role+" ", " razao;", " "+role+";", " razao\n", " "+role+"\n", "'razao'", "'"+role+"'").Replace(string(script))
-	if _, err := owner.Exec(sqlText); err != nil {
-		t.Fatalf("role script: %v", err)
-	}
-	t.Cleanup(func() {
-		owner.Exec(`DROP OWNED BY ` + pq.QuoteIdentifier(role))
-		owner.Exec(`DROP ROLE IF EXISTS ` + pq.QuoteIdentifier(role))
-	})
-	u, _ := url.Parse(ownerURL)
-	u.User = url.User(role)
-	svc, err := sqlx.Open("postgres", u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
+	svc, _ := serviceRole(t, owner, ownerURL)
 
 	// The business path works as the service role.
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
@@ -82,4 +60,42 @@ func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
 			t.Errorf("%s: got %v, want permission denied (42501)", stmt, err)
 		}
 	}
+}
+
+// serviceRole applies docs/razao-role.sql to the test's database under a
+// role name of the test's own (roles are server-wide) and returns a pool
+// connected as that role, and the role's name.
+func serviceRole(t *testing.T, owner *sqlx.DB, ownerURL string) (*sqlx.DB, string) {
+	t.Helper()
+	script, err := os.ReadFile("../../docs/razao-role.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dbName string
+	owner.Get(&dbName, `SELECT current_database()`)
+	role := "razao_" + strings.TrimPrefix(dbName, "razao_test_")
+	sqlText := strings.NewReplacer(" razao ", " "+role+" ", " razao;", " "+role+";", " razao\n", " "+role+"\n", "'razao'", "'"+role+"'").Replace(string(script))
+	if _, err := owner.Exec(sqlText); err != nil {
+		t.Fatalf("role script: %v", err)
+	}
+	t.Cleanup(func() { dropRole(owner, role) })
+	return connectAs(t, ownerURL, role), role
+}
+
+// connectAs opens a pool to the database at dbURL as role.
+func connectAs(t *testing.T, dbURL, role string) *sqlx.DB {
+	t.Helper()
+	u, _ := url.Parse(dbURL)
+	u.User = url.User(role)
+	db, err := sqlx.Open("postgres", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func dropRole(owner *sqlx.DB, role string) {
+	owner.Exec(`DROP OWNED BY ` + pq.QuoteIdentifier(role))
+	owner.Exec(`DROP ROLE IF EXISTS ` + pq.QuoteIdentifier(role))
 }

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/partners"
+	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
+)
+
+// The database barrier, tried as an attacker connected as the service
+// role: the ledger's triggers hold whatever the session sets up.
+
+var (
+	aug10 = time.Date(2026, 8, 10, 15, 0, 0, 0, time.UTC)
+	sep10 = time.Date(2026, 9, 10, 15, 0, 0, 0, time.UTC)
+)
+
+// barrierEnv is a ledger with a sale of 100 on charge c1 in August,
+// August closed, and a pool connected as the documented service role.
+type barrierEnv struct {
+	owner, svc *sqlx.DB
+	url, role  string
+	l          *postings.Ledger
+	saleID     int64
+}
+
+func newBarrierEnv(t *testing.T) *barrierEnv {
+	t.Helper()
+	owner, url := pgtest.NewWithURL(t)
+	svc, role := serviceRole(t, owner, url)
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	e := &barrierEnv{owner: owner, svc: svc, url: url, role: role, l: postings.New(svc, cal)}
+	sale, _ := postings.Sale("c1", "BRL", 100, 0, aug10)
+	p, err := e.l.Post(context.Background(), sale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.saleID = p.ID
+	if err := reports.CloseMonth(context.Background(), svc, e.l, postings.Month{Year: 2026, Month: 8}, sep10); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// attack runs steps in one transaction on a new session of the service
+// role and returns the first error, of a step or of COMMIT, mapped to the
+// ledger's errors. A new session: one that ran the triggers before has
+// their plans cached, bound to the tables it saw then.
+func (e *barrierEnv) attack(t *testing.T, steps ...string) error {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := connectAs(t, e.url, e.role).Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, s := range steps {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return postings.MapError(err)
+		}
+	}
+	return postings.MapError(tx.Commit())
+}
+
+func (e *barrierEnv) count(t *testing.T, query string) int {
+	t.Helper()
+	var n int
+	if err := e.owner.Get(&n, query); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// legsSQL inserts, in one statement, legs on set id (from the statement
+// before it: currval of the sets' sequence) in month, debit on debitCode.
+func legsSQL(set, month, debitCode, creditCode string, amount int64) string {
+	return fmt.Sprintf(`INSERT INTO public.postings (posting_set_id, account_id, currency, amount, competence_month)
+		SELECT %s, a.id, 'BRL', CASE a.code WHEN '%s' THEN %d ELSE %d END, '%s'
+		FROM public.accounts a WHERE a.code IN ('%s', '%s')`, set, debitCode, amount, -amount, month, debitCode, creditCode)
+}
+
+const lastSet = `currval('public.posting_sets_id_seq')`
+
+// Temporary tables named like the ledger's used to answer the triggers'
+// unqualified queries (pg_temp is searched first). Each of the four
+// writes they let through is refused now, even for a role that has TEMP
+// (docs/razao-role.sql revokes it; this test grants it back).
+func TestShadowTablesCannotSteerTheLedgerTriggers(t *testing.T) {
+	t.Parallel()
+	e := newBarrierEnv(t)
+	var dbName string
+	e.owner.Get(&dbName, `SELECT current_database()`)
+	e.owner.MustExec(fmt.Sprintf(`GRANT TEMPORARY ON DATABASE %s TO %s`, pq.QuoteIdentifier(dbName), pq.QuoteIdentifier(e.role)))
+	sets := e.count(t, `SELECT count(*) FROM posting_sets`)
+
+	tests := []struct {
+		name  string
+		steps []string
+		want  error
+	}{
+		{"a one-leg set of R$ 1,000,000", []string{
+			`CREATE TEMP TABLE postings (id bigint, posting_set_id bigint, amount bigint, currency char(3)) ON COMMIT DROP`,
+			`INSERT INTO public.posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+				VALUES ('adjustment', 'shadow-1', 100000000, 'BRL', '2026-09-10', now(), 'x')`,
+			`INSERT INTO public.postings (posting_set_id, account_id, currency, amount, competence_month)
+				SELECT ` + lastSet + `, id, 'BRL', 100000000, '2026-09-01' FROM public.accounts WHERE code = 'assets:cash'`,
+			`INSERT INTO postings (posting_set_id, amount, currency) VALUES (` + lastSet + `, 100000000, 'BRL'), (` + lastSet + `, -100000000, 'BRL')`,
+		}, postings.ErrUnbalanced},
+		{"a set in a closed month", []string{
+			`CREATE TEMP TABLE closed_periods (month date) ON COMMIT DROP`,
+			`INSERT INTO public.posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+				VALUES ('adjustment', 'shadow-2', 500, 'BRL', '2026-08-20', now(), 'x')`,
+			legsSQL(lastSet, "2026-08-01", "assets:cash", "equity:adjustments", 500),
+		}, postings.ErrClosedMonth},
+		{"legs appended to a sealed set", []string{
+			`CREATE TEMP TABLE posting_sets (id bigint, created_xid xid8) ON COMMIT DROP`,
+			fmt.Sprintf(`INSERT INTO posting_sets VALUES (%d, pg_current_xact_id())`, e.saleID),
+			legsSQL(fmt.Sprint(e.saleID), "2026-08-01", "assets:cash", "income:revenue", 1000000),
+		}, postings.ErrSealed},
+		{"a refund above its sale", []string{
+			`CREATE TEMP TABLE posting_sets (id bigint, created_xid xid8, kind text, charge_id text, amount bigint) ON COMMIT DROP`,
+			`INSERT INTO public.posting_sets (kind, idempotency_key, amount, currency, competence, event_at, charge_id, refund_id, content_hash)
+				VALUES ('refund', 'shadow-4', 1000, 'BRL', '2026-09-10', now(), 'c1', 'rf-1', 'x')`,
+			`INSERT INTO posting_sets VALUES (` + lastSet + `, pg_current_xact_id(), 'refund', 'c1', 1000), (0, pg_current_xact_id(), 'sale', 'c1', 1000000000)`,
+			legsSQL(lastSet, "2026-09-01", "income:revenue", "assets:cash", 1000),
+		}, postings.ErrRefundExceedsSale},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := e.attack(t, tc.steps...); !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if n := e.count(t, `SELECT count(*) FROM posting_sets`); n != sets {
+		t.Fatalf("%d posting sets, want the %d from before the attacks", n, sets)
+	}
+	if n := e.count(t, `SELECT count(*) FROM postings WHERE posting_set_id = `+fmt.Sprint(e.saleID)); n != 2 {
+		t.Fatalf("the sale has %d legs, want 2", n)
+	}
+}
+
+// A client can set any custom setting: nothing it sets may switch a check
+// off. Each variant tries to add a leg after the balance check ran early
+// (SET CONSTRAINTS ALL IMMEDIATE) and to commit the unbalanced set.
+func TestClientSettingsCannotSwitchOffTheBalanceCheck(t *testing.T) {
+	t.Parallel()
+	e := newBarrierEnv(t)
+	set := `INSERT INTO public.posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+		VALUES ('adjustment', 'flag-' || gen_random_uuid(), 100, 'BRL', '2026-09-10', now(), 'x')`
+	legs := legsSQL(lastSet, "2026-09-01", "assets:cash", "equity:adjustments", 100)
+	extra := `INSERT INTO public.postings (posting_set_id, account_id, currency, amount, competence_month)
+		SELECT ` + lastSet + `, id, 'BRL', 100000000, '2026-09-01' FROM public.accounts WHERE code = 'assets:cash'`
+	tests := []struct {
+		name  string
+		steps []string
+	}{
+		{"the flag cleared", []string{set, legs, `SET CONSTRAINTS ALL IMMEDIATE`,
+			`SELECT set_config('razao.balance_checked', '', true)`, extra}},
+		{"the flag set to another value", []string{set, legs, `SET CONSTRAINTS ALL IMMEDIATE`,
+			`SELECT set_config('razao.balance_checked', 'no', true)`, extra}},
+		{"the check run in a savepoint rolled back", []string{set, legs, `SAVEPOINT s`, `SET CONSTRAINTS ALL IMMEDIATE`,
+			`ROLLBACK TO SAVEPOINT s`, `SET CONSTRAINTS ALL DEFERRED`, extra}},
+		{"the flag cleared in a savepoint", []string{set, legs, `SET CONSTRAINTS ALL IMMEDIATE`, `SAVEPOINT s`,
+			`SELECT set_config('razao.balance_checked', '', true)`, `RELEASE SAVEPOINT s`, extra}},
+		{"the flag set before the first insert", []string{`SELECT set_config('razao.balance_checked', 'yes', true)`,
+			set, legs, `SET CONSTRAINTS ALL IMMEDIATE`, `SELECT set_config('razao.balance_checked', '', true)`, extra}},
+		{"the legs split across statements", []string{set,
+			legsSQL(lastSet, "2026-09-01", "assets:cash", "equity:adjustments", 100), extra}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := e.attack(t, tc.steps...); err == nil {
+				t.Fatal("an unbalanced set was committed")
+			}
+		})
+	}
+	if n := e.count(t, `SELECT count(*) FROM (SELECT posting_set_id FROM postings GROUP BY posting_set_id HAVING sum(amount) <> 0) u`); n != 0 {
+		t.Fatalf("%d unbalanced sets in the ledger", n)
+	}
+}
+
+// A role that may only connect can take any advisory lock and sit on it.
+// None it can take holds up a posting, a refund, a payout or a close; the
+// locks that do serialise the ledger need rights it lacks.
+func TestUnrelatedRoleCannotFreezeTheLedger(t *testing.T) {
+	t.Parallel()
+	e := newBarrierEnv(t)
+	ctx := context.Background()
+	var dbName string
+	e.owner.Get(&dbName, `SELECT current_database()`)
+	other := e.role + "_other"
+	e.owner.MustExec(`CREATE ROLE ` + pq.QuoteIdentifier(other) + ` LOGIN`)
+	t.Cleanup(func() { dropRole(e.owner, other) })
+	e.owner.MustExec(fmt.Sprintf(`GRANT CONNECT ON DATABASE %s TO %s`, pq.QuoteIdentifier(dbName), pq.QuoteIdentifier(other)))
+	conn, err := connectAs(t, e.url, other).Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, s := range []string{
+		`SELECT pg_advisory_lock(7261003)`, // the old close lock
+		`SELECT pg_advisory_lock(hashtextextended('razao-refund:c1', 0))`,
+		`SELECT pg_advisory_lock(hashtextextended('razao-payout:liabilities:commission-payable:p1', 0))`,
+	} {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The locks that matter are out of its reach.
+	for _, s := range []string{
+		`LOCK TABLE month_close_lock IN EXCLUSIVE MODE`,
+		`LOCK TABLE month_close_lock IN ACCESS SHARE MODE`,
+		`SELECT ledger_lock_account('liabilities:commission-payable:p1')`,
+		`SELECT 1 FROM posting_sets FOR NO KEY UPDATE`,
+	} {
+		tx, _ := conn.BeginTxx(ctx, nil)
+		_, err := tx.ExecContext(ctx, s)
+		tx.Rollback()
+		var pqErr *pq.Error
+		if !errors.As(err, &pqErr) || pqErr.Code != "42501" {
+			t.Errorf("%s as an unrelated role: %v, want permission denied", s, err)
+		}
+	}
+
+	// While it holds its locks, the service does its whole job.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	comm, _, _ := postings.CommissionSet("c1", "p1", "BRL", 100, 5000, aug10.AddDate(0, 1, 0))
+	refund, _ := postings.Refund("c1", "rf-1", "BRL", 40, sep10)
+	for _, s := range []postings.Set{comm, refund} {
+		if _, err := e.l.Post(ctx, s); err != nil {
+			t.Fatalf("post %s while an unrelated role holds advisory locks: %v", s.Kind, err)
+		}
+	}
+	if _, err := partners.Payout(ctx, e.svc, e.l, partners.PayoutRequest{Partner: "p1", IdempotencyKey: "po-1", Amount: 10, At: sep10}); err != nil {
+		t.Fatalf("payout while an unrelated role holds advisory locks: %v", err)
+	}
+	if err := reports.CloseMonth(ctx, e.svc, e.l, postings.Month{Year: 2026, Month: 9}, sep10.AddDate(0, 1, 0)); err != nil {
+		t.Fatalf("close while an unrelated role holds advisory locks: %v", err)
+	}
+}
+
+// docs/razao-role.sql leaves PUBLIC no way in: a role without a grant of
+// its own cannot connect, and the service role cannot create temporary
+// tables.
+func TestRoleDocumentRevokesConnectAndTempFromPublic(t *testing.T) {
+	t.Parallel()
+	e := newBarrierEnv(t)
+	nobody := e.role + "_nobody"
+	e.owner.MustExec(`CREATE ROLE ` + pq.QuoteIdentifier(nobody) + ` LOGIN`)
+	t.Cleanup(func() { dropRole(e.owner, nobody) })
+	var pqErr *pq.Error
+	if err := connectAs(t, e.url, nobody).Ping(); !errors.As(err, &pqErr) || pqErr.Code != "42501" {
+		t.Errorf("a role without CONNECT connected: %v", err)
+	}
+	if _, err := e.svc.Exec(`CREATE TEMP TABLE postings (id bigint)`); !errors.As(err, &pqErr) || pqErr.Code != "42501" {
+		t.Errorf("the service role created a temporary table: %v", err)
+	}
+	if _, err := e.svc.Exec(`CREATE TABLE public.shadow (id bigint)`); !errors.As(err, &pqErr) || pqErr.Code != "42501" {
+		t.Errorf("the service role created a table in public: %v", err)
+	}
+	var timeout string
+	e.svc.Get(&timeout, `SHOW idle_in_transaction_session_timeout`)
+	if timeout != "1min" {
+		t.Errorf("idle_in_transaction_session_timeout is %q, want 1min", timeout)
+	}
+}
