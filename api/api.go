@@ -32,6 +32,10 @@ type API struct {
 	Now func() time.Time
 	// Events serves GET /v1/events.
 	Events http.Handler
+	// Merchants are the merchants the webhook endpoints belong to: a
+	// charge is registered to one of them (see
+	// charges.NewCharge.ResolveMerchant).
+	Merchants []string
 }
 
 // Register mounts the /v1 routes on r. Every route needs a bearer token
@@ -102,6 +106,10 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 func (a *API) createCharge(w http.ResponseWriter, r *http.Request) {
 	var n charges.NewCharge
 	if !decodeJSON(w, r, &n) {
+		return
+	}
+	if err := n.ResolveMerchant(a.Merchants); err != nil {
+		writeError(w, a.Log, err)
 		return
 	}
 	c, created, err := charges.Register(r.Context(), a.DB, n)

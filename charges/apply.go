@@ -3,6 +3,7 @@ package charges
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -26,9 +27,21 @@ const (
 // Event is a PSP event as the charge sees it, already authenticated and
 // stored in the inbox.
 type Event struct {
-	Kind     Kind
-	ChargeID string // our id as the PSP echoes it; may be empty
-	PSPRef   string // the PSP's payment reference; may be empty
+	Kind Kind
+	// ChargeID is our id as the PSP echoes it; may be empty. When given it
+	// alone finds the charge: an id we do not know is an unknown charge,
+	// never a fall back to another charge by PSPRef.
+	ChargeID string
+	PSPRef   string // the PSP's payment reference; finds the charge only when ChargeID is empty
+	// PaymentRef is the identity of the payment a paid event reports: a
+	// charge already paid under another PaymentRef (or under none that can
+	// be compared) is paid a second time, never a redelivery. The caller
+	// derives it per scheme; it is stored as the charge's paid_ref.
+	PaymentRef string
+	// Merchant is the merchant of the endpoint the event came through: it
+	// acts only on that merchant's charges (and on legacy charges, which
+	// have none).
+	Merchant string
 	RefundID string
 	Amount   int64
 	// HasAmount is false when the payload states no amount.
@@ -78,7 +91,23 @@ const (
 	ReasonMalformed            = "malformed"
 	ReasonRefundOfOtherPayment = "refund_of_other_payment"
 	ReasonRefundAmountChanged  = "refund_amount_changed"
+	ReasonMerchantMismatch     = "merchant_mismatch"
 )
+
+// eventRefPrefix marks a PaymentRef made of an event id (EventPaymentRef),
+// so that it is never compared with a PSP's payment reference.
+const eventRefPrefix = "event:"
+
+// EventPaymentRef is the PaymentRef of a payment whose scheme states no
+// payment reference of the PSP: the stable id of the event that reports
+// it (the same on every retry of that event). A refund's PSP reference is
+// not compared with it: the payment never named its reference.
+func EventPaymentRef(eventID string) string {
+	if eventID == "" {
+		return ""
+	}
+	return eventRefPrefix + eventID
+}
 
 // Applier applies PSP events to charges and the ledger.
 type Applier struct {
@@ -202,7 +231,9 @@ func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event, skipLock
 		if ev.ChargeID != "" {
 			ids = append(ids, ev.ChargeID)
 		}
-		if ev.PSPRef != "" {
+		if ev.ChargeID == "" && ev.PSPRef != "" {
+			// Only an event without our id is found by the PSP's reference
+			// (see find): the others do not lock a charge they will not touch.
 			refs = append(refs, ev.PSPRef)
 		}
 		if ev.Kind == Refunded && ev.RefundID != "" {
@@ -276,11 +307,14 @@ func (l *Locked) readGrantsAndRefunds(ctx context.Context, tx *sqlx.Tx, ids, ref
 	return nil
 }
 
-// find is the locked charge an event names: by our id, else by the PSP's
-// reference.
+// find is the locked charge an event names: by our id when it names one,
+// else by the PSP's reference. An id we do not know finds nothing: falling
+// back to the reference would book a payment for an order we cannot name
+// on whichever charge holds that reference (Hodle: an unknown externalId
+// with a known trackId).
 func (l *Locked) find(id, pspRef string) *lockedCharge {
-	if c, ok := l.byID[id]; ok && id != "" {
-		return c
+	if id != "" {
+		return l.byID[id]
 	}
 	if c, ok := l.byRef[pspRef]; ok && pspRef != "" {
 		return c
@@ -307,7 +341,16 @@ func (l *Locked) Has(ev Event) bool {
 func (l *Locked) Apply(ev Event) (Outcome, error) {
 	c := l.find(ev.ChargeID, ev.PSPRef)
 	if c == nil {
-		return diverge(ev.ChargeID, ReasonUnknownCharge, "no charge with id %q or psp reference %q", ev.ChargeID, ev.PSPRef), nil
+		if ev.ChargeID != "" {
+			return diverge(ev.ChargeID, ReasonUnknownCharge, "no charge with id %q", ev.ChargeID), nil
+		}
+		return diverge("", ReasonUnknownCharge, "no charge with psp reference %q", ev.PSPRef), nil
+	}
+	if c.Merchant != nil && *c.Merchant != ev.Merchant {
+		// Checked before anything else, whatever the event: another
+		// merchant's endpoint neither books, parks nor changes the charge.
+		return diverge(c.ID, ReasonMerchantMismatch, "charge of merchant %q; event through an endpoint of merchant %q",
+			*c.Merchant, ev.Merchant), nil
 	}
 	switch ev.Kind {
 	case Paid:
@@ -345,8 +388,16 @@ func (l *Locked) ensureGrant(c *lockedCharge) []events.Draft {
 
 func (l *Locked) paid(c *lockedCharge, ev Event) (Outcome, error) {
 	if c.isPaid() {
-		if c.PaidRef != nil && ev.PSPRef != "" && *c.PaidRef != ev.PSPRef {
-			return diverge(c.ID, ReasonSecondPayment, "charge already paid by %s; payment %s of %d arrived too", *c.PaidRef, ev.PSPRef, ev.Amount), nil
+		// Only the same payment, provably (the same PaymentRef), is a
+		// redelivery. A charge paid before payments carried a comparable
+		// identity (paid_ref NULL) cannot prove it: a second notice.
+		if c.PaidRef == nil || ev.PaymentRef == "" || *c.PaidRef != ev.PaymentRef {
+			paidBy := "a payment of unknown reference"
+			if c.PaidRef != nil {
+				paidBy = *c.PaidRef
+			}
+			return diverge(c.ID, ReasonSecondPayment, "charge already paid by %s; payment %s of %d arrived too",
+				paidBy, ev.PaymentRef, ev.Amount), nil
 		}
 		// A redelivery: repair the grant if a partial state left it out.
 		return Outcome{Result: NoOp, ChargeID: c.ID, Events: l.ensureGrant(c)}, nil
@@ -369,8 +420,8 @@ func (l *Locked) paid(c *lockedCharge, ev Event) (Outcome, error) {
 	amount, fee, at := ev.Amount, ev.Fee, ev.At
 	c.State, c.PaidAmount, c.Fee, c.Commission, c.PaidAt = StatePaid, &amount, &fee, commission, &at
 	c.PaidRef = nil
-	if ev.PSPRef != "" {
-		ref := ev.PSPRef
+	if ev.PaymentRef != "" {
+		ref := ev.PaymentRef
 		c.PaidRef = &ref
 	}
 	l.touch(c)
@@ -409,7 +460,7 @@ func (l *Locked) refunded(c *lockedCharge, ev Event) (Outcome, error) {
 	if ev.RefundID == "" {
 		return diverge(c.ID, ReasonMalformed, "refund without a refund id"), nil
 	}
-	if ev.PSPRef != "" && c.PaidRef != nil && *c.PaidRef != ev.PSPRef {
+	if ev.PSPRef != "" && c.PaidRef != nil && !strings.HasPrefix(*c.PaidRef, eventRefPrefix) && *c.PaidRef != ev.PSPRef {
 		// The refund of a payment that is not the one booked (a second
 		// payment, itself a divergence): booking it would cancel the sale.
 		return diverge(c.ID, ReasonRefundOfOtherPayment, "refund %s is of payment %s; the charge was paid by %s",

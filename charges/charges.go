@@ -39,8 +39,11 @@ const (
 
 // NewCharge is what the selling app registers.
 type NewCharge struct {
-	ID           string          `json:"id"`
-	PSPRef       string          `json:"psp_ref,omitempty"`
+	ID     string `json:"id"`
+	PSPRef string `json:"psp_ref,omitempty"`
+	// Merchant is whose charge this is: only that merchant's webhook
+	// endpoints may act on it. See ResolveMerchant.
+	Merchant     string          `json:"merchant,omitempty"`
 	Amount       int64           `json:"amount"`
 	Currency     string          `json:"currency,omitempty"`
 	Partner      string          `json:"partner,omitempty"`
@@ -51,8 +54,11 @@ type NewCharge struct {
 
 // Charge is a registered charge and its state.
 type Charge struct {
-	ID             string          `db:"id" json:"id"`
-	PSPRef         *string         `db:"psp_ref" json:"psp_ref,omitempty"`
+	ID     string  `db:"id" json:"id"`
+	PSPRef *string `db:"psp_ref" json:"psp_ref,omitempty"`
+	// Merchant is nil for a charge registered before charges carried
+	// their merchant (migration 0014): any endpoint may act on it.
+	Merchant       *string         `db:"merchant" json:"merchant,omitempty"`
 	Amount         int64           `db:"amount" json:"amount"`
 	Currency       string          `db:"currency" json:"currency"`
 	Partner        *string         `db:"partner" json:"partner,omitempty"`
@@ -72,10 +78,31 @@ type Charge struct {
 	UpdatedAt      time.Time       `db:"updated_at" json:"updated_at"`
 }
 
-const chargeColumns = `id, psp_ref, amount, currency, partner, commission_bp, access, metadata, state,
+const chargeColumns = `id, psp_ref, merchant, amount, currency, partner, commission_bp, access, metadata, state,
 	paid_amount, fee, commission, paid_at, paid_ref, refunded_amount, failed_at, request_hash, created_at, updated_at`
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$`)
+
+// ResolveMerchant checks the registration's merchant against the
+// merchants the webhook endpoints are configured with: with exactly one
+// configured it is the default; with several the registration must name
+// one; a merchant no endpoint belongs to is ErrInvalid (no delivery could
+// ever act on the charge).
+func (n *NewCharge) ResolveMerchant(configured []string) error {
+	known := map[string]bool{}
+	for _, m := range configured {
+		known[m] = true
+	}
+	switch {
+	case n.Merchant == "" && len(known) == 1:
+		n.Merchant = configured[0]
+	case n.Merchant == "" && len(known) > 1:
+		return fmt.Errorf("%w: merchant is required: several merchants are configured", ErrInvalid)
+	case n.Merchant != "" && !known[n.Merchant]:
+		return fmt.Errorf("%w: merchant %.100q is not configured on any webhook endpoint", ErrInvalid, n.Merchant)
+	}
+	return nil
+}
 
 // Validate checks a registration and fills defaults.
 func (n *NewCharge) Validate() error {
@@ -89,6 +116,8 @@ func (n *NewCharge) Validate() error {
 	switch {
 	case !idRE.MatchString(n.ID):
 		return fmt.Errorf("%w: id must be 1-100 of A-Z a-z 0-9 _ . : - starting with a letter or digit", ErrInvalid)
+	case len(n.Merchant) > 200:
+		return fmt.Errorf("%w: merchant is longer than 200 bytes", ErrInvalid)
 	case n.PSPRef != "" && !idRE.MatchString(n.PSPRef):
 		return fmt.Errorf("%w: psp_ref must be 1-100 of A-Z a-z 0-9 _ . : -", ErrInvalid)
 	case n.Amount <= 0:
@@ -131,10 +160,10 @@ func Register(ctx context.Context, db sqlx.ExtContext, n NewCharge) (c Charge, c
 		return Charge{}, false, err
 	}
 	hash := n.hash()
-	err = sqlx.GetContext(ctx, db, &c, `INSERT INTO charges (id, psp_ref, amount, currency, partner, commission_bp, access, metadata, request_hash)
-		VALUES ($1, NULLIF($2, ''), $3, $4, NULLIF($5, ''), $6, $7, $8, $9)
+	err = sqlx.GetContext(ctx, db, &c, `INSERT INTO charges (id, psp_ref, amount, currency, partner, commission_bp, access, metadata, request_hash, merchant)
+		VALUES ($1, NULLIF($2, ''), $3, $4, NULLIF($5, ''), $6, $7, $8, $9, NULLIF($10, ''))
 		ON CONFLICT DO NOTHING RETURNING `+chargeColumns,
-		n.ID, n.PSPRef, n.Amount, n.Currency, n.Partner, n.CommissionBP, n.Access, string(n.Metadata), hash)
+		n.ID, n.PSPRef, n.Amount, n.Currency, n.Partner, n.CommissionBP, n.Access, string(n.Metadata), hash, n.Merchant)
 	if err == nil {
 		return c, true, nil
 	}
@@ -149,10 +178,21 @@ func Register(ctx context.Context, db sqlx.ExtContext, n NewCharge) (c Charge, c
 	if err != nil {
 		return Charge{}, false, err
 	}
-	if c.RequestHash != hash {
+	if c.RequestHash != hash && !sameLegacy(c, n) {
 		return Charge{}, false, fmt.Errorf("%w: %s", ErrConflict, n.ID)
 	}
 	return c, false, nil
+}
+
+// sameLegacy reports whether n registers again a charge registered before
+// charges carried their merchant: its hash was of the same content without
+// the merchant the registration now resolves to.
+func sameLegacy(c Charge, n NewCharge) bool {
+	if c.Merchant != nil {
+		return false
+	}
+	n.Merchant = ""
+	return c.RequestHash == n.hash()
 }
 
 // Get returns the charge with id.

@@ -47,6 +47,13 @@ func paidEvent(id, charge string, amount int64) scheme.Event {
 		Amount: amount, HasAmount: true, OccurredAt: batchAt}
 }
 
+// withRef gives a payment the PSP's reference: the same reference under
+// another event id is the same payment again.
+func withRef(ev scheme.Event, ref string) scheme.Event {
+	ev.PSPRef = ref
+	return ev
+}
+
 func refundEvent(id, charge, refund string, amount int64) scheme.Event {
 	return scheme.Event{Kind: scheme.KindRefunded, Type: "charge.refunded", EventID: id, ChargeID: charge,
 		RefundID: refund, Amount: amount, HasAmount: true, OccurredAt: batchAt.Add(time.Hour)}
@@ -65,13 +72,13 @@ func TestBatchDecidesEachDeliveryAfterTheOnesBefore(t *testing.T) {
 	ids := []int64{
 		e.store(refundEvent("a-r1", "order-a", "rf-a1", 1000)), // before its payment: parked, then applied
 		e.store(paidEvent("a-pay", "order-a", 4990)),
-		e.store(paidEvent("b-pay", "order-b", 10000)),
+		e.store(withRef(paidEvent("b-pay", "order-b", 10000), "e2e-b")),
 		e.store(refundEvent("b-r1", "order-b", "rf-b1", 4000)),
-		e.store(paidEvent("b-pay-again", "order-b", 10000)),          // a redelivery under a new id
-		e.store(refundEvent("b-r1-again", "order-b", "rf-b1", 4000)), // the same refund again
-		e.store(refundEvent("b-r2", "order-b", "rf-b2", 7000)),       // more than is left
-		e.store(paidEvent("c-pay", "order-c", 2999)),                 // amount mismatch
-		e.store(paidEvent("x-pay", "order-x", 100)),                  // unknown charge
+		e.store(withRef(paidEvent("b-pay-again", "order-b", 10000), "e2e-b")), // the same payment under a new id
+		e.store(refundEvent("b-r1-again", "order-b", "rf-b1", 4000)),          // the same refund again
+		e.store(refundEvent("b-r2", "order-b", "rf-b2", 7000)),                // more than is left
+		e.store(paidEvent("c-pay", "order-c", 2999)),                          // amount mismatch
+		e.store(paidEvent("x-pay", "order-x", 100)),                           // unknown charge
 		e.store(scheme.Event{Kind: scheme.KindFailed, Type: "charge.failed", EventID: "c-fail", ChargeID: "order-c", OccurredAt: batchAt}),
 	}
 	w := webhook.NewWorker(e.proc, time.Hour)

@@ -71,3 +71,16 @@ func NewEndpoint(cfg EndpointConfig, getenv func(string) string) (*Endpoint, err
 	}
 	return &Endpoint{Name: cfg.Name, Merchant: cfg.Merchant, MaxBody: max, Scheme: s}, nil
 }
+
+// Merchants lists the distinct merchants of the endpoints, in their order.
+func Merchants(eps []*Endpoint) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, ep := range eps {
+		if !seen[ep.Merchant] {
+			seen[ep.Merchant] = true
+			out = append(out, ep.Merchant)
+		}
+	}
+	return out
+}

@@ -66,6 +66,8 @@ type inboxRow struct {
 	ID         int64           `db:"id"`
 	Event      json.RawMessage `db:"event"`
 	ReceivedAt time.Time       `db:"received_at"`
+	// Merchant is the merchant of the endpoint the delivery came through.
+	Merchant string `db:"merchant"`
 }
 
 // errBusy marks a delivery a batch left out because another transaction
@@ -266,7 +268,7 @@ func (p *Processor) Requeue(ctx context.Context, id int64) (bool, error) {
 func (p *Processor) grantMissing(ctx context.Context, ev scheme.Event) (bool, error) {
 	var missing bool
 	err := p.db.GetContext(ctx, &missing, `SELECT EXISTS (
-		SELECT 1 FROM charges c WHERE (c.id = $1 OR c.psp_ref = NULLIF($2, ''))
+		SELECT 1 FROM charges c WHERE (c.id = $1 OR ($1 = '' AND c.psp_ref = NULLIF($2, '')))
 		  AND c.state IN ('paid', 'partially_refunded', 'refunded')
 		  AND NOT EXISTS (SELECT 1 FROM access_grants g WHERE g.charge_id = c.id))`, ev.ChargeID, ev.PSPRef)
 	return missing, err
@@ -380,7 +382,7 @@ func leaveOutBusy(l *charges.Locked, ds []*delivery) ([]*delivery, map[int64]boo
 // returned nor locked. "status || ”" keeps the planner on the primary
 // key: with "status = 'pending'" it may pick the partial index of pending
 // rows and read the whole backlog to find a few ids.
-const lockPendingSQL = `SELECT id, event, received_at FROM inbox
+const lockPendingSQL = `SELECT id, event, received_at, merchant FROM inbox
 	WHERE id = ANY($1) AND status || '' = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`
 
 // lockPending locks the pending inbox rows of ids and returns them in id
@@ -430,9 +432,32 @@ func (d *delivery) chargeEvent() charges.Event {
 	}
 	return charges.Event{
 		Kind: charges.Kind(d.ev.Kind), ChargeID: d.ev.ChargeID, PSPRef: d.ev.PSPRef, RefundID: d.ev.RefundID,
+		PaymentRef: paymentRef(d.ev), Merchant: d.Merchant,
 		Amount: d.ev.Amount, HasAmount: d.ev.HasAmount, Fee: d.ev.Fee, HasFee: d.ev.HasFee,
 		FullRefundIfNoAmount: d.ev.FullRefund, At: at, InboxID: d.ID,
 	}
+}
+
+// paymentRef is the identity of the payment a paid event reports: what
+// "provably the same payment" means, per scheme, when a charge already
+// paid is paid again (see charges.Event.PaymentRef).
+//   - hodle: data.trackId, Hodle's deposit id (the payment's inbox key too);
+//   - bcb-pix: the endToEndId, the Pix's own id across every PSP;
+//   - abacatepay: the paid resource's id (data.transparent.id / the
+//     checkout's id) when the payload has it, else the envelope id;
+//   - standard: razao's body carries no payment reference, so the message
+//     is the payment: webhook-id, the same on every retry of one message.
+//     A charge.paid under another webhook-id is another notification, a
+//     second payment for finance to look at, never absorbed.
+//
+// A payment whose scheme states no PSP reference is identified by its
+// event id (charges.EventPaymentRef). Payments through two endpoints of
+// one merchant are the same payment only if they name the same identity.
+func paymentRef(ev scheme.Event) string {
+	if ev.PSPRef != "" {
+		return ev.PSPRef
+	}
+	return charges.EventPaymentRef(ev.EventID)
 }
 
 // decide applies the deliveries in order to the locked charges and returns

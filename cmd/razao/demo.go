@@ -63,7 +63,7 @@ func (d *demo) run() error {
 	d.hodle(paid, d.hodleSecret)
 	d.step("hodle: the same delivery again (deduplicated by the inbox)")
 	d.hodle(paid, d.hodleSecret)
-	d.step("standard: two deliveries of one payment at the same moment (different event ids; the charge row lock serialises them)")
+	d.step("standard: two payments of one charge at the same moment (two webhook-ids; the charge row lock serialises them: one pays, the other is a second_payment divergence)")
 	var wg sync.WaitGroup
 	for i := 0; i < 2; i++ {
 		wg.Add(1)

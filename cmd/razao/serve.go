@@ -163,7 +163,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	s.inbox = webhook.NewInbox(db, proc)
 	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, proc, now, logger)
 	hooks.Metrics = m
-	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub}
+	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub, Merchants: webhook.Merchants(cfg.endpoints)}
 	s.http = &http.Server{
 		Handler:           reqid.Middleware(s.routes(hooks, v1, m.Handler())),
 		ReadHeaderTimeout: cfg.timeouts.ReadHeader,

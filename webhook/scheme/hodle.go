@@ -39,9 +39,22 @@ func newHodle(cfg Config) (Scheme, error) {
 // Name implements Scheme.
 func (*hodle) Name() string { return hodleName }
 
+// hodleMaxTestBody bounds the body IsTest parses. The published test
+// event is `{"event":"WEBHOOK_TEST","data":{}}`; a larger one is looked at
+// only once authenticated (the handler answers a signed test as a test).
+const hodleMaxTestBody = 1 << 10
+
 // IsTest implements Scheme: Hodle sends WEBHOOK_TEST before it shows the
-// secret, so it cannot be authenticated and must not need to be.
+// secret, so it cannot be authenticated and must not need to be. It runs on
+// anyone's bytes, before authentication: a body larger than
+// hodleMaxTestBody is refused on its length alone, and only a body of at
+// most that size is parsed (strictly), so its cost is bounded whatever an
+// attacker sends. (A scan for the event name would not do: JSON may escape
+// it, as in "WEBHOOK\u005fTEST".)
 func (*hodle) IsTest(r Request) bool {
+	if len(r.Body) > hodleMaxTestBody {
+		return false
+	}
 	env, err := decodeObject(r.Body)
 	if err != nil {
 		return false

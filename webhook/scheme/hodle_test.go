@@ -260,3 +260,26 @@ func TestHodleDeliveryIDIsEmpty(t *testing.T) {
 		t.Fatalf("DeliveryID = %q, want empty", id)
 	}
 }
+
+// IsTest runs before authentication, on anyone's bytes: past its bound it
+// decides on the length alone, without reading the body as JSON (no
+// allocation), even for a well-formed test event. Not parallel:
+// AllocsPerRun counts the whole process's allocations.
+func TestHodleIsTestLooksAtNoLargeBody(t *testing.T) {
+	s := mustNew(t, "hodle", Config{Secrets: []string{hodleSecret}})
+	var b strings.Builder
+	b.WriteString(`{"event":"WEBHOOK_TEST","data":{`)
+	for i := 0; b.Len() < 256<<10; i++ {
+		b.WriteString(`"k` + strconv.Itoa(i) + `":0,`)
+	}
+	b.WriteString(`"end":0}}`)
+	r := Request{Body: []byte(b.String())}
+	var got bool
+	if allocs := testing.AllocsPerRun(5, func() { got = s.IsTest(r) }); allocs != 0 || got {
+		t.Fatalf("IsTest of a 256 KB test event: %v after %.0f allocations, want false after none", got, allocs)
+	}
+	small := Request{Body: []byte(`{"event":"WEBHOOK_TEST","data":{"note":"` + strings.Repeat("x", 900) + `"}}`)}
+	if !s.IsTest(small) {
+		t.Fatal("IsTest of a test event under 1 KiB = false")
+	}
+}

@@ -101,7 +101,9 @@ type Scheme interface {
 	// event, answered 200 with no write before any authentication (hodle
 	// WEBHOOK_TEST). It is never fooled into treating anything else as a
 	// test: the body must be one strictly valid JSON object whose top-level
-	// event is exactly the test event.
+	// event is exactly the test event. It runs before authentication, so
+	// its cost must be bounded whatever the body: a length check first, a
+	// parse only of a body small enough to be a test.
 	IsTest(r Request) bool
 	// Authenticate proves the delivery is genuine. Errors wrap
 	// ErrUnauthenticated.
