@@ -309,6 +309,12 @@ func (l *Locked) Apply(ev Event) (Outcome, error) {
 	if c == nil {
 		return diverge(ev.ChargeID, ReasonUnknownCharge, "no charge with id %q or psp reference %q", ev.ChargeID, ev.PSPRef), nil
 	}
+	if err := l.a.Ledger.CheckEventTime(ev.At); err != nil {
+		// Stored before intake checked the window: the ledger (or the
+		// charge's timestamps) would refuse it on every attempt, so it is
+		// a divergence now, not ten failures.
+		return diverge(c.ID, ReasonMalformed, "%v", err), nil
+	}
 	switch ev.Kind {
 	case Paid:
 		return l.paid(c, ev)

@@ -134,6 +134,10 @@ func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Pos
 	return out, nil
 }
 
+// CheckEventTime refuses an event time outside the calendar's window at
+// the ledger's clock (ErrOutsideWindow).
+func (l *Ledger) CheckEventTime(t time.Time) error { return l.cal.CheckEventTime(t, l.now()) }
+
 // CheckWindow refuses a set whose event time or competence lies outside
 // the calendar's window (ErrOutsideWindow), as posting it would: callers
 // that decide before posting (payouts) check first.

@@ -180,3 +180,32 @@ func TestDeliveriesOutsideTheEventWindowAreMalformedAndKept(t *testing.T) {
 		t.Errorf("sets booked in months %v, want 2020-11 and 2026-09", months)
 	}
 }
+
+// TestStoredDeliveryOutsideTheWindowIsADivergenceAtOnce: a delivery stored
+// before intake checked the window (here written straight into the inbox)
+// becomes a malformed divergence on its first attempt instead of failing
+// ten times.
+func TestStoredDeliveryOutsideTheWindowIsADivergenceAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newWindowEnv(t)
+	for i, at := range []string{"0001-06-01T00:00:00Z", "2026-09-22T10:00:00-20:00", "9999-12-31T00:00:00Z"} {
+		charge := fmt.Sprintf("old%d", i)
+		e.charge(charge, 4990, "", 0)
+		ev := fmt.Sprintf(`{"Kind":"paid","Type":"charge.paid","EventID":%q,"ChargeID":%q,"Amount":4990,"HasAmount":true,"OccurredAt":%q}`, charge, charge, at)
+		e.db.MustExec(`INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref, event, body, headers, status)
+			VALUES ($1, 'std', 'standard', 'loja-1', 'charge.paid', $2, 'paid', $2, $3::jsonb, '\x7b7d', '{}', 'pending')`,
+			"std|charge.paid|"+charge, charge, ev)
+	}
+	if _, err := webhook.NewWorker(e.proc, time.Second).RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'divergent' AND attempts <= 1`); n != 3 {
+		t.Errorf("%d of 3 stored deliveries divergent after one attempt", n)
+	}
+	if n := e.count(`SELECT count(*) FROM divergences WHERE reason = 'malformed'`); n != 3 {
+		t.Errorf("%d malformed divergences, want 3", n)
+	}
+	if n := e.count(`SELECT count(*) FROM posting_sets`); n != 0 {
+		t.Errorf("%d sets booked", n)
+	}
+}
