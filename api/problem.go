@@ -34,6 +34,8 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 		writeProblem(w, http.StatusNotFound, "not-found", "Not found", err.Error())
 	case errors.Is(err, partners.ErrOverOwed):
 		writeProblem(w, http.StatusUnprocessableEntity, "over-owed", "Payout above what is owed", err.Error())
+	case errors.Is(err, postings.ErrOutsideWindow):
+		writeProblem(w, http.StatusBadRequest, "outside-window", "Time outside the ledger's window", err.Error())
 	case errors.Is(err, postings.ErrIdempotencyConflict):
 		writeProblem(w, http.StatusUnprocessableEntity, "idempotency-conflict", "Idempotency key reused with other content", err.Error())
 	case errors.Is(err, postings.ErrClosedMonth):

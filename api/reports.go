@@ -86,7 +86,7 @@ func (a *API) accountSeries(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) periods(w http.ResponseWriter, r *http.Request) {
-	ps, err := reports.Periods(r.Context(), a.DB)
+	ps, err := reports.Periods(r.Context(), a.DB, a.Ledger.Calendar(), a.Now())
 	if err != nil {
 		writeError(w, a.Log, err)
 		return

@@ -352,6 +352,12 @@ func (l *Locked) Apply(ev Event) (Outcome, error) {
 		return diverge(c.ID, ReasonMerchantMismatch, "charge of merchant %q; event through an endpoint of merchant %q",
 			*c.Merchant, ev.Merchant), nil
 	}
+	if err := l.a.Ledger.CheckEventTime(ev.At); err != nil {
+		// Stored before intake checked the window: the ledger (or the
+		// charge's timestamps) would refuse it on every attempt, so it is
+		// a divergence now, not ten failures.
+		return diverge(c.ID, ReasonMalformed, "%v", err), nil
+	}
 	switch ev.Kind {
 	case Paid:
 		return l.paid(c, ev)

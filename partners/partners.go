@@ -196,6 +196,9 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 	if len(set.IdempotencyKey) > 300 {
 		return Result{}, fmt.Errorf("%w: partner id and idempotency key are too long together", ErrInvalid)
 	}
+	if err := l.CheckWindow(set); err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 
 	a, err := lockAccount(ctx, tx, code)
 	if errors.Is(err, accounts.ErrUnknownAccount) {

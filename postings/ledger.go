@@ -23,6 +23,7 @@ import (
 type Ledger struct {
 	db  *sqlx.DB
 	cal Calendar
+	now func() time.Time // the clock event times are checked against
 
 	// Accounts never change once committed (a trigger refuses it), so a
 	// code→account cache filled from committed rows only is always right.
@@ -36,7 +37,14 @@ type Ledger struct {
 
 // New returns a Ledger over db that dates sets with cal.
 func New(db *sqlx.DB, cal Calendar) *Ledger {
-	return &Ledger{db: db, cal: cal, known: map[string]accounts.Account{}, insert: sqlstmt.New(db, insertSetsSQL)}
+	return &Ledger{db: db, cal: cal, now: time.Now, known: map[string]accounts.Account{}, insert: sqlstmt.New(db, insertSetsSQL)}
+}
+
+// WithClock makes l check event times against now instead of time.Now,
+// and returns l. Call it before l is used.
+func (l *Ledger) WithClock(now func() time.Time) *Ledger {
+	l.now = now
+	return l
 }
 
 // Calendar is the ledger's business calendar.
@@ -77,8 +85,12 @@ func (l *Ledger) PostTx(ctx context.Context, tx *sqlx.Tx, s Set) (Posted, error)
 // one round trip instead of one per set. Each set is "if absent" on its
 // own, exactly as PostTx.
 func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Posted, error) {
+	now := l.now()
 	for i := range sets {
 		if err := sets[i].Validate(); err != nil {
+			return nil, err
+		}
+		if err := l.checkWindow(sets[i], now); err != nil {
 			return nil, err
 		}
 	}
@@ -120,6 +132,30 @@ func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Pos
 		}
 	}
 	return out, nil
+}
+
+// CheckEventTime refuses an event time outside the calendar's window at
+// the ledger's clock (ErrOutsideWindow).
+func (l *Ledger) CheckEventTime(t time.Time) error { return l.cal.CheckEventTime(t, l.now()) }
+
+// CheckWindow refuses a set whose event time or competence lies outside
+// the calendar's window (ErrOutsideWindow), as posting it would: callers
+// that decide before posting (payouts) check first.
+func (l *Ledger) CheckWindow(s Set) error { return l.checkWindow(s, l.now()) }
+
+// checkWindow refuses a set whose event time or competence lies outside
+// the calendar's window: a set dated 0001-01 or 9999-12 would sit in a
+// month that can never be closed, and every later month with it.
+func (l *Ledger) checkWindow(s Set, now time.Time) error {
+	if err := l.cal.CheckEventTime(s.EventAt, now); err != nil {
+		return fmt.Errorf("%w: %s %s: %w", ErrInvalid, s.Kind, s.IdempotencyKey, err)
+	}
+	if !s.Competence.IsZero() {
+		if err := l.cal.CheckCompetence(s.Competence, now); err != nil {
+			return fmt.Errorf("%w: %s %s: %w", ErrInvalid, s.Kind, s.IdempotencyKey, err)
+		}
+	}
+	return nil
 }
 
 func keys(sets []Set) string {

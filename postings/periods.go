@@ -38,11 +38,17 @@ func (l *Ledger) CloseMonthTx(ctx context.Context, tx *sqlx.Tx, m Month, now tim
 	if now.Before(m.End(l.cal.Location())) {
 		return fmt.Errorf("close %s: %w", m, ErrMonthNotOver)
 	}
+	if m.Before(l.cal.GoLiveMonth()) {
+		return fmt.Errorf("close %s: %w: before the go-live month %s", m, ErrInvalidMonth, l.cal.GoLiveMonth())
+	}
 	if _, err := tx.ExecContext(ctx, `LOCK TABLE month_close_lock IN EXCLUSIVE MODE`); err != nil {
 		return fmt.Errorf("close %s: take the close lock: %w", m, err)
 	}
 	var last, first sql.NullTime
-	err := tx.QueryRowxContext(ctx, `SELECT (SELECT max(month) FROM closed_periods), (SELECT min(competence_month) FROM posting_sets)`).Scan(&last, &first)
+	// Sets dated before go-live (written before the ledger refused them)
+	// do not hold the first close back: their months can never be closed.
+	err := tx.QueryRowxContext(ctx, `SELECT (SELECT max(month) FROM closed_periods),
+		(SELECT min(competence_month) FROM posting_sets WHERE competence_month >= $1)`, l.cal.GoLiveMonth().First()).Scan(&last, &first)
 	if err != nil {
 		return fmt.Errorf("close %s: read periods: %w", m, err)
 	}

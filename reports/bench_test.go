@@ -120,7 +120,8 @@ func BenchmarkReports(b *testing.B) {
 	})
 	b.Run("periods", func(b *testing.B) {
 		for b.Loop() {
-			if ps, err := Periods(ctx, db); err != nil || len(ps) != 24 {
+			cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+			if ps, err := Periods(ctx, db, cal, benchLastMonth.First().AddDate(0, 0, 15)); err != nil || len(ps) != 24 {
 				b.Fatal(err, len(ps))
 			}
 		}

@@ -143,7 +143,7 @@ func TestCloseMonthRefusals(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.err)
 		}
 	}
-	periods, err := reports.Periods(ctx, db)
+	periods, err := reports.Periods(ctx, db, l.Calendar(), afterSeptember)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestCloseMonthRefusals(t *testing.T) {
 		}
 		got = append(got, s)
 	}
-	want := []string{"2026-07 closed snapshot", "2026-08 closed snapshot activity", "2026-09 open activity"}
+	want := []string{"2026-07 closed snapshot", "2026-08 closed snapshot activity", "2026-09 open activity", "2026-10 open"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("periods %q, want %q", got, want)
 	}
@@ -172,8 +172,8 @@ func TestCloseMonthRefusals(t *testing.T) {
 
 func TestPeriodsOfAnEmptyLedger(t *testing.T) {
 	t.Parallel()
-	_, db := newLedger(t)
-	periods, err := reports.Periods(context.Background(), db)
+	l, db := newLedger(t)
+	periods, err := reports.Periods(context.Background(), db, l.Calendar(), time.Now())
 	if err != nil || len(periods) != 0 {
 		t.Errorf("periods %+v, %v", periods, err)
 	}

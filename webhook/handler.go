@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/razao/razao/metrics"
+	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook/scheme"
 )
 
@@ -98,6 +99,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = checkIDs(evs)
 	}
+	if err == nil {
+		err = checkTimes(evs, h.proc.applier.Ledger.Calendar(), req.Now)
+	}
 	if err != nil {
 		h.malformed(w, r.Context(), ep, req, err)
 		return
@@ -177,6 +181,25 @@ func allTests(evs []scheme.Event) bool {
 		}
 	}
 	return len(evs) > 0
+}
+
+// checkTimes refuses events dated outside the ledger's window (before its
+// go-live date, past our clock plus postings.MaxAhead — the scheme's 300 s
+// tolerance plus 5 minutes — or at a UTC offset no zone has), so the
+// delivery is kept as malformed (400) at intake, for every scheme alike,
+// instead of being booked in a month nobody can close or failing in the
+// database ten times. The ledger refuses the same times again when it
+// books; the window is its calendar's.
+func checkTimes(evs []scheme.Event, cal postings.Calendar, now time.Time) error {
+	for _, ev := range evs {
+		if ev.OccurredAt.IsZero() {
+			continue // the scheme carries no time: the delivery's receipt dates it
+		}
+		if err := cal.CheckEventTime(ev.OccurredAt, now); err != nil {
+			return fmt.Errorf("%w: %s: %w", scheme.ErrMalformed, ev.Type, err)
+		}
+	}
+	return nil
 }
 
 // overall folds the events' statuses: accepted wins over ignored, which

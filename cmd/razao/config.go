@@ -19,6 +19,7 @@ import (
 type fileConfig struct {
 	Listen         string                   `yaml:"listen"`
 	TimeZone       string                   `yaml:"time_zone"`
+	GoLive         string                   `yaml:"go_live"` // YYYY-MM-DD: no event time before it is accepted
 	WorkerInterval time.Duration            `yaml:"worker_interval"`
 	Endpoints      []webhook.EndpointConfig `yaml:"endpoints"`
 	Exports        exportsConfig            `yaml:"exports"`
@@ -39,6 +40,7 @@ type serveConfig struct {
 	configPath     string
 	listen         string
 	timeZone       string
+	goLive         time.Time
 	migrate        bool
 	workerInterval time.Duration
 	endpoints      []*webhook.Endpoint
@@ -60,6 +62,7 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	fs.StringVar(&cfg.configPath, "config", getenv("RAZAO_CONFIG"), "YAML config file ($RAZAO_CONFIG)")
 	listen := fs.String("listen", "", "address to listen on ($RAZAO_LISTEN; default 127.0.0.1:8080)")
 	tz := fs.String("time-zone", "", "IANA time zone of competence dates ($RAZAO_TIME_ZONE; default America/Sao_Paulo)")
+	goLive := fs.String("go-live", "", "first date an event may carry, YYYY-MM-DD ($RAZAO_GO_LIVE; default "+postings.DefaultGoLive+")")
 	fs.BoolVar(&cfg.migrate, "migrate", true, "apply migrations before serving")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -81,6 +84,9 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	}
 	cal, err := postings.NewCalendar(cfg.timeZone)
 	if err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	if cfg.goLive, err = postings.ParseGoLive(first(*goLive, getenv("RAZAO_GO_LIVE"), file.GoLive)); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
 	if cfg.exports, err = file.Exports.build(cal.Location()); err != nil {

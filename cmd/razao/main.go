@@ -8,6 +8,7 @@
 //	razao export    write one month's CSV export (journal, trial balance, income statement)
 //	razao token     create, list or revoke API bearer tokens
 //	razao inbox     retry a delivery that gave up after its attempts
+//	razao period    list the competence months, or close one
 //	razao demo      drive a running service like a PSP and print each answer
 package main
 
@@ -45,6 +46,7 @@ func commands() []command {
 		{"export", "write one month's CSV export to a file", cmdExport},
 		{"token", "create, list or revoke API bearer tokens", cmdToken},
 		{"inbox", "retry a delivery that gave up after its attempts", cmdInbox},
+		{"period", "list the competence months, or close one (with its snapshot)", cmdPeriod},
 		{"demo", "drive a running service like a PSP would and print what happens", cmdDemo},
 	}
 }

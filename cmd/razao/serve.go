@@ -124,6 +124,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	if err != nil {
 		return nil, err
 	}
+	cal = cal.WithGoLive(cfg.goLive)
 	db, err := openWaiting(ctx, cfg.db, logger)
 	if err != nil {
 		return nil, err
@@ -138,7 +139,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 			logger.Info("migration applied", "name", m)
 		}
 	}
-	ledger := postings.New(db, cal)
+	ledger := postings.New(db, cal).WithClock(now)
 	applier := charges.NewApplier(db, ledger)
 	notifier := events.NewNotifier(db, logger)
 	m := metrics.New(db)

@@ -12,9 +12,13 @@ import (
 	"time"
 )
 
-// timestampWindow is how far a signed timestamp may be from our clock, in
-// either direction: past it a captured delivery can no longer be replayed.
-const timestampWindow = 300 * time.Second
+// TimestampTolerance is how far a signed timestamp may be from our clock,
+// in either direction: past it a captured delivery can no longer be
+// replayed. postings.MaxAhead, the latest event time the ledger accepts,
+// is this plus 5 minutes.
+const TimestampTolerance = 300 * time.Second
+
+const timestampWindow = TimestampTolerance
 
 // macSHA256 is HMAC-SHA256(key, parts...) over the exact bytes given.
 func macSHA256(key []byte, parts ...[]byte) []byte {

@@ -183,6 +183,11 @@ func (o object) time(key string) (time.Time, bool, error) {
 	if err != nil {
 		return time.Time{}, false, malformed(o.field(key), "must be an RFC 3339 time")
 	}
+	if t.IsZero() {
+		// 0001-01-01T00:00:00Z is Go's zero time, which Event.OccurredAt
+		// uses for "no time carried": it must not pass for an absent one.
+		return time.Time{}, false, malformed(o.field(key), "must be a real time, not 0001-01-01T00:00:00Z")
+	}
 	return t, true, nil
 }
 
