@@ -108,7 +108,7 @@ func (w *wantSchema) apply(st []token, file string) {
 	case p.words("ALTER", "TABLE"):
 		p.words("IF", "EXISTS")
 		p.words("ONLY")
-		w.alterTable(p, p.name(), file)
+		w.alterTable(p, p.name())
 	case p.words("ALTER", "FUNCTION"):
 		w.pinnedSearchPath = w.pinnedSearchPath || p.hasWord("SEARCH_PATH")
 	case p.words("DO"):
@@ -156,7 +156,7 @@ func (w *wantSchema) createTrigger(p *tokens, file string) {
 
 // alterTable applies each ENABLE/DISABLE TRIGGER action of an ALTER TABLE
 // (actions are comma-separated).
-func (w *wantSchema) alterTable(p *tokens, table string, file string) {
+func (w *wantSchema) alterTable(p *tokens, table string) {
 	for !p.done() {
 		var always, disabled bool
 		switch {
