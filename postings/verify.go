@@ -7,15 +7,22 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/razao/razao"
 )
 
 // Check is one invariant re-checked over the whole ledger.
 type Check struct {
 	Name     string
 	Breaches int64
-	// Examples names a few breaching rows so a human can start looking.
-	Examples string
+	// Examples names the first breaching rows (up to maxExamples), one
+	// readable line each, so a human can start looking.
+	Examples []string
 }
+
+// maxExamples bounds the breaches a check lists; Breaches counts them all.
+const maxExamples = 50
 
 // OK reports whether the check found no breach.
 func (c Check) OK() bool { return c.Breaches == 0 }
@@ -37,7 +44,8 @@ func (r Report) OK() bool {
 	return true
 }
 
-// WriteTo prints the report for a human.
+// WriteTo prints the report for a human: a line per check, then each
+// breach of a failed check on a line of its own.
 func (r Report) WriteTo(w io.Writer) (int64, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "razao verify: %d posting sets, %d postings\n", r.Sets, r.Postings)
@@ -46,7 +54,13 @@ func (r Report) WriteTo(w io.Writer) (int64, error) {
 			fmt.Fprintf(&b, "  ok    %s\n", c.Name)
 			continue
 		}
-		fmt.Fprintf(&b, "  FAIL  %s: %d breach(es): %s\n", c.Name, c.Breaches, c.Examples)
+		fmt.Fprintf(&b, "  FAIL  %s: %d breach(es)\n", c.Name, c.Breaches)
+		for _, e := range c.Examples {
+			fmt.Fprintf(&b, "        %s\n", e)
+		}
+		if more := c.Breaches - int64(len(c.Examples)); more > 0 {
+			fmt.Fprintf(&b, "        ... and %d more\n", more)
+		}
 	}
 	if r.OK() {
 		b.WriteString("ledger is clean\n")
@@ -57,45 +71,79 @@ func (r Report) WriteTo(w io.Writer) (int64, error) {
 	return int64(n), err
 }
 
-// verifyChecks are plain SQL queries, independent of the Go that writes
-// the ledger and of the triggers that guard it: each returns the rows that
-// break one invariant as (label) text.
-var verifyChecks = []struct{ name, query string }{
-	{"every posting set has at least two postings", `
-		SELECT 'set ' || s.id FROM posting_sets s LEFT JOIN postings p ON p.posting_set_id = s.id
-		GROUP BY s.id HAVING count(p.id) < 2`},
-	{"every posting set balances per currency", `
-		SELECT 'set ' || posting_set_id || ' ' || currency || ' ' || sum(amount) FROM postings
-		GROUP BY posting_set_id, currency HAVING sum(amount) <> 0`},
-	{"all postings sum to zero per currency", `
-		SELECT currency || ' ' || sum(amount) FROM postings GROUP BY currency HAVING sum(amount) <> 0`},
-	{"no posting has a zero amount", `
-		SELECT 'posting ' || id FROM postings WHERE amount = 0`},
-	{"every posting is on an existing account of its currency", `
+// setLabel names a posting set s in a breach line: "set 12 (refund of
+// charge ch-1)", "set 15 (payout for partner partner-42)".
+const setLabel = `('set ' || s.id || ' (' || s.kind || coalesce(' of charge ' || s.charge_id, '') ||
+	coalesce(' for partner ' || s.partner, '') || ')')`
+
+// sqlCheck is a plain SQL query, independent of the Go that writes the
+// ledger and of the triggers that guard it: it returns the rows that break
+// one invariant, one readable line each.
+type sqlCheck struct {
+	name, query string
+	args        []any
+}
+
+// ledgerChecks lists verify's SQL checks.
+func ledgerChecks() []sqlCheck {
+	shapes, payablePrefix := templateShapes()
+	var slotKinds, slotCodes, shapeKinds, shapeTexts []string
+	var slotDebits []bool
+	var slotBits, shapeMasks []int64
+	for k, ss := range shapes {
+		bits := map[string]int64{}
+		for _, s := range ss {
+			var mask int64
+			for _, leg := range strings.Split(s, ", ") {
+				if _, ok := bits[leg]; !ok {
+					bits[leg] = 1 << len(bits)
+					side, code, _ := strings.Cut(leg, " ")
+					slotKinds, slotDebits, slotCodes = append(slotKinds, string(k)), append(slotDebits, side == "D"), append(slotCodes, code)
+					slotBits = append(slotBits, bits[leg])
+				}
+				mask |= bits[leg]
+			}
+			shapeKinds, shapeMasks, shapeTexts = append(shapeKinds, string(k)), append(shapeMasks, mask), append(shapeTexts, s)
+		}
+	}
+	return []sqlCheck{
+		{"every posting set has at least two postings", `
+		SELECT ` + setLabel + ` || ' has ' || count(p.id) || ' posting(s)' FROM posting_sets s LEFT JOIN postings p ON p.posting_set_id = s.id
+		GROUP BY s.id HAVING count(p.id) < 2 ORDER BY s.id`, nil},
+		{"every posting set balances per currency", `
+		SELECT ` + setLabel + ` || ': its ' || b.currency || ' legs sum to ' || b.total
+		FROM (SELECT posting_set_id, currency, sum(amount) AS total FROM postings
+			GROUP BY posting_set_id, currency HAVING sum(amount) <> 0) b
+		JOIN posting_sets s ON s.id = b.posting_set_id ORDER BY s.id, b.currency`, nil},
+		{"all postings sum to zero per currency", `
+		SELECT currency || ' ' || sum(amount) FROM postings GROUP BY currency HAVING sum(amount) <> 0`, nil},
+		{"no posting has a zero amount", `
+		SELECT 'posting ' || id FROM postings WHERE amount = 0`, nil},
+		{"every posting is on an existing account of its currency", `
 		SELECT 'posting ' || p.id FROM postings p LEFT JOIN accounts a ON a.id = p.account_id
-		WHERE a.id IS NULL OR a.currency <> p.currency`},
-	{"every posting is in its set's competence month", `
+		WHERE a.id IS NULL OR a.currency <> p.currency`, nil},
+		{"every posting is in its set's competence month", `
 		SELECT 'posting ' || p.id FROM postings p JOIN posting_sets s ON s.id = p.posting_set_id
-		WHERE p.competence_month <> s.competence_month`},
-	{"at most one sale and one commission per charge", `
+		WHERE p.competence_month <> s.competence_month`, nil},
+		{"at most one sale and one commission per charge", `
 		SELECT kind || ' of charge ' || charge_id FROM posting_sets WHERE kind IN ('sale', 'commission')
-		GROUP BY kind, charge_id HAVING count(*) > 1`},
-	{"no refund without a sale, refunds within their sale", `
+		GROUP BY kind, charge_id HAVING count(*) > 1`, nil},
+		{"no refund without a sale, refunds within their sale", `
 		SELECT 'charge ' || r.charge_id || ' refunded ' || sum(r.amount) || ' of ' || coalesce(max(s.amount), 0)
 		FROM posting_sets r LEFT JOIN posting_sets s ON s.kind = 'sale' AND s.charge_id = r.charge_id
-		WHERE r.kind = 'refund' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(s.amount), 0)`},
-	{"commission reversals within their commission", `
+		WHERE r.kind = 'refund' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(s.amount), 0)`, nil},
+		{"commission reversals within their commission", `
 		SELECT 'charge ' || r.charge_id FROM posting_sets r LEFT JOIN posting_sets c ON c.kind = 'commission' AND c.charge_id = r.charge_id
-		WHERE r.kind = 'commission_reversal' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(c.amount), 0)`},
-	{"a fully refunded charge reverses exactly its commission", `
+		WHERE r.kind = 'commission_reversal' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(c.amount), 0)`, nil},
+		{"a fully refunded charge reverses exactly its commission", `
 		SELECT 'charge ' || s.charge_id || ': commission ' || c.amount || ', reversed ' || coalesce(sum(r.amount), 0)
 		FROM posting_sets s
 		JOIN posting_sets c ON c.kind = 'commission' AND c.charge_id = s.charge_id
 		LEFT JOIN posting_sets r ON r.kind = 'commission_reversal' AND r.charge_id = s.charge_id
 		WHERE s.kind = 'sale'
 		  AND s.amount = (SELECT coalesce(sum(f.amount), 0) FROM posting_sets f WHERE f.kind = 'refund' AND f.charge_id = s.charge_id)
-		GROUP BY s.charge_id, c.amount HAVING coalesce(sum(r.amount), 0) <> c.amount`},
-	{"cash equals sales - psp fees - refunds - payouts (+ adjustments)", `
+		GROUP BY s.charge_id, c.amount HAVING coalesce(sum(r.amount), 0) <> c.amount`, nil},
+		{"cash equals sales - psp fees - refunds - payouts (+ adjustments)", `
 		WITH cash AS (
 			SELECT p.currency, sum(p.amount) AS balance FROM postings p JOIN accounts a ON a.id = p.account_id
 			WHERE a.code = 'assets:cash' OR starts_with(a.code, 'assets:cash:') GROUP BY p.currency
@@ -116,42 +164,174 @@ var verifyChecks = []struct{ name, query string }{
 			(coalesce(e.total, 0) - coalesce(f.total, 0) + coalesce(adj.total, 0))
 		FROM currencies c LEFT JOIN cash ON cash.currency = c.currency LEFT JOIN events e ON e.currency = c.currency
 		LEFT JOIN fees f ON f.currency = c.currency LEFT JOIN adjustments adj ON adj.currency = c.currency
-		WHERE coalesce(cash.balance, 0) <> coalesce(e.total, 0) - coalesce(f.total, 0) + coalesce(adj.total, 0)`},
-	{"no posting set written into a month after it closed", `
-		SELECT 'set ' || s.id || ' in ' || to_char(s.competence_month, 'YYYY-MM') FROM posting_sets s
-		JOIN closed_periods c ON c.month = s.competence_month WHERE s.created_at >= c.closed_at`},
-	{"append-only triggers are in place and enabled", `
-		SELECT t.name FROM (VALUES ('trg_posting_sets_append_only'), ('trg_posting_sets_no_truncate'),
-			('trg_postings_append_only'), ('trg_postings_no_truncate'), ('trg_posting_sets_balanced'),
-			('trg_posting_sets_open_month'), ('trg_postings_sealed_set'), ('trg_accounts_immutable'),
-			('trg_closed_periods_append_only'), ('trg_closed_periods_no_truncate')) AS t (name)
-		LEFT JOIN pg_trigger g ON g.tgname = t.name AND g.tgenabled = 'A'
-		WHERE g.oid IS NULL`},
+		WHERE coalesce(cash.balance, 0) <> coalesce(e.total, 0) - coalesce(f.total, 0) + coalesce(adj.total, 0)`, nil},
+		// Commit order, not created_at: created_at is the start of the set's
+		// transaction, which may begin before a close and commit after it (a
+		// correct set then looks late) or begin before it and write after it
+		// (a breach then looks on time). A correct set of a month takes its
+		// share of the close lock (trg_posting_sets_open_month) before the
+		// close takes it exclusively, and holds it until it commits; the close
+		// takes its lock before its first write, so it is given its xid only
+		// once every such set has committed, each with an older xid (a set's
+		// xid is assigned at its transaction's first write, at the latest the
+		// set's own insert, under the lock). So a set of a closed month with a
+		// newer xid than the close's was written after the close. The close's
+		// xid is closed_periods.closed_xid (sql/0011) or, if older, that of
+		// the month's snapshot, written by the closing transaction; both are
+		// at least the close's own (rows closed before 0011 carry the
+		// migration's xid), so a correct set is never reported. What it cannot
+		// see: a late set whose transaction wrote something else before the
+		// close (its xid is older); the triggers are the barrier for that.
+		{"no posting set written into a month after it closed", `
+		SELECT ` + setLabel + ` || ' is in closed month ' || to_char(s.competence_month, 'YYYY-MM') ||
+			' but was written after its close (set xid ' || s.created_xid || ' > close xid ' || x.close_xid || ')'
+		FROM posting_sets s
+		JOIN (SELECT c.month, least(c.closed_xid, m.created_xid) AS close_xid
+			FROM closed_periods c LEFT JOIN month_snapshots m ON m.month = c.month) x ON x.month = s.competence_month
+		WHERE s.created_xid > x.close_xid ORDER BY s.id`, nil},
+		// What a set states it moves is what its legs move: legs appended to a
+		// committed set (past the sealed-set trigger) change its debits.
+		{"every posting set's amount is the sum of its debits in its currency", `
+		SELECT ` + setLabel + ` || ': amount ' || s.amount || ' but its ' || s.currency || ' debits sum to ' || coalesce(d.debits, 0)
+		FROM posting_sets s
+		LEFT JOIN (SELECT posting_set_id, currency, sum(amount) AS debits FROM postings WHERE amount > 0 GROUP BY 1, 2) d
+			ON d.posting_set_id = s.id AND d.currency = s.currency
+		WHERE coalesce(d.debits, 0) <> s.amount ORDER BY s.id`, nil},
+		// Each kind but adjustment has the legs its template builds
+		// (templates.go), each once, in the set's currency, on the set's own
+		// partner's payable account: a balanced pair appended to a set, or a
+		// set booked on the wrong accounts, balances but is not that event.
+		// Each allowed leg of a kind is a bit; a set fits when every leg is
+		// an allowed one, none twice (their bits sum to their OR), and the
+		// bits make one of the kind's shapes. Integers, not strings, over the
+		// whole ledger; only the misfits are spelled out.
+		{"every posting set has the legs its kind's template allows", `
+		WITH slots AS (SELECT * FROM unnest($1::text[], $2::bool[], $3::text[], $4::bigint[]) AS l (kind, debit, code, bit)),
+		shapes AS (SELECT * FROM unnest($5::text[], $6::bigint[], $7::text[]) AS v (kind, mask, shape)),
+		fixed AS (SELECT l.kind, l.debit, a.id AS account_id, l.bit FROM slots l JOIN accounts a ON a.code = l.code),
+		fits AS (
+			SELECT s.id, s.kind, count(*) AS n, count(b.bit) AS matched, coalesce(sum(b.bit), 0) AS total, coalesce(bit_or(b.bit), 0) AS mask
+			FROM posting_sets s JOIN postings p ON p.posting_set_id = s.id
+			LEFT JOIN accounts pa ON pa.code = $8 || s.partner
+			LEFT JOIN fixed f ON f.kind = s.kind AND f.debit = (p.amount > 0) AND f.account_id = p.account_id
+			LEFT JOIN slots ps ON ps.code = $8 || $9 AND ps.kind = s.kind AND ps.debit = (p.amount > 0) AND p.account_id = pa.id
+			CROSS JOIN LATERAL (SELECT CASE WHEN p.currency = s.currency THEN coalesce(f.bit, ps.bit) END AS bit) b
+			WHERE s.kind IN (SELECT kind FROM shapes)
+			GROUP BY s.id
+		), misfits AS (
+			SELECT id FROM fits f WHERE f.n <> f.matched OR f.total <> f.mask
+				OR NOT EXISTS (SELECT 1 FROM shapes v WHERE v.kind = f.kind AND v.mask = f.mask)
+		)
+		SELECT ` + setLabel + ` || ': legs [' || (
+				SELECT string_agg(g.leg, ', ' ORDER BY g.leg COLLATE "C") FROM (
+					SELECT CASE WHEN p.amount > 0 THEN 'D ' ELSE 'C ' END ||
+						CASE WHEN p.currency <> s.currency THEN p.currency || ' ' ELSE '' END || a.code AS leg
+					FROM postings p JOIN accounts a ON a.id = p.account_id WHERE p.posting_set_id = s.id) g) ||
+			'] are not a ' || s.kind || ' (' || (SELECT string_agg('[' || v.shape || ']', ' or ' ORDER BY v.shape) FROM shapes v WHERE v.kind = s.kind) || ')'
+		FROM posting_sets s WHERE s.id IN (SELECT id FROM misfits) ORDER BY s.id`,
+			[]any{pq.Array(slotKinds), pq.Array(slotDebits), pq.Array(slotCodes), pq.Array(slotBits),
+				pq.Array(shapeKinds), pq.Array(shapeMasks), pq.Array(shapeTexts), payablePrefix, partnerPlaceholder}},
+		// Reports, balances and exports carry money as int64: a balance or a
+		// month's movement beyond it cannot be shown. Summed in numeric, per
+		// account with its children rolled up (as the trial balance does), and
+		// over all accounts together (its totals).
+		{"every balance and monthly total fits in int64", `
+		WITH own AS (
+			SELECT account_id, competence_month AS month,
+				coalesce(sum(amount) FILTER (WHERE amount > 0), 0) AS debits,
+				coalesce(-sum(amount) FILTER (WHERE amount < 0), 0) AS credits
+			FROM postings GROUP BY 1, 2
+		), tree AS (
+			SELECT a.code, c.id AS child FROM accounts a
+			JOIN accounts c ON c.code = a.code OR starts_with(c.code, a.code || ':')
+			UNION ALL SELECT NULL, id FROM accounts
+		), rolled AS (
+			SELECT t.code, o.month, sum(o.debits) AS debits, sum(o.credits) AS credits
+			FROM tree t JOIN own o ON o.account_id = t.child GROUP BY t.code, o.month
+		), figures AS (
+			SELECT code, month, debits, credits, sum(debits - credits) OVER (PARTITION BY code ORDER BY month) AS balance
+			FROM rolled
+		)
+		SELECT coalesce('account ' || f.code, 'all accounts together') || ': ' || v.what || ' ' || v.amount || ', beyond int64'
+		FROM figures f, LATERAL (VALUES
+			(1, 'debits in ' || to_char(f.month, 'YYYY-MM') || ' total', f.debits),
+			(2, 'credits in ' || to_char(f.month, 'YYYY-MM') || ' total', f.credits),
+			(3, 'balance at the end of ' || to_char(f.month, 'YYYY-MM') || ' is', f.balance)) AS v (n, what, amount)
+		WHERE v.amount NOT BETWEEN -9223372036854775808 AND 9223372036854775807
+		ORDER BY f.code NULLS LAST, f.month, v.n`, nil},
+		// A charge's figures are what its sets book: refunds and commission
+		// shown to the selling app and used for the next refund's reversal.
+		{"every charge's refunded_amount is the sum of its refund sets", `
+		SELECT 'charge ' || c.id || ': refunded_amount ' || c.refunded_amount || ' but its refund sets total ' || coalesce(r.total, 0)
+		FROM charges c LEFT JOIN (SELECT charge_id, sum(amount) AS total FROM posting_sets WHERE kind = 'refund' GROUP BY charge_id) r
+			ON r.charge_id = c.id
+		WHERE c.refunded_amount <> coalesce(r.total, 0) ORDER BY c.id`, nil},
+		{"every paid charge's commission is its commission set's amount", `
+		SELECT 'charge ' || c.id || ': commission ' || c.commission || ' but ' ||
+			coalesce('its commission set ' || s.id || ' books ' || s.amount, 'it has no commission set')
+		FROM charges c LEFT JOIN posting_sets s ON s.kind = 'commission' AND s.charge_id = c.id
+		WHERE c.paid_amount IS NOT NULL AND c.commission <> coalesce(s.amount, 0) ORDER BY c.id`, nil},
+	}
 }
 
 // Verify re-checks every ledger invariant over the whole ledger in one
-// repeatable-read snapshot, so the checks agree with each other.
+// repeatable-read snapshot, so the checks agree with each other, and
+// compares the ledger's functions and triggers with what the embedded
+// migrations define.
 func Verify(ctx context.Context, db *sqlx.DB) (Report, error) {
+	ms, err := razao.Migrations()
+	if err != nil {
+		return Report{}, fmt.Errorf("verify: %w", err)
+	}
+	return verify(ctx, db, parseMigrations(ms))
+}
+
+func verify(ctx context.Context, db *sqlx.DB, want wantSchema) (Report, error) {
 	tx, err := db.BeginTxx(ctx, &txReadOnlySnapshot)
 	if err != nil {
 		return Report{}, fmt.Errorf("verify: begin: %w", err)
 	}
 	defer tx.Rollback()
+	// The checks hash and group the whole ledger; with the default 4 MB
+	// they spill to disk. One session, for the length of verify.
+	if _, err := tx.ExecContext(ctx, `SET LOCAL work_mem = '64MB'`); err != nil {
+		return Report{}, fmt.Errorf("verify: %w", err)
+	}
 	var r Report
 	if err := tx.QueryRowxContext(ctx, `SELECT (SELECT count(*) FROM posting_sets), (SELECT count(*) FROM postings)`).Scan(&r.Sets, &r.Postings); err != nil {
 		return Report{}, fmt.Errorf("verify: count: %w", err)
 	}
-	for _, c := range verifyChecks {
-		var rows []string
-		if err := tx.SelectContext(ctx, &rows, c.query); err != nil {
+	for _, c := range ledgerChecks() {
+		var rows []struct {
+			Line  string `db:"line"`
+			Total int64  `db:"total"`
+		}
+		// The window counts every breach before LIMIT keeps the first few.
+		q := `SELECT b.line, count(*) OVER () AS total FROM (` + c.query + `) AS b (line) LIMIT ` + fmt.Sprint(maxExamples)
+		if err := tx.SelectContext(ctx, &rows, q, c.args...); err != nil {
 			return Report{}, fmt.Errorf("verify %q: %w", c.name, err)
 		}
-		check := Check{Name: c.name, Breaches: int64(len(rows))}
-		if len(rows) > 5 {
-			rows = append(rows[:5], "...")
+		check := Check{Name: c.name}
+		for _, row := range rows {
+			check.Breaches = row.Total
+			check.Examples = append(check.Examples, row.Line)
 		}
-		check.Examples = strings.Join(rows, ", ")
 		r.Checks = append(r.Checks, check)
 	}
+	functions, triggers, err := schemaChecks(ctx, tx, want)
+	if err != nil {
+		return Report{}, fmt.Errorf("verify: %w", err)
+	}
+	r.Checks = append(r.Checks, listCheck("every ledger function has the body and search_path the migrations define", functions),
+		listCheck("every ledger trigger exists, is enabled as the migrations say, and calls its function", triggers))
 	return r, nil
+}
+
+// listCheck makes a check of breaches found in Go.
+func listCheck(name string, breaches []string) Check {
+	c := Check{Name: name, Breaches: int64(len(breaches)), Examples: breaches}
+	if len(breaches) > maxExamples {
+		c.Examples = breaches[:maxExamples]
+	}
+	return c
 }

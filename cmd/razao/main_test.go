@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
 )
 
 func runCmd(t *testing.T, args ...string) (int, string) {
@@ -77,6 +79,60 @@ func TestVerifyPassesOnCleanLedgerAndNamesBreach(t *testing.T) {
 		t.Fatalf("verify on corrupted ledger: exit %d, want %d\n%s", code, exitBreach, out)
 	}
 	for _, want := range []string{"FAIL  every posting set balances per currency", "FAIL  all postings sum to zero per currency", "LEDGER BREACHED"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	// Each breach on a line of its own, naming the set.
+	if !regexp.MustCompile(`(?m)^  FAIL  every posting set balances per currency: 1 breach\(es\)\n {8}set \d+ \(sale of charge ch-1\): its BRL legs sum to 1$`).MatchString(out) {
+		t.Errorf("the unbalanced set is not named on a line of its own:\n%s", out)
+	}
+}
+
+// A sum beyond int64 in a closed month also stops the snapshot comparison
+// (it reads bigint sums): verify still prints every breach it found, each
+// on its line, and exits 3.
+func TestVerifyReportsABalanceBeyondInt64InAClosedMonth(t *testing.T) {
+	t.Parallel()
+	db, url := pgtest.NewWithURL(t)
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	l := postings.New(db, cal)
+	seedLedger(t, l)
+	if err := reports.CloseMonth(context.Background(), db, l, postings.MonthOf(time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)),
+		time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := runCmd(t, "verify", "-database-url", url); code != 0 {
+		t.Fatalf("verify after the close: exit %d\n%s", code, out)
+	}
+	// The owner writes two balanced sets of 2^63-1 into the closed August,
+	// past the closed-month guard.
+	tx := db.MustBegin()
+	defer tx.Rollback()
+	tx.MustExec(`ALTER TABLE posting_sets DISABLE TRIGGER trg_posting_sets_open_month`)
+	for _, key := range []string{"big-1", "big-2"} {
+		tx.MustExec(`WITH s AS (
+				INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+				VALUES ('adjustment', $1, 9223372036854775807, 'BRL', '2026-08-20', '2026-08-20', 'x') RETURNING id)
+			INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+			SELECT s.id, a.id, 'BRL', v.amount, '2026-08-01' FROM s,
+				(VALUES ('assets:cash', 9223372036854775807), ('equity:adjustments', -9223372036854775807)) AS v (code, amount)
+				JOIN accounts a ON a.code = v.code`, key)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// Once committed: the balance checks are pending until then.
+	db.MustExec(`ALTER TABLE posting_sets ENABLE ALWAYS TRIGGER trg_posting_sets_open_month`)
+	code, out := runCmd(t, "verify", "-database-url", url)
+	if code != exitBreach {
+		t.Fatalf("verify: exit %d, want %d\n%s", code, exitBreach, out)
+	}
+	for _, want := range []string{
+		"\n        account assets:cash: debits in 2026-08 total 18446744073709566484, beyond int64\n",
+		"is in closed month 2026-08 but was written after its close",
+		"\n  FAIL  closed months' snapshots equal their postings: 1 breach(es)\n        could not compare: ",
+	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
