@@ -109,7 +109,9 @@ func TestVerifyNamesAFunctionWhoseSearchPathIsUnpinned(t *testing.T) {
 	slices.Sort(names)
 	pin := `DO $$ DECLARE f text; BEGIN
 		FOREACH f IN ARRAY ARRAY[` + strings.Join(names, ", ") + `] LOOP
-			EXECUTE format('ALTER FUNCTION %I() SET search_path = pg_catalog, %I, pg_temp', f, current_schema());
+			EXECUTE format('ALTER FUNCTION %s SET search_path = pg_catalog, %I, pg_temp',
+				(SELECT p.oid::regprocedure FROM pg_proc p WHERE p.proname = f AND p.pronamespace = current_schema()::regnamespace),
+				current_schema());
 		END LOOP; END $$`
 	db.MustExec(pin)
 	want := parseMigrations(append(ms, razao.Migration{Version: 9999, Name: "9999_pin.sql", SQL: pin}))

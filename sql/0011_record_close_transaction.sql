@@ -4,6 +4,8 @@
 -- a set booked into a month correctly took its share of the close lock
 -- before the close took it exclusively, so its transaction's xid is older
 -- than the close's. razao verify reports any set of a closed month whose
--- xid is newer. Months closed before this migration keep a NULL here; their
--- snapshot's created_xid (written in the closing transaction) stands in.
+-- xid is newer. The volatile default is evaluated per existing row, so
+-- months closed before this migration carry the migration's own xid:
+-- newer than any set booked before it, so those months are judged by
+-- their snapshot's created_xid (written by the closing transaction) too.
 ALTER TABLE closed_periods ADD COLUMN closed_xid xid8 DEFAULT pg_current_xact_id();
