@@ -354,6 +354,12 @@ func (l *Locked) paid(c *lockedCharge, ev Event) (Outcome, error) {
 	switch {
 	case !ev.HasAmount:
 		return diverge(c.ID, ReasonAmountMismatch, "payment states no amount; charge is %d", c.Amount), nil
+	case l.a.Ledger.Limit().Check("paid amount", ev.Amount) != nil:
+		// The webhook front refuses such a payload at intake; this is for
+		// a delivery stored before, or a charge registered above the
+		// limit before it was configured: the ledger would refuse the
+		// sale on every retry.
+		return diverge(c.ID, ReasonMalformed, "%v", l.a.Ledger.Limit().Check("paid amount", ev.Amount)), nil
 	case ev.Amount != c.Amount:
 		return diverge(c.ID, ReasonAmountMismatch, "paid %d, charge is %d", ev.Amount, c.Amount), nil
 	case ev.HasFee && (ev.Fee < 0 || ev.Fee >= ev.Amount):
@@ -430,6 +436,9 @@ func (l *Locked) refunded(c *lockedCharge, ev Event) (Outcome, error) {
 		return diverge(c.ID, ReasonRefundAmountMissing, "refund %s states no amount", ev.RefundID), nil
 	case !ev.HasAmount:
 		amount = remaining
+	}
+	if err := l.a.Ledger.Limit().Check("refund amount", amount); err != nil {
+		return diverge(c.ID, ReasonMalformed, "refund %s: %v", ev.RefundID, err), nil
 	}
 	if amount <= 0 || amount > remaining {
 		return diverge(c.ID, ReasonRefundExceedsPaid, "refund %s of %d; %d of %d left to refund", ev.RefundID, amount, remaining, *c.PaidAmount), nil

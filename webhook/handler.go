@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/razao/razao/metrics"
+	"github.com/razao/razao/money"
 	"github.com/razao/razao/webhook/scheme"
 )
 
@@ -95,6 +96,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = checkIDs(evs)
 	}
+	if err == nil {
+		err = checkAmounts(evs, h.proc.applier.Ledger.Limit())
+	}
 	if err != nil {
 		h.malformed(w, r.Context(), ep, req, err)
 		return
@@ -154,6 +158,25 @@ func checkIDs(evs []scheme.Event) error {
 			{"charge id", ev.ChargeID}, {"PSP reference", ev.PSPRef}, {"refund id", ev.RefundID}} {
 			if len(f.v) > maxIDLength {
 				return fmt.Errorf("%w: %s longer than %d bytes", scheme.ErrMalformed, f.name, maxIDLength)
+			}
+		}
+	}
+	return nil
+}
+
+// checkAmounts refuses events stating an amount or fee above the ledger's
+// limit: authentic but malformed (400, kept, a divergence), never a
+// delivery that fails on every retry or, worse, a sum no report can add.
+func checkAmounts(evs []scheme.Event, limit money.Limit) error {
+	for _, ev := range evs {
+		if ev.HasAmount {
+			if err := limit.Check("amount", ev.Amount); err != nil {
+				return fmt.Errorf("%w: %w", scheme.ErrMalformed, err)
+			}
+		}
+		if ev.HasFee {
+			if err := limit.Check("fee", ev.Fee); err != nil {
+				return fmt.Errorf("%w: %w", scheme.ErrMalformed, err)
 			}
 		}
 	}

@@ -138,7 +138,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 			logger.Info("migration applied", "name", m)
 		}
 	}
-	ledger := postings.New(db, cal)
+	ledger := postings.New(db, cal).WithLimit(cfg.maxAmount)
 	applier := charges.NewApplier(db, ledger)
 	notifier := events.NewNotifier(db, logger)
 	m := metrics.New(db)
