@@ -274,9 +274,13 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 		}
 		// An advance is bounded too, in total: what the partner would owe
 		// back is at most the limit, so advances cannot pile up into a
-		// balance no report can sum.
-		if err := l.Limit().Check("advance over what is owed", after); err != nil {
-			return Result{}, fmt.Errorf("%w: payout of %d to %s, %d owed: %w", ErrInvalid, req.Amount, req.Partner, before.Owed, err)
+		// balance no report can sum. (−after overflows only for an
+		// advance far above any limit.)
+		advance, ok := money.Sub(0, after)
+		err := l.Limit().Check("advance over what is owed", advance)
+		if !ok || err != nil {
+			return Result{}, fmt.Errorf("%w: payout of %d to %s, %d owed: %w", ErrInvalid, req.Amount, req.Partner, before.Owed,
+				&money.AboveMaxError{Field: "advance over what is owed", Amount: advance, Max: l.Limit().Max()})
 		}
 		res.OverOwed = true
 	}
