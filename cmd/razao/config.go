@@ -44,12 +44,10 @@ type serveConfig struct {
 	timeZone       string
 	migrate        bool
 	workerInterval time.Duration
-	// maxAmount bounds every amount that enters: charges, payouts,
-	// posting sets, PSPs' payments and refunds.
-	maxAmount money.Limit
-	endpoints []*webhook.Endpoint
-	exports   *exports.Config
-	timeouts  serverTimeouts
+	endpoints      []*webhook.Endpoint
+	exports        *exports.Config
+	timeouts       serverTimeouts
+	maxAmount      money.Limit // bounds every amount that enters (charges, payouts, sets, PSPs' amounts)
 }
 
 // serverTimeouts bound how long a client may hold a connection: a slow
