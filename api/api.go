@@ -112,7 +112,7 @@ func (a *API) createCharge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, a.Log, err)
 		return
 	}
-	c, created, err := charges.Register(r.Context(), a.DB, n)
+	c, created, err := charges.RegisterWithin(r.Context(), a.DB, n, a.Ledger.Limit())
 	if err != nil {
 		writeError(w, a.Log, err)
 		return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/internal/problem"
+	"github.com/razao/razao/money"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
@@ -28,6 +29,16 @@ func writeProblem(w http.ResponseWriter, status int, kind, title, detail string)
 // generic 500, logged once with its cause and never shown to the client.
 func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 	switch {
+	case errors.Is(err, money.ErrAboveMax):
+		// Before the invalid-* cases that wrap it: the client learns which
+		// field was too large and the limit.
+		writeProblem(w, http.StatusBadRequest, "amount-above-max", "Amount above the maximum", err.Error())
+	case errors.Is(err, postings.ErrSumOverflow):
+		// Not the client's fault, but not an unknown failure either: a
+		// figure that does not fit int64 is refused, never answered wrong.
+		// Logged: the ledger holds sums no report can show.
+		log.Error("report figure overflows int64", "error", err)
+		writeProblem(w, http.StatusUnprocessableEntity, "sum-overflow", "A figure does not fit int64 centavos", err.Error())
 	case errors.Is(err, partners.ErrInvalid):
 		writeProblem(w, http.StatusBadRequest, "invalid-payout", "Invalid payout", err.Error())
 	case errors.Is(err, partners.ErrNotFound):

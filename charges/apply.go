@@ -408,9 +408,15 @@ func (l *Locked) paid(c *lockedCharge, ev Event) (Outcome, error) {
 		// A redelivery: repair the grant if a partial state left it out.
 		return Outcome{Result: NoOp, ChargeID: c.ID, Events: l.ensureGrant(c)}, nil
 	}
+	// The webhook front refuses an amount above the limit at intake; this
+	// is for a delivery stored before the limit was lowered, or a charge
+	// registered above it: the ledger would refuse the sale on every retry.
+	tooLarge := l.a.Ledger.Limit().Check("paid amount", ev.Amount)
 	switch {
 	case !ev.HasAmount:
 		return diverge(c.ID, ReasonAmountMismatch, "payment states no amount; charge is %d", c.Amount), nil
+	case tooLarge != nil:
+		return diverge(c.ID, ReasonMalformed, "%v", tooLarge), nil
 	case ev.Amount != c.Amount:
 		return diverge(c.ID, ReasonAmountMismatch, "paid %d, charge is %d", ev.Amount, c.Amount), nil
 	case ev.HasFee && (ev.Fee < 0 || ev.Fee >= ev.Amount):
@@ -487,6 +493,9 @@ func (l *Locked) refunded(c *lockedCharge, ev Event) (Outcome, error) {
 		return diverge(c.ID, ReasonRefundAmountMissing, "refund %s states no amount", ev.RefundID), nil
 	case !ev.HasAmount:
 		amount = remaining
+	}
+	if err := l.a.Ledger.Limit().Check("refund amount", amount); err != nil {
+		return diverge(c.ID, ReasonMalformed, "refund %s: %v", ev.RefundID, err), nil
 	}
 	if amount <= 0 || amount > remaining {
 		return diverge(c.ID, ReasonRefundExceedsPaid, "refund %s of %d; %d of %d left to refund", ev.RefundID, amount, remaining, *c.PaidAmount), nil

@@ -19,6 +19,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/money"
 )
 
 // Errors a caller can test with errors.Is.
@@ -154,10 +155,21 @@ func (n *NewCharge) hash() string {
 
 // Register records a charge, idempotently on its id: the same content
 // again returns the existing charge with created false; other content under
-// the same id is ErrConflict.
+// the same id is ErrConflict. Its amount is bounded by
+// money.DefaultMaxAmount; RegisterWithin takes the configured limit.
 func Register(ctx context.Context, db sqlx.ExtContext, n NewCharge) (c Charge, created bool, err error) {
+	return RegisterWithin(ctx, db, n, 0)
+}
+
+// RegisterWithin is Register with an amount above limit refused
+// (ErrInvalid wrapping a *money.AboveMaxError): a charge the ledger could
+// never book is refused when it is registered, not when it is paid.
+func RegisterWithin(ctx context.Context, db sqlx.ExtContext, n NewCharge, limit money.Limit) (c Charge, created bool, err error) {
 	if err := n.Validate(); err != nil {
 		return Charge{}, false, err
+	}
+	if err := limit.Check("amount", n.Amount); err != nil {
+		return Charge{}, false, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	hash := n.hash()
 	err = sqlx.GetContext(ctx, db, &c, `INSERT INTO charges (id, psp_ref, amount, currency, partner, commission_bp, access, metadata, request_hash, merchant)

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
 )
 
@@ -72,19 +73,38 @@ func Get(ctx context.Context, q sqlx.QueryerContext, partner string) (Summary, e
 // snapshot and add up.
 func summarize(ctx context.Context, q sqlx.QueryerContext, partner string, a accounts.Account) (Summary, error) {
 	s := Summary{Partner: partner, Account: a.Code, Currency: a.Currency}
-	err := sqlx.GetContext(ctx, q, &s, `
+	// The sums are exact numerics, checked against int64 here, so one
+	// that does not fit is named rather than failing the statement.
+	var sums struct {
+		Owed        postings.Sum `db:"owed"`
+		Commissions postings.Sum `db:"commissions"`
+		Reversed    postings.Sum `db:"reversed"`
+		Paid        postings.Sum `db:"paid"`
+		Adjustments postings.Sum `db:"adjustments"`
+	}
+	err := sqlx.GetContext(ctx, q, &sums, `
 		SELECT
-			coalesce(-sum(p.amount), 0)::bigint AS owed,
-			coalesce(-sum(p.amount) FILTER (WHERE ps.kind = 'commission'), 0)::bigint AS commissions,
-			coalesce(sum(p.amount) FILTER (WHERE ps.kind = 'commission_reversal'), 0)::bigint AS reversed,
-			coalesce(sum(p.amount) FILTER (WHERE ps.kind = 'payout'), 0)::bigint AS paid,
-			coalesce(-sum(p.amount) FILTER (WHERE ps.kind NOT IN ('commission', 'commission_reversal', 'payout')), 0)::bigint AS adjustments
+			-sum(p.amount) AS owed,
+			-sum(p.amount) FILTER (WHERE ps.kind = 'commission') AS commissions,
+			sum(p.amount) FILTER (WHERE ps.kind = 'commission_reversal') AS reversed,
+			sum(p.amount) FILTER (WHERE ps.kind = 'payout') AS paid,
+			-sum(p.amount) FILTER (WHERE ps.kind NOT IN ('commission', 'commission_reversal', 'payout')) AS adjustments
 		FROM postings p
 		JOIN accounts a ON a.id = p.account_id
 		JOIN posting_sets ps ON ps.id = p.posting_set_id
 		WHERE a.code = $1 OR starts_with(a.code, $1 || ':')`, a.Code)
 	if err != nil {
 		return Summary{}, fmt.Errorf("summary of partner %s: %w", partner, err)
+	}
+	for _, f := range []struct {
+		to   *int64
+		from postings.Sum
+		name string
+	}{{&s.Owed, sums.Owed, "owed"}, {&s.Commissions, sums.Commissions, "commissions"}, {&s.Reversed, sums.Reversed, "reversed"},
+		{&s.Paid, sums.Paid, "paid"}, {&s.Adjustments, sums.Adjustments, "adjustments"}} {
+		if *f.to, err = f.from.Int64(f.name+" of", a.Code); err != nil {
+			return Summary{}, fmt.Errorf("summary of partner %s: %w", partner, err)
+		}
 	}
 	return s, nil
 }
@@ -188,6 +208,11 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 	if err := req.Validate(); err != nil {
 		return Result{}, err
 	}
+	// Before anything is read: the refusal names the field and the limit
+	// whatever is owed, and a 2^63−1 payout never reaches the ledger.
+	if err := l.Limit().Check("amount", req.Amount); err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	code, _ := payable(req.Partner)
 	set, err := postings.Payout(req.Partner, req.IdempotencyKey, accounts.DefaultCurrency, req.Amount, req.At)
 	if err != nil {
@@ -242,9 +267,23 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 		return res, nil
 	}
 
+	after, ok := money.Sub(before.Owed, req.Amount)
+	if !ok {
+		return Result{}, fmt.Errorf("%w: owed to %s after a payout of %d", postings.ErrSumOverflow, req.Partner, req.Amount)
+	}
 	if req.Amount > before.Owed {
 		if !req.AllowOverOwed {
 			return Result{}, fmt.Errorf("%w: payout of %d to %s, %d owed", ErrOverOwed, req.Amount, req.Partner, before.Owed)
+		}
+		// An advance is bounded too, in total: what the partner would owe
+		// back is at most the limit, so advances cannot pile up into a
+		// balance no report can sum. (−after overflows only for an
+		// advance far above any limit.)
+		advance, ok := money.Sub(0, after)
+		err := l.Limit().Check("advance over what is owed", advance)
+		if !ok || err != nil {
+			return Result{}, fmt.Errorf("%w: payout of %d to %s, %d owed: %w", ErrInvalid, req.Amount, req.Partner, before.Owed,
+				&money.AboveMaxError{Field: "advance over what is owed", Amount: advance, Max: l.Limit().Max()})
 		}
 		res.OverOwed = true
 	}
@@ -253,7 +292,7 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 		return Result{}, fmt.Errorf("payout to %s: %w", req.Partner, err)
 	}
 	res.PostingSet, res.Competence, res.Replayed = p.ID, p.Competence.Format(time.DateOnly), p.Replayed
-	res.OwedBefore, res.OwedAfter = before.Owed, before.Owed-req.Amount
+	res.OwedBefore, res.OwedAfter = before.Owed, after
 	return res, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/sqlstmt"
+	"github.com/razao/razao/money"
 )
 
 // Ledger writes posting sets. It is safe for concurrent use, and several
@@ -33,6 +34,9 @@ type Ledger struct {
 	// insert is insertSetsSQL prepared once: the statement is large, and
 	// planning it on every posting was a good part of its cost.
 	insert *sqlstmt.Stmt
+
+	// limit bounds every amount posted (see WithLimit).
+	limit money.Limit
 }
 
 // New returns a Ledger over db that dates sets with cal.
@@ -91,6 +95,9 @@ func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Pos
 			return nil, err
 		}
 		if err := l.checkWindow(sets[i], now); err != nil {
+			return nil, err
+		}
+		if err := sets[i].checkLimit(l.limit); err != nil {
 			return nil, err
 		}
 	}
@@ -389,6 +396,7 @@ var constraintErrors = map[string]error{
 	"trg_postings_sealed_set":         ErrSealed,
 	"fk_postings_account_currency":    ErrCurrencyMismatch,
 	"ck_postings_amount_nonzero":      ErrZeroAmount,
+	"ck_postings_amount_ceiling":      ErrInvalid,
 }
 
 // MapError translates a database refusal into this package's error by the

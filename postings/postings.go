@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/money"
 )
 
 // Kind says what business event a posting set records.
@@ -100,6 +101,9 @@ func (s *Set) Validate() error {
 		if l.Amount == 0 {
 			return fmt.Errorf("%w: leg %d on %s", ErrZeroAmount, i, l.Account)
 		}
+		if err := money.Limit(money.Ceiling).Check(fmt.Sprintf("leg %d on %s", i, l.Account), l.Amount); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 		if err := accounts.ValidateCode(l.Account); err != nil {
 			return fmt.Errorf("%w: leg %d: %w", ErrInvalid, i, err)
 		}
@@ -123,7 +127,10 @@ func (s *Set) Validate() error {
 	var debits int64
 	for _, l := range s.Legs {
 		if l.Amount > 0 && l.currency(s.Currency) == s.Currency {
-			debits += l.Amount
+			var ok bool
+			if debits, ok = money.Add(debits, l.Amount); !ok {
+				return fmt.Errorf("%w: %s debits overflow int64", ErrInvalid, s.Currency)
+			}
 		}
 	}
 	if debits != s.Amount {
@@ -143,6 +150,8 @@ func (s *Set) validateHeader() error {
 		return fmt.Errorf("%w: idempotency key must have 1 to 300 bytes", ErrInvalid)
 	case s.Amount <= 0:
 		return fmt.Errorf("%w: amount %d must be positive", ErrInvalid, s.Amount)
+	case s.Amount > money.Ceiling:
+		return fmt.Errorf("%w: %w", ErrInvalid, money.Limit(money.Ceiling).Check("amount", s.Amount))
 	case !validCurrency(s.Currency):
 		return fmt.Errorf("%w: currency %q", ErrInvalid, s.Currency)
 	case s.EventAt.IsZero():
@@ -182,13 +191,7 @@ func validCurrency(c string) bool {
 	return true
 }
 
-func addChecked(a, b int64) (int64, bool) {
-	c := a + b
-	if (c > a) != (b > 0) {
-		return c, false
-	}
-	return c, true
-}
+func addChecked(a, b int64) (int64, bool) { return money.Add(a, b) }
 
 // contentHash fingerprints the intent of a set: what money it moves and
 // for which business event, not where or when it was booked. The event

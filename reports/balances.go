@@ -22,11 +22,12 @@ type AccountBalance struct {
 
 // balancesSQL sums every account's own postings over the whole ledger:
 // snapshotted months from their snapshots, the others ($1: after the last
-// snapshot; $2: earlier months without one) from postings.
+// snapshot; $2: earlier months without one) from postings, as exact
+// numerics (see fitOwn).
 const balancesSQL = `
-SELECT a.id AS account_id, a.code, a.type, a.normal_side, a.currency, 0::bigint AS opening,
-	(coalesce(s.debits, 0) + coalesce(r.debits, 0) + coalesce(g.debits, 0))::bigint AS debits,
-	(coalesce(s.credits, 0) + coalesce(r.credits, 0) + coalesce(g.credits, 0))::bigint AS credits
+SELECT a.id AS account_id, a.code, a.type, a.normal_side, a.currency, 0 AS opening,
+	coalesce(s.debits, 0) + coalesce(r.debits, 0) + coalesce(g.debits, 0) AS debits,
+	coalesce(s.credits, 0) + coalesce(r.credits, 0) + coalesce(g.credits, 0) AS credits
 FROM accounts a
 LEFT JOIN (
 	SELECT account_id, sum(debits) AS debits, sum(credits) AS credits FROM trial_balance_snapshots GROUP BY account_id
@@ -67,11 +68,18 @@ func balances(ctx context.Context, q sqlx.QueryerContext) ([]AccountBalance, err
 	if err != nil {
 		return nil, fmt.Errorf("balances: read snapshots: %w", err)
 	}
-	var own []ownLine
-	if err := sqlx.SelectContext(ctx, q, &own, balancesSQL, st.Last, st.Gaps); err != nil {
+	var rows []ownSums
+	if err := sqlx.SelectContext(ctx, q, &rows, balancesSQL, st.Last, st.Gaps); err != nil {
 		return nil, fmt.Errorf("balances: %w", err)
 	}
-	lines, _ := rollUp(own)
+	own, err := fitOwn(rows)
+	if err != nil {
+		return nil, fmt.Errorf("balances: %w", err)
+	}
+	lines, _, err := rollUp(own)
+	if err != nil {
+		return nil, fmt.Errorf("balances: %w", err)
+	}
 	out := make([]AccountBalance, len(lines))
 	for i, l := range lines {
 		out[i] = AccountBalance{Code: l.Account, Type: l.Type, Currency: l.Currency,

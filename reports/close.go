@@ -60,7 +60,9 @@ func CloseMonthTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, m postin
 		return fmt.Errorf("close %s: %w", m, err)
 	}
 	if _, err := writeSnapshot(ctx, tx, m); err != nil {
-		return err
+		// A month whose figures do not fit int64 cannot be snapshotted,
+		// so it is not closed: said so, not a bare 500.
+		return postings.SumError(err, "the month's snapshot")
 	}
 	return nil
 }
@@ -168,13 +170,13 @@ func CheckSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 }
 
 func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMismatch, error) {
-	type sums struct {
+	type monthSums struct {
 		AccountID int64     `db:"account_id"`
 		Month     time.Time `db:"month"`
 		Debits    int64     `db:"debits"`
 		Credits   int64     `db:"credits"`
 	}
-	var ledger []sums
+	var ledger []monthSums
 	err := sqlx.SelectContext(ctx, q, &ledger, `
 		SELECT account_id, competence_month AS month,
 			coalesce(sum(amount) FILTER (WHERE amount > 0), 0)::bigint AS debits,
@@ -216,13 +218,17 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 	var out []SnapshotMismatch
 	type figures struct{ opening, debits, credits int64 }
 	balance := map[int64]int64{} // each account's closing so far, from the ledger
+	var sum sums
+	move := func(id, debits, credits int64) {
+		balance[id] = sum.add(balance[id], sum.sub(debits, credits, "balance of", codes[id]), "balance of", codes[id])
+	}
 	li, si := 0, 0
 	for _, h := range heads {
 		m := monthOf(h.Month)
 		want := map[int64]figures{}
 		// Carry every earlier month (snapshotted or not) into the balances.
 		for ; li < len(ledger) && monthOf(ledger[li].Month).Before(m); li++ {
-			balance[ledger[li].AccountID] += ledger[li].Debits - ledger[li].Credits
+			move(ledger[li].AccountID, ledger[li].Debits, ledger[li].Credits)
 		}
 		for id, b := range balance {
 			if b != 0 {
@@ -234,7 +240,7 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 			f := want[s.AccountID]
 			f.debits, f.credits = s.Debits, s.Credits
 			want[s.AccountID] = f
-			balance[s.AccountID] += s.Debits - s.Credits
+			move(s.AccountID, s.Debits, s.Credits)
 		}
 		got := map[int64]figures{}
 		var n int64
@@ -282,6 +288,9 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 				out = append(out, SnapshotMismatch{Month: m.String(), What: "income " + c.what, Snapshot: c.s, Ledger: c.l})
 			}
 		}
+	}
+	if sum.err != nil {
+		return nil, fmt.Errorf("check snapshots: %w", sum.err)
 	}
 	return out, nil
 }

@@ -22,10 +22,16 @@ const (
 	// RFC4180: "," separator, "." decimal point, CRLF line ends, no BOM.
 	RFC4180 Dialect = iota
 	// Brazil: what Excel set to pt-BR opens as columns: ";" separator,
-	// "," decimal comma, UTF-8 with a byte order mark, CRLF line ends. Text
-	// cells that a spreadsheet would read as a formula (starting with = + -
-	// @, tab or CR) are prefixed with an apostrophe.
+	// "," decimal comma, UTF-8 with a byte order mark, CRLF line ends.
 	Brazil
+
+	// In both dialects, a text cell that a spreadsheet would read as a
+	// formula (starting with = + - @, tab or CR: OWASP's CSV injection
+	// list) is prefixed with an apostrophe. Text cells hold what PSPs and
+	// users chose (charge, refund and partner ids, idempotency keys,
+	// descriptions), and an RFC 4180 file is opened in a spreadsheet as
+	// often as a Brazilian one. Numbers are written as numbers and never
+	// guarded, so a negative amount stays -25.00.
 )
 
 // ParseDialect parses "rfc4180" (or "") and "br".
@@ -305,7 +311,6 @@ type csvWriter struct {
 	bw       *bufio.Writer
 	sep      byte
 	decimal  rune
-	guard    bool // neutralise formula-like text (Brazil)
 	bom      bool
 	line     []byte
 	inLine   bool
@@ -315,7 +320,7 @@ type csvWriter struct {
 func newCSVWriter(w io.Writer, d Dialect) *csvWriter {
 	c := &csvWriter{bw: bufio.NewWriterSize(w, 64<<10), sep: ',', decimal: '.', line: make([]byte, 0, 512)}
 	if d == Brazil {
-		c.sep, c.decimal, c.guard, c.bom = ';', ',', true, true
+		c.sep, c.decimal, c.bom = ';', ',', true
 	}
 	return c
 }
@@ -339,7 +344,7 @@ func (c *csvWriter) next() {
 
 func (c *csvWriter) text(s string) {
 	c.next()
-	if c.guard && s != "" {
+	if s != "" {
 		switch s[0] {
 		case '=', '+', '-', '@', '\t', '\r':
 			s = "'" + s

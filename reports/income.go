@@ -3,6 +3,7 @@ package reports
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -56,14 +57,29 @@ type incomeFigures struct {
 	Other        int64  `db:"other"`
 }
 
-func (f incomeFigures) income(m postings.Month, closed, snapshot bool) Income {
-	net := f.Sales - f.Refunds
+func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, error) {
+	var sum sums
+	net := sum.sub(f.Sales, f.Refunds, "net revenue", "")
+	// In 128 bits: a step may overflow where the result does not (large
+	// fees and large other income), and only the result must fit.
+	var r big.Int
+	r.SetInt64(net)
+	r.Sub(&r, big.NewInt(f.Commission))
+	r.Sub(&r, big.NewInt(f.PSPFees))
+	r.Add(&r, big.NewInt(f.Other))
+	if !r.IsInt64() {
+		sum.overflow("net income", "")
+	}
+	if sum.err != nil {
+		return Income{}, fmt.Errorf("income statement %s: %w", m, sum.err)
+	}
+	income := r.Int64()
 	return Income{
 		Month: m.String(), Closed: closed, Snapshot: snapshot, Currency: f.Currency,
 		Sales: f.Sales, SalesCount: f.SalesCount, Refunds: f.Refunds, RefundsCount: f.RefundsCount,
 		NetRevenue: net, Commission: f.Commission, PSPFees: f.PSPFees, Other: f.Other,
-		NetIncome: net - f.Commission - f.PSPFees + f.Other,
-	}
+		NetIncome: income,
+	}, nil
 }
 
 // IncomeStatement returns month m's income statement, read from the
@@ -96,7 +112,7 @@ func incomeStatement(ctx context.Context, q sqlx.QueryerContext, m postings.Mont
 	} else if f, err = liveIncome(ctx, q, m); err != nil {
 		return Income{}, err
 	}
-	return f.income(m, st.Closed, st.Snapshot), nil
+	return f.income(m, st.Closed, st.Snapshot)
 }
 
 // The buckets of the income statement, by account.
@@ -126,14 +142,15 @@ func bucketOf(code string) string {
 // the planner sees how many postings each one has, and the sets are
 // restricted to the month (a posting is always in its set's month) so
 // they are read from ix_posting_sets_competence_month, not scanned whole.
+// The sums are exact numerics, checked against int64 in Go.
 const liveIncomeSQL = `
-SELECT s.kind, 0::bigint AS account_id, sum(p.amount)::bigint AS net, count(DISTINCT p.posting_set_id) AS sets
+SELECT s.kind, 0::bigint AS account_id, sum(p.amount) AS net, count(DISTINCT p.posting_set_id) AS sets
 FROM postings p
 JOIN posting_sets s ON s.id = p.posting_set_id AND s.competence_month = p.competence_month
 WHERE p.account_id = ANY($2::bigint[]) AND p.competence_month = $1::date AND s.competence_month = $1::date
 GROUP BY s.kind
 UNION ALL
-SELECT '', p.account_id, sum(p.amount)::bigint, 0
+SELECT '', p.account_id, sum(p.amount), 0
 FROM postings p
 WHERE p.account_id = ANY($3::bigint[]) AND p.competence_month = $1::date
 GROUP BY p.account_id`
@@ -150,7 +167,9 @@ func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (i
 	f := incomeFigures{Currency: accounts.DefaultCurrency}
 	var revenue, others []int64
 	bucket := map[int64]string{}
+	codes := map[int64]string{}
 	for _, a := range accts {
+		codes[a.ID] = a.Code
 		b := bucketOf(a.Code)
 		if b == bucketRevenue {
 			revenue = append(revenue, a.ID)
@@ -163,30 +182,44 @@ func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (i
 		others = append(others, a.ID)
 	}
 	var rows []struct {
-		Kind      string `db:"kind"`
-		AccountID int64  `db:"account_id"`
-		Net       int64  `db:"net"`
-		Sets      int64  `db:"sets"`
+		Kind      string       `db:"kind"`
+		AccountID int64        `db:"account_id"`
+		Net       postings.Sum `db:"net"`
+		Sets      int64        `db:"sets"`
 	}
 	err = sqlx.SelectContext(ctx, q, &rows, liveIncomeSQL, m.First(), pq.Array(revenue), pq.Array(others))
 	if err != nil {
 		return incomeFigures{}, fmt.Errorf("income statement %s: %w", m, err)
 	}
-	for _, r := range rows {
-		switch {
-		case r.Kind == string(postings.KindSale):
-			f.Sales, f.SalesCount = -r.Net, r.Sets
-		case r.Kind == string(postings.KindRefund):
-			f.Refunds, f.RefundsCount = r.Net, r.Sets
-		case r.Kind != "": // revenue moved by another kind of set
-			f.Other -= r.Net
-		case bucket[r.AccountID] == bucketCommission:
-			f.Commission += r.Net
-		case bucket[r.AccountID] == bucketPSPFees:
-			f.PSPFees += r.Net
-		default:
-			f.Other -= r.Net
+	var sum sums
+	for _, row := range rows {
+		// The sums are exact numerics: one that does not fit is named.
+		if row.Net.Overflow {
+			what := "net of the " + row.Kind + " sets on " + accounts.Revenue
+			if row.Kind == "" {
+				what = "net of " + codes[row.AccountID]
+			}
+			_, err := row.Net.Int64(what, "")
+			return incomeFigures{}, fmt.Errorf("income statement %s: %w", m, err)
 		}
+		net := row.Net.Value
+		switch {
+		case row.Kind == string(postings.KindSale):
+			f.Sales, f.SalesCount = sum.sub(0, net, "sales", ""), row.Sets
+		case row.Kind == string(postings.KindRefund):
+			f.Refunds, f.RefundsCount = net, row.Sets
+		case row.Kind != "": // revenue moved by another kind of set
+			f.Other = sum.sub(f.Other, net, "other", "")
+		case bucket[row.AccountID] == bucketCommission:
+			f.Commission = sum.add(f.Commission, net, "commission", "")
+		case bucket[row.AccountID] == bucketPSPFees:
+			f.PSPFees = sum.add(f.PSPFees, net, "psp fees", "")
+		default:
+			f.Other = sum.sub(f.Other, net, "other", "")
+		}
+	}
+	if sum.err != nil {
+		return incomeFigures{}, fmt.Errorf("income statement %s: %w", m, sum.err)
 	}
 	return f, nil
 }

@@ -135,7 +135,7 @@ var readOnlySnapshot = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnl
 func read(ctx context.Context, q sqlx.QueryerContext, fn func(q sqlx.QueryerContext) error) error {
 	b, ok := q.(beginner)
 	if !ok {
-		return fn(q)
+		return postings.SumError(fn(q), "")
 	}
 	tx, err := b.BeginTxx(ctx, &readOnlySnapshot)
 	if err != nil {
@@ -146,7 +146,9 @@ func read(ctx context.Context, q sqlx.QueryerContext, fn func(q sqlx.QueryerCont
 		return fmt.Errorf("begin read: %w", err)
 	}
 	if err := fn(tx); err != nil {
-		return err
+		// Every sum of a report is cast to bigint in SQL: one that does
+		// not fit is refused there (22003), and named an overflow here.
+		return postings.SumError(err, "")
 	}
 	return tx.Commit()
 }

@@ -49,7 +49,8 @@ type Series struct {
 // of the range with activity: snapshotted months from their snapshot,
 // others from postings. $1 account code, $2 its currency, $3 the latest
 // snapshot before the range (or NULL), $4 the range's first month, $5 the
-// snapshotted months of the range, $6 the others.
+// snapshotted months of the range, $6 the others. The sums are exact
+// numerics, checked against int64 in Go.
 const seriesSQL = `
 WITH acct AS (
 	SELECT id FROM accounts WHERE (code = $1 OR starts_with(code, $1 || ':')) AND currency = $2
@@ -60,14 +61,14 @@ SELECT NULL::date AS month, (
 	+ coalesce((SELECT sum(g.total) FROM acct a CROSS JOIN LATERAL (
 		SELECT sum(p.amount) AS total FROM postings p WHERE p.account_id = a.id
 			AND p.competence_month > coalesce($3::date, '-infinity') AND p.competence_month < $4::date) g), 0)
-	)::bigint AS debits, 0::bigint AS credits
+	) AS debits, 0 AS credits
 UNION ALL
-SELECT s.month, sum(s.debits)::bigint, sum(s.credits)::bigint
+SELECT s.month, sum(s.debits), sum(s.credits)
 FROM trial_balance_snapshots s
 WHERE s.month = ANY($5::date[]) AND s.account_id IN (SELECT id FROM acct)
 GROUP BY s.month
 UNION ALL
-SELECT x.month, sum(x.debits)::bigint, sum(x.credits)::bigint
+SELECT x.month, sum(x.debits), sum(x.credits)
 FROM acct a CROSS JOIN LATERAL (
 	SELECT p.competence_month AS month,
 		coalesce(sum(p.amount) FILTER (WHERE p.amount > 0), 0) AS debits,
@@ -132,8 +133,8 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 	}
 	var rows []struct {
 		Month   sql.NullTime `db:"month"`
-		Debits  int64        `db:"debits"`
-		Credits int64        `db:"credits"`
+		Debits  postings.Sum `db:"debits"`
+		Credits postings.Sum `db:"credits"`
 	}
 	err = sqlx.SelectContext(ctx, q, &rows, seriesSQL, acct.Code, acct.Currency, st.Base, from.First(),
 		pq.StringArray(snapMonths), pq.StringArray(liveMonths))
@@ -144,23 +145,39 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 	moves := map[postings.Month][2]int64{}
 	for _, r := range rows {
 		if !r.Month.Valid {
-			opening = r.Debits
+			if opening, err = r.Debits.Int64("opening balance of", acct.Code); err != nil {
+				return Series{}, fmt.Errorf("series %s from %s: %w", code, from, err)
+			}
 			continue
 		}
-		moves[monthOf(r.Month.Time)] = [2]int64{r.Debits, r.Credits}
+		m := monthOf(r.Month.Time)
+		debits, err := r.Debits.Int64("debits of", acct.Code)
+		if err != nil {
+			return Series{}, fmt.Errorf("series %s in %s: %w", code, m, err)
+		}
+		credits, err := r.Credits.Int64("credits of", acct.Code)
+		if err != nil {
+			return Series{}, fmt.Errorf("series %s in %s: %w", code, m, err)
+		}
+		moves[m] = [2]int64{debits, credits}
 	}
 	s := Series{Account: acct.Code, Type: string(acct.Type), NormalSide: acct.NormalSide, Currency: acct.Currency,
 		From: from.String(), To: to.String(), Points: make([]SeriesPoint, 0, n)}
 	var cumulative int64
+	var sum sums
 	for m := from; !to.Before(m); m = m.Next() {
 		mv := moves[m]
-		change := mv[0] - mv[1]
-		cumulative += change
+		change := sum.sub(mv[0], mv[1], "change of", acct.Code)
+		cumulative = sum.add(cumulative, change, "cumulative change of", acct.Code)
+		historical := sum.add(opening, change, "historical balance of", acct.Code)
 		s.Points = append(s.Points, SeriesPoint{
 			Month: m.String(), Closed: closed[m.String()], Opening: opening, Debits: mv[0], Credits: mv[1],
-			Change: change, Cumulative: cumulative, Historical: opening + change,
+			Change: change, Cumulative: cumulative, Historical: historical,
 		})
-		opening += change
+		opening = historical
+	}
+	if sum.err != nil {
+		return Series{}, fmt.Errorf("series %s: %w", code, sum.err)
 	}
 	return s, nil
 }

@@ -87,7 +87,10 @@ func trialBalance(ctx context.Context, q sqlx.QueryerContext, m postings.Month) 
 	if err != nil {
 		return TrialBalanceReport{}, err
 	}
-	lines, totals := rollUp(own)
+	lines, totals, err := rollUp(own)
+	if err != nil {
+		return TrialBalanceReport{}, fmt.Errorf("trial balance %s: %w", m, err)
+	}
 	return TrialBalanceReport{Month: m.String(), Closed: st.Closed, Snapshot: st.Snapshot, Lines: lines, Totals: totals}, nil
 }
 
@@ -131,12 +134,13 @@ func (l ownLine) zero() bool { return l.Opening == 0 && l.Debits == 0 && l.Credi
 // postings since. Each account is read by range scans of
 // ix_postings_account_month (index-only: amount is included), so the cost
 // grows with the postings of the months after the snapshot, not with the
-// ledger.
+// ledger. The sums are exact numerics, checked against int64 in Go
+// (ownSums), so one that does not fit is named.
 const liveOwnLinesSQL = `
 SELECT a.id AS account_id, a.code, a.type, a.normal_side, a.currency,
-	(coalesce(s.closing, 0) + coalesce(g.total, 0))::bigint AS opening,
-	coalesce(x.debits, 0)::bigint AS debits,
-	coalesce(x.credits, 0)::bigint AS credits
+	coalesce(s.closing, 0) + coalesce(g.total, 0) AS opening,
+	coalesce(x.debits, 0) AS debits,
+	coalesce(x.credits, 0) AS credits
 FROM accounts a
 LEFT JOIN trial_balance_snapshots s ON s.month = $2::date AND s.account_id = a.id
 CROSS JOIN LATERAL (
@@ -150,9 +154,47 @@ CROSS JOIN LATERAL (
 ) x`
 
 func liveOwnLines(ctx context.Context, q sqlx.QueryerContext, m postings.Month, base sql.NullTime) ([]ownLine, error) {
-	var own []ownLine
-	if err := sqlx.SelectContext(ctx, q, &own, liveOwnLinesSQL, m.First(), base); err != nil {
+	var rows []ownSums
+	if err := sqlx.SelectContext(ctx, q, &rows, liveOwnLinesSQL, m.First(), base); err != nil {
 		return nil, fmt.Errorf("trial balance %s: %w", m, err)
+	}
+	own, err := fitOwn(rows)
+	if err != nil {
+		return nil, fmt.Errorf("trial balance %s: %w", m, err)
+	}
+	return own, nil
+}
+
+// ownSums is an ownLine as the database sums it, before its figures are
+// known to fit int64.
+type ownSums struct {
+	AccountID  int64        `db:"account_id"`
+	Code       string       `db:"code"`
+	Type       string       `db:"type"`
+	NormalSide string       `db:"normal_side"`
+	Currency   string       `db:"currency"`
+	Opening    postings.Sum `db:"opening"`
+	Debits     postings.Sum `db:"debits"`
+	Credits    postings.Sum `db:"credits"`
+}
+
+// fitOwn checks every figure of rows fits int64: the first that does not
+// is ErrSumOverflow naming it and its account.
+func fitOwn(rows []ownSums) ([]ownLine, error) {
+	own := make([]ownLine, len(rows))
+	for i, r := range rows {
+		l := ownLine{AccountID: r.AccountID, Code: r.Code, Type: r.Type, NormalSide: r.NormalSide, Currency: r.Currency}
+		var err error
+		if l.Opening, err = r.Opening.Int64("opening of", r.Code); err != nil {
+			return nil, err
+		}
+		if l.Debits, err = r.Debits.Int64("debits of", r.Code); err != nil {
+			return nil, err
+		}
+		if l.Credits, err = r.Credits.Int64("credits of", r.Code); err != nil {
+			return nil, err
+		}
+		own[i] = l
 	}
 	return own, nil
 }
@@ -211,8 +253,9 @@ func keepShown(all []ownLine) []ownLine {
 // rollUp turns own figures into report lines, each account carrying its
 // descendants of the same currency among own, ordered by code, and the
 // totals per currency. It reads nothing but own: a snapshot rolls up the
-// same way whatever accounts were created after it.
-func rollUp(own []ownLine) ([]TrialBalanceLine, []TrialBalanceTotal) {
+// same way whatever accounts were created after it. Every sum is checked:
+// a figure that does not fit int64 is ErrSumOverflow, naming it.
+func rollUp(own []ownLine) ([]TrialBalanceLine, []TrialBalanceTotal, error) {
 	sorted := slices.Clone(own)
 	slices.SortFunc(sorted, func(a, b ownLine) int { return cmp.Compare(a.Code, b.Code) })
 	lines := make([]TrialBalanceLine, len(sorted))
@@ -221,39 +264,55 @@ func rollUp(own []ownLine) ([]TrialBalanceLine, []TrialBalanceTotal) {
 		lines[i] = TrialBalanceLine{Account: l.Code, Type: l.Type, NormalSide: l.NormalSide, Currency: l.Currency}
 		index[l.Code] = i
 	}
-	totals := map[string]*TrialBalanceTotal{}
-	add := func(i int, l ownLine) {
-		lines[i].Opening += l.Opening
-		lines[i].Debits += l.Debits
-		lines[i].Credits += l.Credits
+	// Each figure is summed in 128 bits and checked once, when it is
+	// known whole.
+	type figures struct{ opening, debits, credits wide }
+	wl := make([]figures, len(sorted))
+	totals := map[string]*figures{}
+	add := func(f *figures, l ownLine) {
+		f.opening.add(l.Opening)
+		f.debits.add(l.Debits)
+		f.credits.add(l.Credits)
 	}
+	var currencies []string
 	for i, l := range sorted {
-		add(i, l)
+		add(&wl[i], l)
 		ancestors(l.Code, func(p string) {
 			if j, ok := index[p]; ok && lines[j].Currency == l.Currency {
-				add(j, l)
+				add(&wl[j], l)
 			}
 		})
 		t := totals[l.Currency]
 		if t == nil {
-			t = &TrialBalanceTotal{Currency: l.Currency}
+			t = &figures{}
 			totals[l.Currency] = t
+			currencies = append(currencies, l.Currency)
 		}
-		t.Opening += l.Opening
-		t.Debits += l.Debits
-		t.Credits += l.Credits
+		add(t, l)
+	}
+	var sum sums
+	fit := func(f figures, what string) (opening, debits, credits, closing int64) {
+		c := f.opening
+		c.addWide(f.debits)
+		c.subWide(f.credits)
+		return sum.fit(f.opening, "opening of", what), sum.fit(f.debits, "debits of", what),
+			sum.fit(f.credits, "credits of", what), sum.fit(c, "closing of", what)
 	}
 	for i := range lines {
-		lines[i].Closing = lines[i].Opening + lines[i].Debits - lines[i].Credits
+		lines[i].Opening, lines[i].Debits, lines[i].Credits, lines[i].Closing = fit(wl[i], lines[i].Account)
 	}
+	slices.Sort(currencies)
 	out := make([]TrialBalanceTotal, 0, len(totals))
-	for _, t := range totals {
-		t.Closing = t.Opening + t.Debits - t.Credits
+	for _, cur := range currencies {
+		t := TrialBalanceTotal{Currency: cur}
+		t.Opening, t.Debits, t.Credits, t.Closing = fit(*totals[cur], "the total in "+cur)
 		t.Balanced = t.Opening == 0 && t.Closing == 0 && t.Debits == t.Credits
-		out = append(out, *t)
+		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b TrialBalanceTotal) int { return cmp.Compare(a.Currency, b.Currency) })
-	return lines, out
+	if sum.err != nil {
+		return nil, nil, sum.err
+	}
+	return lines, out, nil
 }
 
 // monthOf converts a date column to a Month.

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/razao/razao/metrics"
+	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook/scheme"
 )
@@ -101,6 +102,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		err = checkTimes(evs, h.proc.applier.Ledger.Calendar(), req.Now)
+	}
+	if err == nil {
+		err = checkAmounts(evs, h.proc.applier.Ledger.Limit())
 	}
 	if err != nil {
 		h.malformed(w, r.Context(), ep, req, err)
@@ -197,6 +201,25 @@ func checkTimes(evs []scheme.Event, cal postings.Calendar, now time.Time) error 
 		}
 		if err := cal.CheckEventTime(ev.OccurredAt, now); err != nil {
 			return fmt.Errorf("%w: %s: %w", scheme.ErrMalformed, ev.Type, err)
+		}
+	}
+	return nil
+}
+
+// checkAmounts refuses events stating an amount or fee above the ledger's
+// limit: authentic but malformed (400, kept, a divergence), never a
+// delivery that fails on every retry or, worse, a sum no report can add.
+func checkAmounts(evs []scheme.Event, limit money.Limit) error {
+	for _, ev := range evs {
+		if ev.HasAmount {
+			if err := limit.Check("amount", ev.Amount); err != nil {
+				return fmt.Errorf("%w: %w", scheme.ErrMalformed, err)
+			}
+		}
+		if ev.HasFee {
+			if err := limit.Check("fee", ev.Fee); err != nil {
+				return fmt.Errorf("%w: %w", scheme.ErrMalformed, err)
+			}
 		}
 	}
 	return nil

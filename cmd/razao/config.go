@@ -4,11 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/razao/razao/exports"
+	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 	"github.com/razao/razao/webhook"
@@ -21,6 +23,7 @@ type fileConfig struct {
 	TimeZone       string                   `yaml:"time_zone"`
 	GoLive         string                   `yaml:"go_live"` // YYYY-MM-DD: no event time before it is accepted
 	WorkerInterval time.Duration            `yaml:"worker_interval"`
+	MaxAmount      int64                    `yaml:"max_amount"` // centavos; 0: money.DefaultMaxAmount
 	Endpoints      []webhook.EndpointConfig `yaml:"endpoints"`
 	Exports        exportsConfig            `yaml:"exports"`
 }
@@ -46,6 +49,7 @@ type serveConfig struct {
 	endpoints      []*webhook.Endpoint
 	exports        *exports.Config
 	timeouts       serverTimeouts
+	maxAmount      money.Limit // bounds every amount that enters (charges, payouts, sets, PSPs' amounts)
 }
 
 // serverTimeouts bound how long a client may hold a connection: a slow
@@ -57,12 +61,14 @@ type serverTimeouts struct {
 var defaultTimeouts = serverTimeouts{ReadHeader: 5 * time.Second, Read: 15 * time.Second, Write: 30 * time.Second, Idle: 60 * time.Second}
 
 func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) string) (serveConfig, error) {
-	cfg := serveConfig{listen: "127.0.0.1:8080", timeZone: postings.DefaultTimeZone, workerInterval: time.Second, timeouts: defaultTimeouts}
+	cfg := serveConfig{listen: "127.0.0.1:8080", timeZone: postings.DefaultTimeZone, workerInterval: time.Second, timeouts: defaultTimeouts,
+		maxAmount: money.Limit(money.DefaultMaxAmount)}
 	cfg.db.register(fs)
 	fs.StringVar(&cfg.configPath, "config", getenv("RAZAO_CONFIG"), "YAML config file ($RAZAO_CONFIG)")
 	listen := fs.String("listen", "", "address to listen on ($RAZAO_LISTEN; default 127.0.0.1:8080)")
 	tz := fs.String("time-zone", "", "IANA time zone of competence dates ($RAZAO_TIME_ZONE; default America/Sao_Paulo)")
 	goLive := fs.String("go-live", "", "first date an event may carry, YYYY-MM-DD ($RAZAO_GO_LIVE; default "+postings.DefaultGoLive+")")
+	maxAmount := fs.String("max-amount", "", "largest amount taken in, in centavos ($RAZAO_MAX_AMOUNT; default 1000000000000, R$ 10 billion)")
 	fs.BoolVar(&cfg.migrate, "migrate", true, "apply migrations before serving")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -79,6 +85,19 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	}
 	cfg.listen = first(*listen, getenv("RAZAO_LISTEN"), file.Listen, cfg.listen)
 	cfg.timeZone = first(*tz, getenv("RAZAO_TIME_ZONE"), file.TimeZone, cfg.timeZone)
+	if file.MaxAmount != 0 {
+		cfg.maxAmount = money.Limit(file.MaxAmount)
+	}
+	if v := first(*maxAmount, getenv("RAZAO_MAX_AMOUNT")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return cfg, fmt.Errorf("config: max amount %q: not an integer of centavos", v)
+		}
+		cfg.maxAmount = money.Limit(n)
+	}
+	if err := cfg.maxAmount.Validate(); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
 	if file.WorkerInterval > 0 {
 		cfg.workerInterval = file.WorkerInterval
 	}

@@ -139,7 +139,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 			logger.Info("migration applied", "name", m)
 		}
 	}
-	ledger := postings.New(db, cal).WithClock(now)
+	ledger := postings.New(db, cal).WithClock(now).WithLimit(cfg.maxAmount)
 	applier := charges.NewApplier(db, ledger)
 	notifier := events.NewNotifier(db, logger)
 	m := metrics.New(db)
