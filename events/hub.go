@@ -168,6 +168,8 @@ func (h *Hub) Wakes() uint64 { return h.wakes.Load() }
 // end, so an http.Server's Shutdown is not held up by them.
 func (h *Hub) Run(ctx context.Context) error {
 	defer h.Close()
+	ctx, cancel := context.WithCancel(ctx) // the tickers end with Run
+	defer cancel()
 	go h.tick(ctx, orDefault(h.PollInterval, DefaultPollInterval), h.wakeAll)
 	go h.tick(ctx, orDefault(h.KeepAlive, DefaultKeepAlive), func() { h.checkTokens(ctx) })
 	l := pq.NewListener(h.dbURL, time.Second, 30*time.Second, h.logListener)

@@ -4,7 +4,7 @@
 # PostgreSQL at $DATABASE_URL (else 127.0.0.1:5432), migrates it, pre-loads
 # it with PRELOAD paid charges (inbox rows, posting sets and postings), runs
 # `razao verify`, serves razao on a free loopback port with scripts/dev.yaml
-# and the dev secrets, runs the three load scenarios, verifies again, then
+# and the dev secrets, runs the load scenarios, verifies again, then
 # measures the raw PostgreSQL ceiling with pgbench on scratch bench_* tables
 # in the same database, and prints every figure and the ratios. At exit it
 # stops the server and drops the database (KEEP_DB=1 keeps it).
