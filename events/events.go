@@ -161,7 +161,9 @@ func AppendArgs(drafts ...Draft) ([]any, error) {
 //
 // Why the second exclusion is exactly safe: a row appears in outbox only
 // through an INSERT (COPY and MERGE need the same right), checked against
-// the current user. A session's current user is its session user, a role
+// the current user; has_any_column_privilege counts the right on the table
+// and on any one of its columns (INSERT of one column is enough to add a
+// row). A session's current user is its session user, a role
 // that user is a member of (SET ROLE), or an owner whose rights an object
 // lends: a SECURITY DEFINER function, a view, a rule. pg_stat_activity's
 // usesysid is the session user, and changing it (SET SESSION
@@ -192,7 +194,7 @@ const horizon = `(
         OR (a.usesysid IS NOT NULL AND NOT EXISTS (
           SELECT 1 FROM pg_roles r
           WHERE pg_has_role(a.usesysid, r.oid, 'MEMBER')
-            AND (r.rolsuper OR has_table_privilege(r.oid, 'outbox', 'INSERT')))))))`
+            AND (r.rolsuper OR has_any_column_privilege(r.oid, 'outbox', 'INSERT')))))))`
 
 // readSQL reads a batch of safe events after a cursor and, from the same
 // snapshot and horizon, whether committed events after it are held back by

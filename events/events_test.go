@@ -264,6 +264,7 @@ func TestOnlyTransactionsThatCanWriteTheOutboxHoldEvents(t *testing.T) {
 		{"service role", service, true},
 		{"NOINHERIT member of the service role", r.create("member", "NOINHERIT", `GRANT `+pq.QuoteIdentifier(service)+` TO %s`), true},
 		{"role granted INSERT on outbox", r.create("writer", "", `GRANT INSERT ON outbox TO %s`), true},
+		{"role granted INSERT on one column of outbox", r.create("colwriter", "", `GRANT INSERT (payload) ON outbox TO %s`), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := since(t, svc, "")
