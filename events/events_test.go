@@ -278,6 +278,18 @@ func TestOnlyTransactionsThatCanWriteTheOutboxHoldEvents(t *testing.T) {
 			}
 			appendCommitted(t, svc, tc.role)
 			if !tc.holds {
+				// What the horizon needs of another role's session, the
+				// service role sees: its database, its user and its xid lock.
+				var pid int
+				if err := idle.Get(&pid, `SELECT pg_backend_pid()`); err != nil {
+					t.Fatal(err)
+				}
+				var seen bool
+				if err := svc.Get(&seen, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+					WHERE a.pid = $1 AND a.datname = current_database() AND a.usesysid = $2::regrole
+					  AND l.locktype = 'transactionid' AND l.granted)`, pid, tc.role); err != nil || !seen {
+					t.Fatalf("the service role does not see the other session's database, user and xid lock: %v %v", seen, err)
+				}
 				if got := names(t, waitSince(t, svc, cursor, 1)); !equal(got, []string{tc.role}) {
 					t.Fatalf("events %v, want [%s]", got, tc.role)
 				}
