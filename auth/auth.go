@@ -294,3 +294,19 @@ func List(ctx context.Context, q sqlx.QueryerContext) ([]Token, error) {
 	}
 	return out, nil
 }
+
+// RevokedAmong returns which of the tokens ids have been revoked, in one
+// indexed query whatever their number, so that open event streams can be
+// re-checked at every keepalive without a query per stream. An id that
+// does not exist is not reported: tokens are never deleted, so it cannot
+// have authenticated a stream.
+func RevokedAmong(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]int64, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out []int64
+	if err := sqlx.SelectContext(ctx, q, &out, `SELECT id FROM api_tokens WHERE id = ANY($1) AND revoked_at IS NOT NULL`, pq.Array(ids)); err != nil {
+		return nil, fmt.Errorf("check %d token(s) for revocation: %w", len(ids), err)
+	}
+	return out, nil
+}

@@ -5,8 +5,9 @@
 // Ids are assigned at insert but transactions commit in any order, so a
 // reader paging by "id > last" can pass over an event whose transaction was
 // still open and commits later. Readers here page by (xid, id) and stop below
-// the oldest transaction of this database still running: every transaction
-// under that horizon has finished, so no row can ever appear behind a cursor.
+// the oldest transaction still running that could write an outbox row (see
+// horizon): every such transaction under that horizon has finished, so no
+// row can ever appear behind a cursor.
 package events
 
 import (
@@ -147,38 +148,84 @@ func AppendArgs(drafts ...Draft) ([]any, error) {
 // horizon is the xid below which no transaction of this database can still
 // commit an outbox row: the oldest transaction in progress in the
 // statement's own snapshot (the one that decides which rows it sees),
-// except those seen running right now in another database, which never
-// write here. A long transaction elsewhere on the server (a bulk load, a
-// report) must not hold every event stream back. The classification errs
-// safe: a transaction that has finished by the time pg_locks is read counts
-// as ours, which only delays its successors until the next read.
+// except those seen running right now that can never write one:
+//
+//   - a transaction of another database: the outbox is in this one. A long
+//     transaction elsewhere on the server (a bulk load, a report) must not
+//     hold every event stream back.
+//   - a transaction whose session's user is not a superuser and holds no
+//     INSERT right on outbox, neither itself nor through any role it is a
+//     member of (inherited or reachable with SET ROLE). Any role that may
+//     connect can take an xid and sit idle (BEGIN; SELECT
+//     pg_current_xact_id()); without this, that froze every stream.
+//
+// Why the second exclusion is exactly safe: a row appears in outbox only
+// through an INSERT (COPY and MERGE need the same right), checked against
+// the current user; has_any_column_privilege counts the right on the table
+// and on any one of its columns (INSERT of one column is enough to add a
+// row). A session's current user is its session user, a role
+// that user is a member of (SET ROLE), or an owner whose rights an object
+// lends: a SECURITY DEFINER function, a view, a rule. pg_stat_activity's
+// usesysid is the session user, and changing it (SET SESSION
+// AUTHORIZATION) needs a superuser, who is never excluded. So a session
+// whose every reachable role lacks INSERT cannot write an outbox row, and
+// nothing can appear behind a cursor from it. Two conditions keep that
+// true, and the schema meets both: no SECURITY DEFINER function, view or
+// rule writes outbox (none exists: one would lend its owner's right to
+// whoever may use it), and the right is not granted to a role while it has
+// a transaction open (rights are checked as they are at each read;
+// docs/razao-role.sql grants it to the service role once, at set-up).
+//
+// The classification errs safe: a transaction that has finished by the time
+// pg_locks is read counts as ours, which only delays its successors until
+// the next read; one whose session is not in pg_stat_activity (a prepared
+// transaction) or has no user (a background worker) is never excluded.
+// pg_locks and those columns of pg_stat_activity (datname, usesysid) are
+// visible to any role, the service role included; pg_roles too. The role
+// check runs only for the few xids of this database still running, over the
+// few roles of the server, so the horizon stays cheap.
 const horizon = `(
   SELECT coalesce(min(x), pg_snapshot_xmax(pg_current_snapshot()))
   FROM pg_snapshot_xip(pg_current_snapshot()) AS x
   WHERE NOT EXISTS (
     SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
     WHERE l.locktype = 'transactionid' AND l.granted AND l.transactionid = xid(x)
-      AND a.datname <> current_database()))`
+      AND (a.datname <> current_database()
+        OR (a.usesysid IS NOT NULL AND NOT EXISTS (
+          SELECT 1 FROM pg_roles r
+          WHERE pg_has_role(a.usesysid, r.oid, 'MEMBER')
+            AND (r.rolsuper OR has_any_column_privilege(r.oid, 'outbox', 'INSERT')))))))`
 
-// The horizon is read from the statement's own snapshot, the same one that
-// decides which rows it sees, so the two cannot disagree.
-const sinceSQL = `
-SELECT xid::text AS xid, id, topic, coalesce(charge_id, '') AS charge_id, payload, created_at
-FROM outbox
-WHERE (xid, id) > ($1::xid8, $2::bigint)
-  AND xid < ` + horizon + `
-ORDER BY xid, id
-LIMIT $3`
+// readSQL reads a batch of safe events after a cursor and, from the same
+// snapshot and horizon, whether committed events after it are held back by
+// an older transaction (whose end may never be announced, so the reader
+// must look again soon). One statement, so the two cannot disagree. With no
+// safe event it returns one row of NULLs carrying held. held is asked
+// after the given cursor, not after the batch: below a batch that is not
+// full, every row under the horizon is in it, so the answer is the same.
+const readSQL = `
+WITH h AS MATERIALIZED (SELECT ` + horizon + ` AS x),
+ev AS (
+  SELECT xid, id, topic, coalesce(charge_id, '') AS charge_id, payload, created_at
+  FROM outbox
+  WHERE (xid, id) > ($1::xid8, $2::bigint) AND xid < (SELECT x FROM h)
+  ORDER BY xid, id
+  LIMIT $3)
+SELECT ev.xid::text AS xid, ev.id, ev.topic, ev.charge_id, ev.payload, ev.created_at,
+  EXISTS (SELECT 1 FROM outbox o WHERE (o.xid, o.id) > ($1::xid8, $2::bigint) AND o.xid >= (SELECT x FROM h)) AS held
+FROM (SELECT) AS one LEFT JOIN ev ON true
+ORDER BY ev.xid, ev.id`
 
 // row is an outbox row as scanned; payload is []byte so the driver's buffer
 // is copied.
 type row struct {
-	XID       string    `db:"xid"`
-	ID        int64     `db:"id"`
-	Topic     string    `db:"topic"`
-	ChargeID  string    `db:"charge_id"`
-	Payload   []byte    `db:"payload"`
-	CreatedAt time.Time `db:"created_at"`
+	XID       *string    `db:"xid"`
+	ID        *int64     `db:"id"`
+	Topic     *string    `db:"topic"`
+	ChargeID  *string    `db:"charge_id"`
+	Payload   []byte     `db:"payload"`
+	CreatedAt *time.Time `db:"created_at"`
+	Held      bool       `db:"held"`
 }
 
 // Since returns up to limit events after cursor ("" = from the beginning)
@@ -187,51 +234,40 @@ type row struct {
 // a row before it has finished; until then it is held back, never skipped.
 // A malformed cursor returns an error wrapping ErrBadCursor.
 func Since(ctx context.Context, q sqlx.QueryerContext, cursor string, limit int) ([]Event, error) {
+	evs, _, err := read(ctx, q, cursor, limit)
+	return evs, err
+}
+
+// read is Since that also reports whether committed events after cursor
+// are held back by an older transaction still running.
+func read(ctx context.Context, q sqlx.QueryerContext, cursor string, limit int) (evs []Event, held bool, err error) {
 	xid, id, err := parseCursor(cursor)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if limit < 1 || limit > MaxLimit {
 		limit = MaxLimit
 	}
 	var rows []row
-	if err := sqlx.SelectContext(ctx, q, &rows, sinceSQL, xid, id, limit); err != nil {
-		return nil, fmt.Errorf("read events since %q: %w", cursor, err)
+	if err := sqlx.SelectContext(ctx, q, &rows, readSQL, xid, id, limit); err != nil {
+		return nil, false, fmt.Errorf("read events since %q: %w", cursor, err)
 	}
-	out := make([]Event, len(rows))
-	for i, r := range rows {
-		out[i] = Event{
-			Cursor:    r.XID + "-" + strconv.FormatInt(r.ID, 10),
-			ID:        r.ID,
-			Topic:     Topic(r.Topic),
-			ChargeID:  r.ChargeID,
+	out := make([]Event, 0, len(rows))
+	for _, r := range rows {
+		held = r.Held
+		if r.ID == nil {
+			continue // no safe event: the row only carries held
+		}
+		out = append(out, Event{
+			Cursor:    *r.XID + "-" + strconv.FormatInt(*r.ID, 10),
+			ID:        *r.ID,
+			Topic:     Topic(*r.Topic),
+			ChargeID:  *r.ChargeID,
 			Payload:   r.Payload,
 			CreatedAt: r.CreatedAt.UTC(),
-		}
+		})
 	}
-	return out, nil
-}
-
-// A committed row at or above the horizon is visible but not yet safe: an
-// older transaction may still insert before it.
-const heldSQL = `
-SELECT EXISTS (
-  SELECT 1 FROM outbox
-  WHERE (xid, id) > ($1::xid8, $2::bigint)
-    AND xid >= ` + horizon + `)`
-
-// held reports whether committed events after cursor are waiting for an
-// older transaction to finish, which may end without any notification.
-func held(ctx context.Context, q sqlx.QueryerContext, cursor string) (bool, error) {
-	xid, id, err := parseCursor(cursor)
-	if err != nil {
-		return false, err
-	}
-	var ok bool
-	if err := sqlx.GetContext(ctx, q, &ok, heldSQL, xid, id); err != nil {
-		return false, fmt.Errorf("check held events since %q: %w", cursor, err)
-	}
-	return ok, nil
+	return out, held, nil
 }
 
 // ValidCursor reports whether cursor is "" or a cursor Since could have

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/lib/pq"
+
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/pgtest"
 )
@@ -231,7 +233,80 @@ func TestLongTransactionInAnotherDatabaseDoesNotHoldEvents(t *testing.T) {
 	defer long.Rollback()
 	long.MustExec(`SELECT pg_current_xact_id()`) // takes an xid, as a writer does
 	appendCommitted(t, db, "now")
-	if got := names(t, since(t, db, "")); len(got) != 1 || got[0] != "now" {
+	// waitSince, not since: a transaction that ends while a read classifies
+	// it holds events back until the next read; this one stays open.
+	if got := names(t, waitSince(t, db, "", 1)); len(got) != 1 || got[0] != "now" {
 		t.Fatalf("events %v, want [now] without waiting for the other database", got)
+	}
+}
+
+// Any role that may connect can take an xid and sit idle. Only a
+// transaction that could write an outbox row may hold events back: one of
+// a role without that right, directly or through a role it is a member of,
+// must not; the service role's, one of a member of it (even NOINHERIT,
+// which reaches the right by SET ROLE) and one of a role granted INSERT
+// directly still must. The reader is the service role itself, created as
+// docs/razao-role.sql does, so this also shows that pg_locks and
+// pg_stat_activity tell it whose transaction it is.
+func TestOnlyTransactionsThatCanWriteTheOutboxHoldEvents(t *testing.T) {
+	t.Parallel()
+	owner, ownerURL := pgtest.NewWithURL(t)
+	r := newRoles(t, owner, ownerURL)
+	service := r.service()
+	svc := r.connect(service)
+	for _, tc := range []struct {
+		name  string
+		role  string
+		holds bool
+	}{
+		{"unrelated role", r.create("unrelated", ""), false},
+		{"role with SELECT on outbox only", r.create("reader", "", `GRANT SELECT ON outbox TO %s`), false},
+		{"service role", service, true},
+		{"NOINHERIT member of the service role", r.create("member", "NOINHERIT", `GRANT `+pq.QuoteIdentifier(service)+` TO %s`), true},
+		{"role granted INSERT on outbox", r.create("writer", "", `GRANT INSERT ON outbox TO %s`), true},
+		{"role granted INSERT on one column of outbox", r.create("colwriter", "", `GRANT INSERT (payload) ON outbox TO %s`), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := since(t, svc, "")
+			cursor := ""
+			if len(before) > 0 {
+				cursor = before[len(before)-1].Cursor
+			}
+			idle := begin(t, r.connect(tc.role))
+			if _, err := idle.Exec(`SELECT pg_current_xact_id()`); err != nil {
+				t.Fatal(err)
+			}
+			appendCommitted(t, svc, tc.role)
+			if !tc.holds {
+				// What the horizon needs of another role's session, the
+				// service role sees: its database, its user and its xid lock.
+				var pid int
+				if err := idle.Get(&pid, `SELECT pg_backend_pid()`); err != nil {
+					t.Fatal(err)
+				}
+				var seen bool
+				if err := svc.Get(&seen, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+					WHERE a.pid = $1 AND a.datname = current_database() AND a.usesysid = $2::regrole
+					  AND l.locktype = 'transactionid' AND l.granted)`, pid, tc.role); err != nil || !seen {
+					t.Fatalf("the service role does not see the other session's database, user and xid lock: %v %v", seen, err)
+				}
+				if got := names(t, waitSince(t, svc, cursor, 1)); !equal(got, []string{tc.role}) {
+					t.Fatalf("events %v, want [%s]", got, tc.role)
+				}
+				if _, err := idle.Exec(`SELECT 1`); err != nil {
+					t.Fatalf("the idle transaction ended: %v", err)
+				}
+				return
+			}
+			if got := since(t, svc, cursor); len(got) != 0 {
+				t.Fatalf("with the %s's transaction open: %v, want none", tc.name, names(t, got))
+			}
+			if err := idle.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if got := names(t, waitSince(t, svc, cursor, 1)); !equal(got, []string{tc.role}) {
+				t.Fatalf("after it ended: %v, want [%s]", got, tc.role)
+			}
+		})
 	}
 }

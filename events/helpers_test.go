@@ -15,14 +15,15 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/auth"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/pgtest"
 )
 
 // waitFor bounds every wait for something to happen; it is a deadline for
 // a test that would otherwise hang, not a claim about speed. Waits are
-// needed because the horizon is cluster-wide: another test's (or another
-// package's) open transaction holds back events in this test's database.
+// needed because the horizon is the server's: a transaction that ends while
+// a read classifies it still holds events back until the next read.
 const waitFor = 30 * time.Second
 
 // begin starts a transaction that is rolled back at the end of the test
@@ -115,6 +116,7 @@ func equal(a, b []string) bool {
 type testHub struct {
 	*events.Hub
 	db     *sqlx.DB
+	url    string
 	srv    *httptest.Server
 	cancel context.CancelFunc
 	done   chan error
@@ -127,11 +129,27 @@ type testHub struct {
 // before they start.
 func startHub(t *testing.T, poll time.Duration, configure func(*events.Hub, *http.Server)) *testHub {
 	t.Helper()
+	return startHubAuth(t, poll, false, configure)
+}
+
+// startAuthedHub is startHub with the hub behind the API's bearer-token
+// authentication and its read scope, as razao serve mounts it.
+func startAuthedHub(t *testing.T, poll time.Duration, configure func(*events.Hub, *http.Server)) *testHub {
+	t.Helper()
+	return startHubAuth(t, poll, true, configure)
+}
+
+func startHubAuth(t *testing.T, poll time.Duration, authed bool, configure func(*events.Hub, *http.Server)) *testHub {
+	t.Helper()
 	db, url := pgtest.NewWithURL(t)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h := &testHub{Hub: events.NewHub(db, url, logger), db: db, done: make(chan error, 1)}
+	h := &testHub{Hub: events.NewHub(db, url, logger), db: db, url: url, done: make(chan error, 1)}
 	h.PollInterval = poll
-	h.srv = httptest.NewUnstartedServer(h.Hub)
+	var handler http.Handler = h.Hub
+	if authed {
+		handler = auth.Middleware(db, logger)(auth.Require(auth.Read)(h.Hub))
+	}
+	h.srv = httptest.NewUnstartedServer(handler)
 	if configure != nil {
 		configure(h.Hub, h.srv.Config)
 	}
@@ -177,7 +195,13 @@ type sseClient struct {
 // lastID when it is set.
 func openStream(t *testing.T, h *testHub, query, lastID string) *sseClient {
 	t.Helper()
-	resp := get(t, h, query, lastID)
+	return openStreamAs(t, h, "", query, lastID)
+}
+
+// openStreamAs is openStream with a bearer token ("" for none).
+func openStreamAs(t *testing.T, h *testHub, token, query, lastID string) *sseClient {
+	t.Helper()
+	resp := getAs(t, h, token, query, lastID)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d, want 200", resp.StatusCode)
 	}
@@ -197,6 +221,12 @@ func openStream(t *testing.T, h *testHub, query, lastID string) *sseClient {
 // request is cancelled when the test ends.
 func get(t *testing.T, h *testHub, query, lastID string) *http.Response {
 	t.Helper()
+	return getAs(t, h, "", query, lastID)
+}
+
+// getAs is get with a bearer token ("" for none).
+func getAs(t *testing.T, h *testHub, token, query, lastID string) *http.Response {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.srv.URL+"/v1/events"+query, nil)
@@ -205,6 +235,9 @@ func get(t *testing.T, h *testHub, query, lastID string) *http.Response {
 	}
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := h.srv.Client().Do(req)
 	if err != nil {

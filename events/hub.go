@@ -1,14 +1,20 @@
 package events
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/razao/razao/auth"
 )
 
 // Channel is the NOTIFY channel on which writers announce committed outbox
@@ -21,34 +27,72 @@ const (
 	DefaultKeepAlive      = 15 * time.Second
 	DefaultWriteTimeout   = 10 * time.Second
 	DefaultMaxSubscribers = 1000
+	DefaultMaxPerToken    = 8
+	DefaultMaxReaders     = 2
 )
 
 // Hub keeps one LISTEN connection per process and wakes every subscriber
-// when the outbox announces a commit. Subscribers also poll, because a
-// notification is lost while the listener reconnects.
+// when the outbox announces a commit, every PollInterval (a notification
+// is lost while the listener reconnects), and soon again while committed
+// events are held back by an older transaction.
+//
+// Streams at one cursor share one read per wake: the first to ask reads the
+// outbox and encodes the batch, the others take the same bytes. Streams at
+// other cursors (resuming with Last-Event-ID) read for themselves until
+// they reach the others, when their cursors meet and they share too. Every
+// database call of the hub (reads and token checks) holds one of
+// MaxReaders slots, so streams never hold more than MaxReaders connections
+// of the pool, whatever their number; the listener has a connection of its
+// own, outside the pool.
 //
 // The exported fields are settings: change them after NewHub and before Run
-// or ServeHTTP are first called. A duration that is not positive means its
+// or ServeHTTP are first called. A value that is not positive means its
 // default.
 type Hub struct {
-	// PollInterval is the longest a stream waits for a notification before
-	// reading the outbox anyway.
+	// PollInterval is the longest the hub waits for a notification before
+	// waking the streams anyway.
 	PollInterval time.Duration
 	// KeepAlive is the interval of ": keepalive" comments, which keep
-	// proxies from closing an idle stream and detect a client that is gone.
+	// proxies from closing an idle stream and detect a client that is gone;
+	// at the same interval the hub re-checks the tokens of open streams and
+	// ends those of a revoked one.
 	KeepAlive time.Duration
 	// WriteTimeout bounds each write to a client; one that cannot take a
 	// batch within it is dropped rather than holding a subscriber slot.
 	WriteTimeout time.Duration
 	// MaxSubscribers caps open streams; past it a client gets 503.
 	MaxSubscribers int
+	// MaxPerToken caps the open streams of one API token; past it the
+	// client gets 429, so that one token cannot take every slot.
+	MaxPerToken int
+	// MaxReaders bounds the database connections the hub uses at once.
+	MaxReaders int
 
 	db    *sqlx.DB
 	dbURL string
 	log   *slog.Logger
 
-	mu        sync.Mutex
-	subs      map[chan struct{}]struct{}
+	mu       sync.Mutex
+	subs     map[*subscriber]struct{}
+	perToken map[int64]int
+	// batches are the reads started since the last wake, by cursor.
+	batches map[string]*batch
+	// started counts reads started, to tell a stream that subscribed after
+	// a read began not to share it.
+	started uint64
+	// retry is armed while some read found events held back; heldSeen says
+	// whether a read since the last wake did.
+	retry      *time.Timer
+	retryDelay time.Duration
+	heldSeen   bool
+
+	slotsOnce sync.Once
+	slots     chan struct{}
+	reads     atomic.Uint64
+	wakes     atomic.Uint64
+
+	ctx       context.Context // ends when the hub closes
+	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
 	// listening is closed once LISTEN has taken effect (seen by tests).
@@ -56,32 +100,78 @@ type Hub struct {
 	listenOnce sync.Once
 }
 
+// subscriber is one open stream as the hub sees it.
+type subscriber struct {
+	// wake holds one pending wake, so a notification that arrives while the
+	// stream is busy is remembered, not dropped, and the hub never blocks
+	// on a slow stream.
+	wake chan struct{}
+	// revoked is closed when the stream's token is found revoked.
+	revoked  chan struct{}
+	token    int64
+	hasToken bool
+	// after is the read count when it subscribed: reads started before
+	// may have missed a commit announced before it listened.
+	after uint64
+}
+
+// batch is one read of the outbox after a cursor, shared by every stream
+// at that cursor until the next wake.
+type batch struct {
+	seq    uint64
+	done   chan struct{}
+	frames []byte // the events, encoded once as SSE frames
+	n      int    // how many
+	last   string // the cursor after them
+	held   bool
+	err    error
+}
+
 // NewHub returns a hub that reads events from db and listens through its own
-// connection to dbURL. Streams poll only until Run is started. A nil logger
-// means slog.Default().
+// connection to dbURL. Until Run is started, streams read only when they
+// open. A nil logger means slog.Default().
 func NewHub(db *sqlx.DB, dbURL string, logger *slog.Logger) *Hub {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	return &Hub{
 		PollInterval:   DefaultPollInterval,
 		KeepAlive:      DefaultKeepAlive,
 		WriteTimeout:   DefaultWriteTimeout,
 		MaxSubscribers: DefaultMaxSubscribers,
+		MaxPerToken:    DefaultMaxPerToken,
+		MaxReaders:     DefaultMaxReaders,
 		db:             db,
 		dbURL:          dbURL,
 		log:            logger,
-		subs:           make(map[chan struct{}]struct{}),
+		subs:           make(map[*subscriber]struct{}),
+		perToken:       make(map[int64]int),
+		batches:        make(map[string]*batch),
+		ctx:            ctx,
+		cancel:         cancel,
 		done:           make(chan struct{}),
 		listening:      make(chan struct{}),
 	}
 }
+
+// Reads is how many times the hub has read the outbox, and Wakes how many
+// times it has woken its streams: with every stream at one cursor, at most
+// one read per wake, whatever their number.
+func (h *Hub) Reads() uint64 { return h.reads.Load() }
+
+// Wakes: see Reads.
+func (h *Hub) Wakes() uint64 { return h.wakes.Load() }
 
 // Run listens for outbox notifications until ctx ends or LISTEN is refused,
 // reconnecting as needed. When Run returns the hub is closed: open streams
 // end, so an http.Server's Shutdown is not held up by them.
 func (h *Hub) Run(ctx context.Context) error {
 	defer h.Close()
+	ctx, cancel := context.WithCancel(ctx) // the tickers end with Run
+	defer cancel()
+	go h.tick(ctx, orDefault(h.PollInterval, DefaultPollInterval), h.wakeAll)
+	go h.tick(ctx, orDefault(h.KeepAlive, DefaultKeepAlive), func() { h.checkTokens(ctx) })
 	l := pq.NewListener(h.dbURL, time.Second, 30*time.Second, h.logListener)
 	// Close unblocks a Listen that is still waiting for a first connection.
 	stop := context.AfterFunc(ctx, func() { l.Close() })
@@ -160,47 +250,248 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
+// tick calls f every d until ctx ends.
+func (h *Hub) tick(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
 // Close ends every open stream and refuses new ones. It is safe to call more
 // than once and concurrently with Run.
 func (h *Hub) Close() {
-	h.closeOnce.Do(func() { close(h.done) })
+	h.closeOnce.Do(func() {
+		close(h.done)
+		h.cancel()
+		h.mu.Lock()
+		if h.retry != nil {
+			h.retry.Stop()
+		}
+		h.mu.Unlock()
+	})
 }
 
-// subscribe registers a stream's wake channel, or reports false when the hub
-// is closed or full. The channel holds one pending wake, so a notification
-// that arrives while the stream is busy is remembered, not dropped, and the
-// hub never blocks on a slow stream.
-func (h *Hub) subscribe() (chan struct{}, bool) {
+// Why a stream could not be opened.
+var (
+	errClosed       = errors.New("event hub closed")
+	errFull         = errors.New("every event stream slot is taken")
+	errTokenStreams = errors.New("too many event streams for this token")
+)
+
+// subscribe registers a stream of token (hasToken false: a hub mounted
+// without authentication, capped only by MaxSubscribers).
+func (h *Hub) subscribe(token int64, hasToken bool) (*subscriber, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	select {
 	case <-h.done:
-		return nil, false
+		return nil, errClosed
 	default:
 	}
-	if len(h.subs) >= h.MaxSubscribers {
-		return nil, false
+	if len(h.subs) >= positive(h.MaxSubscribers, DefaultMaxSubscribers) {
+		return nil, errFull
 	}
-	ch := make(chan struct{}, 1)
-	h.subs[ch] = struct{}{}
-	return ch, true
+	if hasToken && h.perToken[token] >= positive(h.MaxPerToken, DefaultMaxPerToken) {
+		return nil, errTokenStreams
+	}
+	sub := &subscriber{wake: make(chan struct{}, 1), revoked: make(chan struct{}), token: token, hasToken: hasToken, after: h.started}
+	h.subs[sub] = struct{}{}
+	if hasToken {
+		h.perToken[token]++
+	}
+	return sub, nil
 }
 
 // unsubscribe frees a stream's slot.
-func (h *Hub) unsubscribe(ch chan struct{}) {
+func (h *Hub) unsubscribe(sub *subscriber) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.subs, ch)
+	delete(h.subs, sub)
+	if sub.hasToken {
+		if h.perToken[sub.token]--; h.perToken[sub.token] <= 0 {
+			delete(h.perToken, sub.token)
+		}
+	}
 }
 
-// wakeAll tells every stream to read the outbox again.
+// wakeAll tells every stream to read the outbox again. The reads of the
+// last wake are forgotten: a read that began before the wake may have
+// missed the commit it announces.
 func (h *Hub) wakeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch := range h.subs {
+	h.wakes.Add(1)
+	clear(h.batches)
+	if !h.heldSeen {
+		h.retryDelay = 0
+	}
+	h.heldSeen = false
+	for sub := range h.subs {
 		select {
-		case ch <- struct{}{}:
+		case sub.wake <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// positive is n, or def when n is not positive.
+func positive(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
+// acquire takes one of the MaxReaders database slots; release gives it
+// back.
+func (h *Hub) acquire(ctx context.Context) error {
+	h.slotsOnce.Do(func() { h.slots = make(chan struct{}, positive(h.MaxReaders, DefaultMaxReaders)) })
+	select {
+	case h.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *Hub) release() { <-h.slots }
+
+// readTimeout bounds one shared read, which no single stream's context
+// governs.
+const readTimeout = 30 * time.Second
+
+// read returns the batch after cursor: one started since the last wake
+// (and, if after is set, after that many reads had started) when there is
+// one, else a new one. It waits for the batch or ctx.
+func (h *Hub) read(ctx context.Context, cursor string, after uint64) (*batch, error) {
+	h.mu.Lock()
+	b := h.batches[cursor]
+	if b == nil || b.seq <= after {
+		h.started++
+		b = &batch{seq: h.started, done: make(chan struct{})}
+		h.batches[cursor] = b
+		go h.fill(b, cursor)
+	}
+	h.mu.Unlock()
+	select {
+	case <-b.done:
+		return b, b.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-h.done:
+		return nil, errClosed
+	}
+}
+
+// fill reads the batch after cursor and encodes it once for every stream
+// that shares it.
+func (h *Hub) fill(b *batch, cursor string) {
+	defer close(b.done)
+	ctx, cancel := context.WithTimeout(h.ctx, readTimeout)
+	defer cancel()
+	if b.err = h.acquire(ctx); b.err != nil {
+		return
+	}
+	h.reads.Add(1)
+	evs, held, err := read(ctx, h.db, cursor, MaxLimit)
+	h.release()
+	if err != nil {
+		b.err = err
+		return
+	}
+	var buf bytes.Buffer
+	for _, ev := range evs {
+		data, err := json.Marshal(ev)
+		if err != nil {
+			b.err = fmt.Errorf("encode event %s: %w", ev.Cursor, err)
+			return
+		}
+		fmt.Fprintf(&buf, "id: %s\nevent: %s\ndata: %s\n\n", ev.Cursor, ev.Topic, data)
+	}
+	b.frames, b.n, b.held = buf.Bytes(), len(evs), held
+	if len(evs) > 0 {
+		b.last = evs[len(evs)-1].Cursor
+	}
+	h.heldBack(held)
+}
+
+// heldBack arms a wake soon while committed events wait for an older
+// transaction, whose end may never be announced: after 25 ms, doubling up
+// to PollInterval while events stay held.
+func (h *Hub) heldBack(held bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !held {
+		return
+	}
+	h.heldSeen = true
+	if h.retry != nil || h.closedLocked() {
+		return
+	}
+	h.retryDelay = min(max(2*h.retryDelay, minRetry), orDefault(h.PollInterval, DefaultPollInterval))
+	h.retry = time.AfterFunc(h.retryDelay, func() {
+		h.mu.Lock()
+		h.retry = nil
+		h.mu.Unlock()
+		h.wakeAll()
+	})
+}
+
+func (h *Hub) closedLocked() bool {
+	select {
+	case <-h.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// checkTokens ends the streams of tokens revoked since they opened, with one
+// query for all of them.
+func (h *Hub) checkTokens(ctx context.Context) {
+	h.mu.Lock()
+	ids := make([]int64, 0, len(h.perToken))
+	for id := range h.perToken {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	if err := h.acquire(ctx); err != nil {
+		return
+	}
+	revoked, err := auth.RevokedAmong(ctx, h.db, ids)
+	h.release()
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.Warn("events: cannot re-check the tokens of open streams", "err", err)
+		}
+		return
+	}
+	if len(revoked) == 0 {
+		return
+	}
+	gone := make(map[int64]bool, len(revoked))
+	for _, id := range revoked {
+		gone[id] = true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs {
+		if sub.hasToken && gone[sub.token] {
+			select {
+			case <-sub.revoked:
+			default:
+				close(sub.revoked)
+			}
 		}
 	}
 }

@@ -3,14 +3,17 @@ package events_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/razao/razao/auth"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/pgtest"
 )
@@ -210,4 +213,135 @@ func TestRunEndingEndsOpenStreams(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 	c.ended(t)
+}
+
+// newToken creates a read token and returns its plaintext and id.
+func newToken(t *testing.T, h *testHub, name string) (string, int64) {
+	t.Helper()
+	plain, tok, err := auth.Create(context.Background(), h.db, name, []auth.Scope{auth.Read})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plain, tok.ID
+}
+
+// One read token must not take every stream slot: past its own limit it is
+// told so (429), while another token still gets a stream.
+func TestTokenOverItsStreamLimitGets429(t *testing.T) {
+	t.Parallel()
+	h := startAuthedHub(t, time.Hour, func(h *events.Hub, _ *http.Server) { h.MaxPerToken = 2 })
+	a, _ := newToken(t, h, "app-a")
+	b, _ := newToken(t, h, "app-b")
+	openStreamAs(t, h, a, "", "")
+	openStreamAs(t, h, a, "", "")
+	resp := getAs(t, h, a, "", "")
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Content-Type") != "application/problem+json" || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("third stream of one token: status %d %s, Retry-After %q; want 429 problem with Retry-After",
+			resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Retry-After"))
+	}
+	openStreamAs(t, h, b, "", "")
+}
+
+// Streams at one cursor are served by one read of the outbox per wake, not
+// two per stream: the read is what the streams cost the database.
+func TestStreamsAtOneCursorShareOneReadPerWake(t *testing.T) {
+	t.Parallel()
+	const n = 40
+	h := startHub(t, time.Hour, nil)
+	notifier := events.NewNotifier(h.db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go notifier.Run(ctx)
+	clients := make([]*sseClient, n)
+	for i := range clients {
+		clients[i] = openStream(t, h, "", "")
+	}
+	receive := func(want string) {
+		t.Helper()
+		appendCommitted(t, h.db, want)
+		notifier.Kick()
+		for i, c := range clients {
+			if got := payloadName(t, decode(t, c.next(t)).Payload); got != want {
+				t.Fatalf("stream %d: %s, want %s", i, got, want)
+			}
+		}
+	}
+	receive("first") // every stream is now at the same cursor
+	reads, wakes := h.Reads(), h.Wakes()
+	receive("second")
+	// One read per wake and per cursor the streams are at. They move from
+	// one cursor to the next together, so a second wake (a read that found
+	// an event held back for a moment wakes them again soon) can find them
+	// at two: at most two reads per wake, whatever their number.
+	r, w := h.Reads()-reads, h.Wakes()-wakes
+	if w == 0 || r == 0 || r > 2*w {
+		t.Fatalf("%d streams at one cursor: %d outbox reads for %d wakes, want at most two per wake", n, r, w)
+	}
+}
+
+// However many streams read, they hold at most MaxReaders of the pool's
+// connections: with every read stuck behind a lock, the webhook path still
+// gets a connection.
+func TestStreamsHoldAtMostMaxReadersConnections(t *testing.T) {
+	t.Parallel()
+	const readers = 2
+	h := startHub(t, time.Hour, func(h *events.Hub, _ *http.Server) { h.MaxReaders = readers })
+	h.db.SetMaxOpenConns(readers + 1)
+	gatePool, err := sqlx.Open("postgres", h.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gatePool.Close() })
+	gate := begin(t, gatePool)
+	gate.MustExec(`LOCK TABLE outbox IN ACCESS EXCLUSIVE MODE`)
+	for i := range 3 * readers {
+		// Distinct cursors: each stream needs a read of its own.
+		openStream(t, h, fmt.Sprintf("?after=1-%d", i+1), "")
+	}
+	waiting := func() (n int) {
+		t.Helper()
+		// Not in gate's transaction: pg_stat_activity would show the same
+		// snapshot until it ends.
+		if err := gatePool.Get(&n, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	deadline := time.Now().Add(waitFor)
+	for waiting() < readers {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than %d reads waiting on the gate after %v", readers, waitFor)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	qctx, qcancel := context.WithTimeout(context.Background(), waitFor)
+	defer qcancel()
+	if _, err := h.db.ExecContext(qctx, `SELECT 1`); err != nil {
+		t.Fatalf("a query beside %d stuck streams: %v (the streams hold every connection)", 3*readers, err)
+	}
+	if n := waiting(); n > readers {
+		t.Fatalf("%d reads waiting on the gate, want at most %d", n, readers)
+	}
+}
+
+// A revoked token's open streams end at the next re-check, one keepalive
+// later at most; another token's stream goes on.
+func TestRevokedTokensStreamsEndWithinAKeepalive(t *testing.T) {
+	t.Parallel()
+	h := startAuthedHub(t, 50*time.Millisecond, func(h *events.Hub, _ *http.Server) { h.KeepAlive = 50 * time.Millisecond })
+	a, aID := newToken(t, h, "app-a")
+	b, _ := newToken(t, h, "app-b")
+	revoked := []*sseClient{openStreamAs(t, h, a, "", ""), openStreamAs(t, h, a, "", "")}
+	live := openStreamAs(t, h, b, "", "")
+	if _, err := auth.Revoke(context.Background(), h.db, aID); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range revoked {
+		c.ended(t)
+	}
+	appendCommitted(t, h.db, "after")
+	if name := payloadName(t, decode(t, live.next(t)).Payload); name != "after" {
+		t.Fatalf("live token's stream: %s, want after", name)
+	}
 }

@@ -1,19 +1,19 @@
 package events
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/problem"
 )
 
-// minRetry is the first delay before re-reading when committed events are
-// held back by an older transaction; it doubles up to the poll interval.
+// minRetry is the first delay before the hub wakes its streams again when
+// committed events are held back by an older transaction; it doubles up to
+// the poll interval.
 const minRetry = 25 * time.Millisecond
 
 // ServeHTTP streams events as Server-Sent Events (GET /v1/events). It
@@ -24,8 +24,10 @@ const minRetry = 25 * time.Millisecond
 //	event: <topic>
 //	data: {"id":…,"topic":…,"charge_id":…,"payload":…,"created_at":…}
 //
-// A malformed cursor is answered 400 and a full or closed hub 503. The
-// stream ends when the client goes away or the hub is closed.
+// A malformed cursor is answered 400, a token that already has
+// MaxPerToken streams open 429, and a full or closed hub 503. The stream
+// ends when the client goes away, the hub is closed, or the token the
+// request was authenticated with (auth.FromContext) is revoked.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
@@ -40,16 +42,22 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, http.StatusBadRequest, "invalid-cursor", "Invalid cursor", "Last-Event-ID or after is not a cursor from this stream")
 		return
 	}
-	wake, ok := h.subscribe()
-	if !ok {
+	tok, hasToken := auth.FromContext(r.Context())
+	sub, err := h.subscribe(tok.ID, hasToken)
+	switch {
+	case errors.Is(err, errTokenStreams):
+		w.Header().Set("Retry-After", "5")
+		problem.Write(w, http.StatusTooManyRequests, "too-many-streams", "Too many event streams",
+			fmt.Sprintf("this token already has %d event streams open; close one first", positive(h.MaxPerToken, DefaultMaxPerToken)))
+		return
+	case err != nil:
 		w.Header().Set("Retry-After", "5")
 		problem.Write(w, http.StatusServiceUnavailable, "unavailable", "Service unavailable", "no event stream available; retry later")
 		return
 	}
-	defer h.unsubscribe(wake)
+	defer h.unsubscribe(sub)
 	s := &stream{
-		h: h, w: w, rc: http.NewResponseController(w), cursor: cursor,
-		poll:         orDefault(h.PollInterval, DefaultPollInterval),
+		h: h, sub: sub, w: w, rc: http.NewResponseController(w), cursor: cursor,
 		keepAlive:    orDefault(h.KeepAlive, DefaultKeepAlive),
 		writeTimeout: orDefault(h.WriteTimeout, DefaultWriteTimeout),
 	}
@@ -57,19 +65,22 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Error("events: cannot start stream", "err", err)
 		return
 	}
-	err := s.run(r.Context(), wake)
+	err = s.run(r.Context())
 	h.log.Debug("events: stream ended", "cursor", s.cursor, "err", err)
 }
 
+// errRevoked ends the stream of a revoked token.
+var errRevoked = errors.New("the stream's token was revoked")
+
 // stream is one subscriber's connection and its position in the outbox.
 type stream struct {
-	h       *Hub
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	cursor  string
-	backoff time.Duration
+	h      *Hub
+	sub    *subscriber
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	cursor string
 	// The hub's settings, defaulted.
-	poll, keepAlive, writeTimeout time.Duration
+	keepAlive, writeTimeout time.Duration
 }
 
 // start sends the headers at once, so the client knows it is subscribed.
@@ -82,17 +93,32 @@ func (s *stream) start() error {
 	return s.write(nil)
 }
 
-// run sends events until the client goes away or the hub closes; it returns
-// the write error that ended it, if any.
-func (s *stream) run(ctx context.Context, wake <-chan struct{}) error {
+// run sends events until the client goes away, the hub closes or the token
+// is revoked; it returns the error that ended it, if any. It reads when it
+// opens, again at once after a full batch, and otherwise when the hub
+// wakes it. A database error is logged and waits for the next wake, since
+// the stream can outlive it.
+func (s *stream) run(ctx context.Context) error {
 	keepalive := time.NewTicker(s.keepAlive)
 	defer keepalive.Stop()
+	after := s.sub.after // the first read must not share one begun before we subscribed
 	for {
-		wait, err := s.next(ctx)
+		b, err := s.h.read(ctx, s.cursor, after)
+		after = 0
 		if err != nil {
-			return err
+			if ctx.Err() != nil || s.closed() {
+				return nil
+			}
+			s.h.log.Warn("events: read for stream failed", "err", err)
+		} else {
+			if err := s.send(b); err != nil {
+				return err
+			}
+			if b.n == MaxLimit {
+				continue
+			}
 		}
-		if err := s.sleep(ctx, wait, wake, keepalive.C); err != nil {
+		if err := s.sleep(ctx, keepalive.C); err != nil {
 			return err
 		}
 		if ctx.Err() != nil || s.closed() {
@@ -101,55 +127,17 @@ func (s *stream) run(ctx context.Context, wake <-chan struct{}) error {
 	}
 }
 
-// next sends one batch and says how long to wait before reading again
-// unless woken: at once while a full batch suggests more, soon while
-// committed events are held back by an older transaction (whose end may
-// never be announced), else PollInterval. Only a write error is returned; a
-// database error is logged and retried, since the stream can outlive it.
-func (s *stream) next(ctx context.Context) (time.Duration, error) {
-	events, err := Since(ctx, s.h.db, s.cursor, MaxLimit)
-	if err != nil {
-		return s.readFailed(ctx, err), nil
-	}
-	if err := s.send(events); err != nil {
-		return 0, err
-	}
-	if len(events) == MaxLimit {
-		return 0, nil
-	}
-	waiting, err := held(ctx, s.h.db, s.cursor)
-	if err != nil {
-		return s.readFailed(ctx, err), nil
-	}
-	if !waiting {
-		s.backoff = 0
-		return s.poll, nil
-	}
-	s.backoff = min(max(2*s.backoff, minRetry), s.poll)
-	return s.backoff, nil
-}
-
-// readFailed logs a database error unless the stream is ending anyway.
-func (s *stream) readFailed(ctx context.Context, err error) time.Duration {
-	if ctx.Err() == nil && !s.closed() {
-		s.h.log.Warn("events: read for stream failed", "err", err)
-	}
-	return s.poll
-}
-
-// sleep waits d, or less if woken or ending, sending keepalives meanwhile.
-func (s *stream) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}, tick <-chan time.Time) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
+// sleep waits until woken or ending, sending keepalives meanwhile.
+func (s *stream) sleep(ctx context.Context, tick <-chan time.Time) error {
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-s.h.done:
 			return nil
-		case <-wake:
-			return nil
-		case <-t.C:
+		case <-s.sub.revoked:
+			return errRevoked
+		case <-s.sub.wake:
 			return nil
 		case <-tick:
 			if err := s.write([]byte(": keepalive\n\n")); err != nil {
@@ -171,22 +159,14 @@ func (s *stream) closed() bool {
 
 // send writes a batch as one write and advances the cursor only once that
 // write has succeeded.
-func (s *stream) send(events []Event) error {
-	if len(events) == 0 {
+func (s *stream) send(b *batch) error {
+	if b.n == 0 {
 		return nil
 	}
-	var buf bytes.Buffer
-	for _, ev := range events {
-		data, err := json.Marshal(ev)
-		if err != nil {
-			return fmt.Errorf("encode event %s: %w", ev.Cursor, err)
-		}
-		fmt.Fprintf(&buf, "id: %s\nevent: %s\ndata: %s\n\n", ev.Cursor, ev.Topic, data)
-	}
-	if err := s.write(buf.Bytes()); err != nil {
+	if err := s.write(b.frames); err != nil {
 		return err
 	}
-	s.cursor = events[len(events)-1].Cursor
+	s.cursor = b.last
 	return nil
 }
 

@@ -26,6 +26,14 @@ type fileConfig struct {
 	MaxAmount      int64                    `yaml:"max_amount"` // centavos; 0: money.DefaultMaxAmount
 	Endpoints      []webhook.EndpointConfig `yaml:"endpoints"`
 	Exports        exportsConfig            `yaml:"exports"`
+	Events         eventsConfig             `yaml:"events"`
+}
+
+// eventsConfig sizes GET /v1/events; zero means the hub's default.
+type eventsConfig struct {
+	MaxStreams         int `yaml:"max_streams"`           // open streams in all (default 1000; past it 503)
+	MaxStreamsPerToken int `yaml:"max_streams_per_token"` // open streams of one API token (default 8; past it 429)
+	DBConnections      int `yaml:"db_connections"`        // pool connections the streams use at once (default 2, at most 8)
 }
 
 // exportsConfig schedules the CSV exports; no schedule, no scheduler.
@@ -50,6 +58,7 @@ type serveConfig struct {
 	exports        *exports.Config
 	timeouts       serverTimeouts
 	maxAmount      money.Limit // bounds every amount that enters (charges, payouts, sets, PSPs' amounts)
+	events         eventsConfig
 }
 
 // serverTimeouts bound how long a client may hold a connection: a slow
@@ -98,6 +107,10 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	if err := cfg.maxAmount.Validate(); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
+	if e := file.Events; e.MaxStreams < 0 || e.MaxStreamsPerToken < 0 || e.DBConnections < 0 || e.DBConnections > 8 {
+		return cfg, fmt.Errorf("config: events: max_streams and max_streams_per_token must not be negative, db_connections must be 0..8 (of a pool of 32)")
+	}
+	cfg.events = file.Events
 	if file.WorkerInterval > 0 {
 		cfg.workerInterval = file.WorkerInterval
 	}

@@ -31,6 +31,8 @@ func TestBadConfigFailsAtStartWithoutLeakingSecrets(t *testing.T) {
 		{"duplicate endpoint", "endpoints: [{name: a, scheme: hodle, merchant: m, secrets_env: [HODLE_SECRET]}, {name: a, scheme: hodle, merchant: m, secrets_env: [HODLE_SECRET]}]", "twice"},
 		{"bad time zone", "time_zone: Mars/Olympus", "Mars/Olympus"},
 		{"not yaml", "endpoints: [", "yaml"},
+		{"streams on most of the pool", "events: {db_connections: 20}", "db_connections"},
+		{"negative stream limit", "events: {max_streams_per_token: -1}", "max_streams_per_token"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,5 +59,14 @@ func TestConfigPrecedenceFlagsOverEnvOverFile(t *testing.T) {
 	cfg, err = parseServeConfig([]string{"-config", path, "-listen", "127.0.0.1:7003"}, newFlagSet("serve", os.Stderr), func(k string) string { return env[k] })
 	if err != nil || cfg.listen != "127.0.0.1:7003" {
 		t.Fatalf("flag over env: %+v %v", cfg, err)
+	}
+}
+
+func TestEventsConfigIsRead(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, "events: {max_streams: 200, max_streams_per_token: 4, db_connections: 3}\n")
+	cfg, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), func(string) string { return "" })
+	if err != nil || cfg.events != (eventsConfig{MaxStreams: 200, MaxStreamsPerToken: 4, DBConnections: 3}) {
+		t.Fatalf("events config: %+v %v", cfg.events, err)
 	}
 }

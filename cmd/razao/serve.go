@@ -161,6 +161,11 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 			return nil, err
 		}
 	}
+	// Streams hold at most DBConnections of the pool's connections (see
+	// events.Hub), so the webhook path keeps the rest.
+	s.hub.MaxSubscribers = cfg.events.MaxStreams
+	s.hub.MaxPerToken = cfg.events.MaxStreamsPerToken
+	s.hub.MaxReaders = cfg.events.DBConnections
 	s.inbox = webhook.NewInbox(db, proc)
 	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, proc, now, logger)
 	hooks.Metrics = m

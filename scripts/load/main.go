@@ -4,9 +4,12 @@
 //
 //	go run ./scripts/load -url http://127.0.0.1:8080 -scenario all -n 2000 -c 8
 //
-// Scenarios: distinct (N payments of N charges), duplicate-storm (one
-// delivery fired N times at once: exactly one may be accepted), mixed
-// (payments and partial refunds interleaved), or all. Every loop is bounded
+// Scenarios: distinct (N payments of N charges), flood (the same beside an
+// unauthenticated flood of 256 KB bodies), sse (the same beside 1,000 open
+// event streams), duplicate-storm (one delivery fired N times at once:
+// exactly one may be accepted), mixed (payments and partial refunds
+// interleaved), all (those five), and bcb-memory (one bcb-pix callback of
+// 2,000 items: answer time and razao's peak memory). Every loop is bounded
 // by -n and by -duration, which caps the whole run (setup, load and
 // verification). See README.md beside this file.
 package main
@@ -56,6 +59,12 @@ type options struct {
 	verify    bool
 	verifyMax int
 	seed      int64
+	// flood, sse and bcb-memory
+	floodC          int
+	streams         int
+	streamsPerToken int
+	bcbItems        int
+	bcbEndpoint     string
 }
 
 func main() {
@@ -83,6 +92,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.verify, "verify", true, "verify the effects through GET /v1/charges/{id} after each scenario")
 	fs.IntVar(&o.verifyMax, "verify-sample", 300, "distinct: read back at most this many charges, evenly spread (0: all); mixed and duplicate-storm read all")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of the mixed plan (0: random)")
+	fs.IntVar(&o.floodC, "flood-c", 8, "flood: goroutines posting unauthenticated 256 KB bodies (max 64)")
+	fs.IntVar(&o.streams, "streams", 1000, "sse: open event streams (max 1000)")
+	fs.IntVar(&o.streamsPerToken, "streams-per-token", 8, "sse: streams per read token (razao's per-token limit)")
+	fs.IntVar(&o.bcbItems, "bcb-items", 2000, "bcb-memory: Pix items in the one callback (max 5000)")
+	fs.StringVar(&o.bcbEndpoint, "bcb-endpoint", "bcbpix", "bcb-memory: name of razao's bcb-pix endpoint")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -104,6 +118,14 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-scheme must be standard or hodle")
 	case o.order != "ordered" && o.order != "shuffled":
 		return o, fmt.Errorf("-order must be ordered or shuffled")
+	case o.floodC < 1 || o.floodC > 64:
+		return o, fmt.Errorf("-flood-c must be 1..64")
+	case o.streams < 1 || o.streams > 1000:
+		return o, fmt.Errorf("-streams must be 1..1000")
+	case o.streamsPerToken < 1:
+		return o, fmt.Errorf("-streams-per-token must be >= 1")
+	case o.bcbItems < 1 || o.bcbItems > 5000:
+		return o, fmt.Errorf("-bcb-items must be 1..5000")
 	}
 	if _, err := scenarioList(o.scenario); err != nil {
 		return o, err
@@ -113,12 +135,14 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 
 func scenarioList(s string) ([]string, error) {
 	switch s {
-	case "distinct", "duplicate-storm", "mixed":
+	case "distinct", "flood", "sse", "duplicate-storm", "mixed", "bcb-memory":
 		return []string{s}, nil
 	case "all":
-		return []string{"distinct", "duplicate-storm", "mixed"}, nil
+		// flood and sse right after distinct, so that the three are
+		// measured on the machine in the same state.
+		return []string{"distinct", "flood", "sse", "duplicate-storm", "mixed"}, nil
 	}
-	return nil, fmt.Errorf("-scenario must be distinct, duplicate-storm, mixed or all, not %q", s)
+	return nil, fmt.Errorf("-scenario must be distinct, flood, sse, duplicate-storm, mixed, bcb-memory or all, not %q", s)
 }
 
 func run(parent context.Context, args []string, stdout, stderr io.Writer) int {
@@ -177,6 +201,12 @@ func run(parent context.Context, args []string, stdout, stderr io.Writer) int {
 			res = l.duplicateStorm(ctx)
 		case "mixed":
 			res = l.mixed(ctx)
+		case "flood":
+			res = l.flood(ctx)
+		case "sse":
+			res = l.sse(ctx)
+		case "bcb-memory":
+			res = l.bcbMemory(ctx)
 		}
 		res.finish()
 		res.writeTable(stdout)
@@ -210,6 +240,10 @@ func short(scenario string) string {
 		return "s"
 	case "mixed":
 		return "m"
+	case "flood":
+		return "f"
+	case "sse":
+		return "e"
 	}
 	return strings.ReplaceAll(scenario, "-", "")
 }

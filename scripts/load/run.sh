@@ -4,14 +4,15 @@
 # PostgreSQL at $DATABASE_URL (else 127.0.0.1:5432), migrates it, pre-loads
 # it with PRELOAD paid charges (inbox rows, posting sets and postings), runs
 # `razao verify`, serves razao on a free loopback port with scripts/dev.yaml
-# and the dev secrets, runs the three load scenarios, verifies again, then
+# and the dev secrets, runs the load scenarios, verifies again, then
 # measures the raw PostgreSQL ceiling with pgbench on scratch bench_* tables
 # in the same database, and prints every figure and the ratios. At exit it
 # stops the server and drops the database (KEEP_DB=1 keeps it).
 #
 # Knobs (environment): N=6000 C=8 STORM=1000 DURATION=300s SCHEME=standard
 # PRELOAD=200000 PGBENCH_CLIENTS=8 PGBENCH_SECONDS=15 ROUNDS=5 OUT=<dir for logs and
-# JSON; default a temporary dir, removed at exit> KEEP_DB=0.
+# JSON; default a temporary dir, removed at exit> KEEP_DB=0 STREAMS=1000
+# FLOOD_C=8 BCB_ITEMS=2000.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:$PATH:/usr/lib/postgresql/15/bin"
@@ -26,6 +27,9 @@ PGBENCH_CLIENTS=${PGBENCH_CLIENTS:-8}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-15}
 ROUNDS=${ROUNDS:-5}
 KEEP_DB=${KEEP_DB:-0}
+STREAMS=${STREAMS:-1000}
+FLOOD_C=${FLOOD_C:-8}
+BCB_ITEMS=${BCB_ITEMS:-2000}
 
 die() { echo "load/run.sh: $*" >&2; exit 1; }
 int_in() { [[ $2 =~ ^[0-9]+$ ]] && ((10#$2 >= $3 && 10#$2 <= $4)) || die "$1=$2 must be an integer in $3..$4"; }
@@ -36,6 +40,9 @@ int_in PRELOAD "$PRELOAD" 1000 2000000
 int_in PGBENCH_CLIENTS "$PGBENCH_CLIENTS" 1 64
 int_in PGBENCH_SECONDS "$PGBENCH_SECONDS" 1 120
 int_in ROUNDS "$ROUNDS" 0 10
+int_in STREAMS "$STREAMS" 1 1000
+int_in FLOOD_C "$FLOOD_C" 1 64
+int_in BCB_ITEMS "$BCB_ITEMS" 1 5000
 [[ $DURATION =~ ^[0-9]+[sm]$ ]] || die "DURATION=$DURATION must look like 300s or 5m"
 dur_s=${DURATION%?}
 [[ $DURATION == *m ]] && dur_s=$((dur_s * 60))
@@ -160,7 +167,15 @@ if grep -qE '^ +token ' <<<"$commands"; then
 	API_TOKEN=$(DATABASE_URL=$LOAD_URL timeout 60 bin/razao token create -name load-test -scope read,write 2>/dev/null)
 	echo "created API token 'load-test' (read,write) in $DB"
 fi
-DATABASE_URL=$LOAD_URL RAZAO_CONFIG=scripts/dev.yaml RAZAO_LISTEN=127.0.0.1:0 \
+# scripts/dev.yaml plus a bcb-pix endpoint for the bcb-memory scenario
+# (endpoints is the file's last key), its URL secret fresh for this run.
+RAZAO_LOAD_BCB_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '\n/+=' | head -c 40)
+export RAZAO_LOAD_BCB_SECRET
+{
+	cat scripts/dev.yaml
+	printf '  - name: bcbpix          # the bcb-memory scenario of scripts/load\n    scheme: bcb-pix\n    merchant: loja-dev\n    secrets_env: [RAZAO_LOAD_BCB_SECRET]\n'
+} >"$WORK/load.yaml"
+DATABASE_URL=$LOAD_URL RAZAO_CONFIG=$WORK/load.yaml RAZAO_LISTEN=127.0.0.1:0 \
 	bin/razao serve -migrate=false >"$OUTDIR/serve.out" 2>"$OUTDIR/serve.log" &
 SERVER_PID=$!
 URL=""
@@ -173,9 +188,14 @@ done
 [[ -n $URL ]] || die "razao serve did not report its address within 30 s"
 echo "razao (pid $SERVER_PID) serving at $URL"
 
-step "load: scenario all, n=$N c=$C storm=$STORM scheme=$SCHEME (cap $DURATION)"
+step "load: scenario all (distinct, flood, sse, duplicate-storm, mixed), n=$N c=$C storm=$STORM streams=$STREAMS scheme=$SCHEME (cap $DURATION)"
 load_rc=0
 RAZAO_API_TOKEN=$API_TOKEN timeout $((dur_s + 60)) "$WORK/load" -url "$URL" -scenario all -n "$N" -c "$C" -storm "$STORM" -scheme "$SCHEME" \
+	-streams "$STREAMS" -flood-c "$FLOOD_C" \
+	-duration "$DURATION" -json "$OUTDIR/results.jsonl" -database-url "$LOAD_URL" -server-pid "$SERVER_PID" || load_rc=$?
+
+step "load: bcb-memory, one bcb-pix callback of $BCB_ITEMS items (razao's peak RSS and answer time)"
+RAZAO_API_TOKEN=$API_TOKEN timeout $((dur_s + 60)) "$WORK/load" -url "$URL" -scenario bcb-memory -bcb-items "$BCB_ITEMS" -c "$C" \
 	-duration "$DURATION" -json "$OUTDIR/results.jsonl" -database-url "$LOAD_URL" -server-pid "$SERVER_PID" || load_rc=$?
 
 step "pgbench: scratch bench_* tables (copies of the tables, no ledger triggers)"
@@ -248,9 +268,26 @@ if [[ -s $OUTDIR/results.jsonl ]]; then
 		statuses=$(grep -o '"statuses":{[^}]*}' <<<"$line" | cut -d: -f2- | tr -d '{}"')
 		printf '%-16s %9s %11s %10s %9s %9s %9s %6s  %s\n' "$sc" "$(jfield "$line" requests_per_s)" "$(jfield "$line" accepted_per_s)" "$(jfield "$line" applied_per_s)" \
 			"$(jfield "$line" p50)" "$(jfield "$line" p99)" "$(jfield "$line" max)" "$(jfield "$line" pass)" "$statuses"
-		[[ $sc == distinct ]] && distinct_acc=$(jfield "$line" applied_per_s)
+		[[ $sc == distinct ]] && distinct_acc=$(jfield "$line" applied_per_s) && distinct_p99=$(jfield "$line" p99)
+		[[ $sc == flood ]] && flood_acc=$(jfield "$line" applied_per_s) && flood_p99=$(jfield "$line" p99)
+		[[ $sc == sse ]] && sse_acc=$(jfield "$line" applied_per_s) && sse_p99=$(jfield "$line" p99)
+		if [[ $sc == bcb-memory ]]; then
+			bcb_line="bcb-memory: $(jfield "$line" items) items, $(jfield "$line" body_bytes) bytes: answered $(jfield "$line" code) in $(jfield "$line" answer_ms) ms, razao's peak RSS $(jfield "$line" peak_rss_mb_until_answer) MB until the answer, $(jfield "$line" peak_rss_mb) MB until applied (from $(jfield "$line" rss_before_mb) MB; target < 64 MB, < 1 s)"
+		fi
 	done <"$OUTDIR/results.jsonl"
 fi
+if [[ -n ${distinct_acc:-} ]]; then
+	echo
+	echo "beside the plain run (distinct), same run, same n and c (targets: within 1.5x):"
+	for sc in flood sse; do
+		acc_v=${sc}_acc p99_v=${sc}_p99
+		[[ -n ${!acc_v:-} ]] || continue
+		awk -v name="$sc" -v a="${!acc_v}" -v p="${!p99_v}" -v da="$distinct_acc" -v dp="$distinct_p99" 'BEGIN {
+			printf "  %-6s confirmed %8.1f/s (distinct %8.1f/s, ratio %.2f)   p99 %7.2f ms (distinct %7.2f ms, ratio %.2f)\n", name, a, da, (da > 0 ? a / da : 0), p, dp, (dp > 0 ? p / dp : 0)
+		}'
+	done
+fi
+[[ -z ${bcb_line:-} ]] || { echo; echo "$bcb_line"; }
 echo
 printf 'pgbench (a) posting tx          %10s tx/s\n' "$tps_a"
 printf 'pgbench (b) inbox insert        %10s tx/s\n' "$tps_b"

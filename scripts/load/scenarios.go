@@ -55,16 +55,26 @@ type expectation struct {
 
 // distinct: N charges registered beforehand, then one signed payment each.
 func (l *loader) distinct(ctx context.Context) *result {
+	return l.payments(ctx, "distinct", nil)
+}
+
+// beside is a load that runs beside a scenario's payments: started once the
+// charges are registered, before the timed phase; the function it returns
+// stops it once every payment is applied and records what it saw in res.
+type beside func(ctx context.Context, res *result) (stop func())
+
+// payments is distinct, with an optional load beside it (flood, sse).
+func (l *loader) payments(ctx context.Context, name string, with beside) *result {
 	n := l.opt.n
-	res := newResult(l, "distinct", n, l.opt.c)
-	prefix := l.runID + "-d-"
+	res := newResult(l, name, n, l.opt.c)
+	prefix := l.runID + "-" + short(name) + "-"
 	specs := make([]chargeSpec, n)
 	for i := range specs {
 		specs[i] = chargeSpec{ID: prefix + strconv.Itoa(i), Amount: 1000 + int64(i*37%9000), Partner: partner(i),
 			CommissionBP: 1000, Access: "course:load"}
 	}
 	t0 := time.Now()
-	l.logf("distinct: registering %d charges", n)
+	l.logf("%s: registering %d charges", name, n)
 	if err := l.register(ctx, specs); err != nil {
 		res.violate("setup: %v", err)
 		res.Incomplete = ctx.Err() != nil
@@ -76,9 +86,18 @@ func (l *loader) distinct(ctx context.Context) *result {
 		s := specs[i]
 		jobs[i] = job{kind: "paid", build: func(now time.Time) delivery { return l.scheme.paid("wh-"+s.ID, s.ID, s.Amount, now) }}
 	}
-	l.logf("distinct: %d payments at c=%d", n, l.opt.c)
+	stop := func() {}
+	if with != nil {
+		stop = with(ctx, res)
+		if len(res.Violations) > 0 {
+			stop()
+			return res
+		}
+	}
+	l.logf("%s: %d payments at c=%d", name, n, l.opt.c)
 	replies, sent := l.fire(ctx, res, jobs, l.opt.c)
 	l.waitApplied(ctx, res, prefix)
+	stop()
 	if res.Accepted != res.Sent {
 		res.violate("%d of %d payments were not answered 200 accepted", res.Sent-res.Accepted, res.Sent)
 	}
