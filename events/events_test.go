@@ -251,20 +251,20 @@ func TestLongTransactionInAnotherDatabaseDoesNotHoldEvents(t *testing.T) {
 func TestOnlyTransactionsThatCanWriteTheOutboxHoldEvents(t *testing.T) {
 	t.Parallel()
 	owner, ownerURL := pgtest.NewWithURL(t)
-	r := newRoles(t, owner, ownerURL)
-	service := r.service()
-	svc := r.connect(service)
+	r := pgtest.NewRoles(t, owner, ownerURL)
+	service := r.Service()
+	svc := r.Connect(service)
 	for _, tc := range []struct {
 		name  string
 		role  string
 		holds bool
 	}{
-		{"unrelated role", r.create("unrelated", ""), false},
-		{"role with SELECT on outbox only", r.create("reader", "", `GRANT SELECT ON outbox TO %s`), false},
+		{"unrelated role", r.Create("unrelated", ""), false},
+		{"role with SELECT on outbox only", r.Create("reader", "", `GRANT SELECT ON outbox TO %s`), false},
 		{"service role", service, true},
-		{"NOINHERIT member of the service role", r.create("member", "NOINHERIT", `GRANT `+pq.QuoteIdentifier(service)+` TO %s`), true},
-		{"role granted INSERT on outbox", r.create("writer", "", `GRANT INSERT ON outbox TO %s`), true},
-		{"role granted INSERT on one column of outbox", r.create("colwriter", "", `GRANT INSERT (payload) ON outbox TO %s`), true},
+		{"NOINHERIT member of the service role", r.Create("member", "NOINHERIT", `GRANT `+pq.QuoteIdentifier(service)+` TO %s`), true},
+		{"role granted INSERT on outbox", r.Create("writer", "", `GRANT INSERT ON outbox TO %s`), true},
+		{"role granted INSERT on one column of outbox", r.Create("colwriter", "", `GRANT INSERT (payload) ON outbox TO %s`), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := since(t, svc, "")
@@ -272,7 +272,7 @@ func TestOnlyTransactionsThatCanWriteTheOutboxHoldEvents(t *testing.T) {
 			if len(before) > 0 {
 				cursor = before[len(before)-1].Cursor
 			}
-			idle := begin(t, r.connect(tc.role))
+			idle := begin(t, r.Connect(tc.role))
 			if _, err := idle.Exec(`SELECT pg_current_xact_id()`); err != nil {
 				t.Fatal(err)
 			}

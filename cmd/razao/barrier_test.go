@@ -28,6 +28,7 @@ var (
 // August closed, and a pool connected as the documented service role.
 type barrierEnv struct {
 	owner, svc *sqlx.DB
+	roles      *pgtest.Roles
 	url, role  string
 	l          *postings.Ledger
 	saleID     int64
@@ -36,9 +37,11 @@ type barrierEnv struct {
 func newBarrierEnv(t *testing.T) *barrierEnv {
 	t.Helper()
 	owner, url := pgtest.NewWithURL(t)
-	svc, role := serviceRole(t, owner, url)
+	roles := pgtest.NewRoles(t, owner, url)
+	role := roles.Service()
+	svc := roles.Connect(role)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	e := &barrierEnv{owner: owner, svc: svc, url: url, role: role, l: postings.New(svc, cal)}
+	e := &barrierEnv{owner: owner, svc: svc, roles: roles, url: url, role: role, l: postings.New(svc, cal)}
 	sale, _ := postings.Sale("c1", "BRL", 100, 0, aug10)
 	p, err := e.l.Post(context.Background(), sale)
 	if err != nil {
@@ -58,7 +61,7 @@ func newBarrierEnv(t *testing.T) *barrierEnv {
 func (e *barrierEnv) attack(t *testing.T, steps ...string) error {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := connectAs(t, e.url, e.role).Connx(ctx)
+	conn, err := e.roles.Connect(e.role).Connx(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,13 +204,7 @@ func TestUnrelatedRoleCannotFreezeTheLedger(t *testing.T) {
 	t.Parallel()
 	e := newBarrierEnv(t)
 	ctx := context.Background()
-	var dbName string
-	e.owner.Get(&dbName, `SELECT current_database()`)
-	other := e.role + "_other"
-	e.owner.MustExec(`CREATE ROLE ` + pq.QuoteIdentifier(other) + ` LOGIN`)
-	t.Cleanup(func() { dropRole(e.owner, other) })
-	e.owner.MustExec(fmt.Sprintf(`GRANT CONNECT ON DATABASE %s TO %s`, pq.QuoteIdentifier(dbName), pq.QuoteIdentifier(other)))
-	conn, err := connectAs(t, e.url, other).Connx(ctx)
+	conn, err := e.roles.Connect(e.roles.Create("other", "")).Connx(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,11 +258,9 @@ func TestUnrelatedRoleCannotFreezeTheLedger(t *testing.T) {
 func TestRoleDocumentRevokesConnectAndTempFromPublic(t *testing.T) {
 	t.Parallel()
 	e := newBarrierEnv(t)
-	nobody := e.role + "_nobody"
-	e.owner.MustExec(`CREATE ROLE ` + pq.QuoteIdentifier(nobody) + ` LOGIN`)
-	t.Cleanup(func() { dropRole(e.owner, nobody) })
+	nobody := e.roles.Create("nobody", "NOCONNECT")
 	var pqErr *pq.Error
-	if err := connectAs(t, e.url, nobody).Ping(); !errors.As(err, &pqErr) || pqErr.Code != "42501" {
+	if err := e.roles.Connect(nobody).Ping(); !errors.As(err, &pqErr) || pqErr.Code != "42501" {
 		t.Errorf("a role without CONNECT connected: %v", err)
 	}
 	if _, err := e.svc.Exec(`CREATE TEMP TABLE postings (id bigint)`); !errors.As(err, &pqErr) || pqErr.Code != "42501" {

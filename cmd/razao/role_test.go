@@ -3,13 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"net/url"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/internal/pgtest"
@@ -24,7 +20,8 @@ import (
 func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
 	t.Parallel()
 	owner, ownerURL := pgtest.NewWithURL(t)
-	svc, _ := serviceRole(t, owner, ownerURL)
+	r := pgtest.NewRoles(t, owner, ownerURL)
+	svc := r.Connect(r.Service())
 
 	// The business path works as the service role.
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
@@ -62,40 +59,3 @@ func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
 	}
 }
 
-// serviceRole applies docs/razao-role.sql to the test's database under a
-// role name of the test's own (roles are server-wide) and returns a pool
-// connected as that role, and the role's name.
-func serviceRole(t *testing.T, owner *sqlx.DB, ownerURL string) (*sqlx.DB, string) {
-	t.Helper()
-	script, err := os.ReadFile("../../docs/razao-role.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dbName string
-	owner.Get(&dbName, `SELECT current_database()`)
-	role := "razao_" + strings.TrimPrefix(dbName, "razao_test_")
-	sqlText := strings.NewReplacer(" razao ", " "+role+" ", " razao;", " "+role+";", " razao\n", " "+role+"\n", "'razao'", "'"+role+"'").Replace(string(script))
-	if _, err := owner.Exec(sqlText); err != nil {
-		t.Fatalf("role script: %v", err)
-	}
-	t.Cleanup(func() { dropRole(owner, role) })
-	return connectAs(t, ownerURL, role), role
-}
-
-// connectAs opens a pool to the database at dbURL as role.
-func connectAs(t *testing.T, dbURL, role string) *sqlx.DB {
-	t.Helper()
-	u, _ := url.Parse(dbURL)
-	u.User = url.User(role)
-	db, err := sqlx.Open("postgres", u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
-func dropRole(owner *sqlx.DB, role string) {
-	owner.Exec(`DROP OWNED BY ` + pq.QuoteIdentifier(role))
-	owner.Exec(`DROP ROLE IF EXISTS ` + pq.QuoteIdentifier(role))
-}
