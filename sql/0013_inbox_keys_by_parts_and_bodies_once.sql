@@ -33,6 +33,6 @@ CREATE TABLE inbox_bodies (
     headers     jsonb       NOT NULL DEFAULT '{}',
     received_at timestamptz NOT NULL DEFAULT now()
 );
-ALTER TABLE inbox ADD COLUMN body_id bigint REFERENCES inbox_bodies (id);
+ALTER TABLE inbox ADD COLUMN body_id bigint CONSTRAINT fk_inbox_body REFERENCES inbox_bodies (id);
 ALTER TABLE inbox ALTER COLUMN body DROP NOT NULL;
 ALTER TABLE inbox ADD CONSTRAINT ck_inbox_body CHECK ((body IS NULL) <> (body_id IS NULL));
