@@ -82,7 +82,11 @@ type Charge struct {
 const chargeColumns = `id, psp_ref, merchant, amount, currency, partner, commission_bp, access, metadata, state,
 	paid_amount, fee, commission, paid_at, paid_ref, refunded_amount, failed_at, request_hash, created_at, updated_at`
 
-var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$`)
+// MaxIDLength is the longest charge id (and PSP reference): posting-set
+// keys derive from it, and intake checks the keys against it.
+const MaxIDLength = 100
+
+var idRE = regexp.MustCompile(fmt.Sprintf(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,%d}$`, MaxIDLength-1))
 
 // ResolveMerchant checks the registration's merchant against the
 // merchants the webhook endpoints are configured with: with exactly one

@@ -139,6 +139,10 @@ func (s *Set) Validate() error {
 	return nil
 }
 
+// MaxKeyLength is the longest idempotency key a posting set may have, as
+// ck_posting_sets_key says.
+const MaxKeyLength = 300
+
 func (s *Set) validateHeader() error {
 	switch s.Kind {
 	case KindSale, KindCommission, KindRefund, KindCommissionReversal, KindPayout, KindAdjustment:
@@ -146,8 +150,8 @@ func (s *Set) validateHeader() error {
 		return fmt.Errorf("%w: kind %q", ErrInvalid, s.Kind)
 	}
 	switch {
-	case s.IdempotencyKey == "" || len(s.IdempotencyKey) > 300:
-		return fmt.Errorf("%w: idempotency key must have 1 to 300 bytes", ErrInvalid)
+	case s.IdempotencyKey == "" || len(s.IdempotencyKey) > MaxKeyLength:
+		return fmt.Errorf("%w: idempotency key must have 1 to %d bytes", ErrInvalid, MaxKeyLength)
 	case s.Amount <= 0:
 		return fmt.Errorf("%w: amount %d must be positive", ErrInvalid, s.Amount)
 	case s.Amount > money.Ceiling:

@@ -68,7 +68,7 @@ func Refund(chargeID, refundID, currency string, amount int64, at time.Time) (Se
 		return Set{}, fmt.Errorf("%w: refund of %d", ErrInvalid, amount)
 	}
 	return Set{
-		Kind: KindRefund, IdempotencyKey: "refund:" + chargeRefundKey(chargeID, refundID), Amount: amount, Currency: currency,
+		Kind: KindRefund, IdempotencyKey: refundKey(chargeID, refundID), Amount: amount, Currency: currency,
 		EventAt: at, ChargeID: chargeID, RefundID: refundID,
 		Legs: []Leg{{Account: accounts.Revenue, Amount: amount}, {Account: accounts.Cash, Amount: -amount}},
 	}, nil
@@ -95,7 +95,7 @@ func CommissionReversalSet(chargeID, refundID, partner, currency string, amount 
 		return Set{}, false, err
 	}
 	return Set{
-		Kind: KindCommissionReversal, IdempotencyKey: "commission_reversal:" + chargeRefundKey(chargeID, refundID),
+		Kind: KindCommissionReversal, IdempotencyKey: reversalKey(chargeID, refundID),
 		Amount: amount, Currency: currency, EventAt: at, ChargeID: chargeID, RefundID: refundID, Partner: partner,
 		Legs: []Leg{{Account: payable, Amount: amount}, {Account: accounts.CommissionExpense, Amount: -amount}},
 	}, true, nil
@@ -118,8 +118,27 @@ func Payout(partner, key, currency string, amount int64, at time.Time) (Set, err
 	}, nil
 }
 
+// RefundKeys returns the idempotency keys of the sets one refund books
+// (the refund and its commission reversal), for intake to check that they
+// fit MaxKeyLength before the refund is accepted. They name the charge and
+// the PSP's refund id in full, rather than a hash of them, so that an
+// auditor reads in the journal which refund a set books.
+func RefundKeys(chargeID, refundID string) []string {
+	return []string{refundKey(chargeID, refundID), reversalKey(chargeID, refundID)}
+}
+
+func refundKey(chargeID, refundID string) string {
+	return "refund:" + chargeRefundKey(chargeID, refundID)
+}
+
+func reversalKey(chargeID, refundID string) string {
+	return "commission_reversal:" + chargeRefundKey(chargeID, refundID)
+}
+
 // chargeRefundKey joins a charge id and a refund id unambiguously: both may
-// contain ':', so the charge id is prefixed with its length ("7:order-1:rf-1").
+// contain ':', so the charge id is prefixed with its length ("7:order-1:rf-1");
+// the refund id, last, may then hold any byte ('|', ':') without two pairs
+// making one key.
 func chargeRefundKey(chargeID, refundID string) string {
 	return fmt.Sprintf("%d:%s:%s", len(chargeID), chargeID, refundID)
 }

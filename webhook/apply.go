@@ -67,7 +67,7 @@ func (in *Inbox) followRedeliveries(ctx context.Context, r *putRequest, later fu
 		if !s.Duplicate || r.entries[i].status != "pending" {
 			continue
 		}
-		id, err := in.redeliver(ctx, s.Key)
+		id, err := in.redeliver(ctx, r.entries[i].key)
 		if err != nil {
 			return err
 		}
@@ -84,8 +84,8 @@ func (in *Inbox) followRedeliveries(ctx context.Context, r *putRequest, later fu
 // the PSP would not send the delivery again, and a requeue or a grant
 // repair that failed would be lost. Concurrent redeliveries of one key
 // share one call: a storm of copies costs one.
-func (in *Inbox) redeliver(ctx context.Context, key string) (int64, error) {
-	return in.redeliveries.do(ctx, key, func() (int64, error) {
+func (in *Inbox) redeliver(ctx context.Context, key Key) (int64, error) {
+	return in.redeliveries.do(ctx, key.String(), func() (int64, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.proc.Timeout)
 		defer cancel()
 		return in.proc.redelivered(ctx, key)

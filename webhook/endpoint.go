@@ -15,6 +15,15 @@ import (
 // DefaultMaxBody is the largest body accepted when an endpoint sets none.
 const DefaultMaxBody = 256 << 10
 
+// DefaultMaxItems is the most events one delivery may carry when an
+// endpoint sets none: a bcb-pix callback makes one per Pix and one per
+// devolução. Each is an inbox row and a share of its processing; a PSP
+// with more sends several callbacks.
+const DefaultMaxItems = 1000
+
+// maxMaxItems bounds max_items: a 256 KiB body holds about 2,500 Pix.
+const maxMaxItems = 100_000
+
 // EndpointConfig is one configured webhook endpoint, as read from the
 // config file. Secrets are named by environment variable (SecretsEnv) or,
 // for local use, given inline (Secrets); current first, then previous.
@@ -26,6 +35,8 @@ type EndpointConfig struct {
 	SecretsEnv   []string `yaml:"secrets_env"`
 	PublicKey    string   `yaml:"public_key"`
 	MaxBodyBytes int64    `yaml:"max_body_bytes"`
+	// MaxItems is the most events one delivery may carry (0: DefaultMaxItems).
+	MaxItems int `yaml:"max_items"`
 }
 
 // Endpoint is a configured endpoint ready to authenticate deliveries.
@@ -33,6 +44,9 @@ type Endpoint struct {
 	Name     string
 	Merchant string
 	MaxBody  int64
+	// MaxItems is the most events one delivery may carry; a delivery with
+	// more is kept as malformed (400).
+	MaxItems int
 	Scheme   scheme.Scheme
 }
 
@@ -65,11 +79,18 @@ func NewEndpoint(cfg EndpointConfig, getenv func(string) string) (*Endpoint, err
 	if max < 1<<10 || max > 16<<20 {
 		return nil, fmt.Errorf("%w: endpoint %s: max_body_bytes must be 1 KiB..16 MiB", ErrConfig, cfg.Name)
 	}
+	items := cfg.MaxItems
+	if items == 0 {
+		items = DefaultMaxItems
+	}
+	if items < 1 || items > maxMaxItems {
+		return nil, fmt.Errorf("%w: endpoint %s: max_items must be 1..%d", ErrConfig, cfg.Name, maxMaxItems)
+	}
 	s, err := scheme.New(cfg.Scheme, scheme.Config{Secrets: secrets, PublicKey: cfg.PublicKey})
 	if err != nil {
 		return nil, fmt.Errorf("%w: endpoint %s: %w", ErrConfig, cfg.Name, err)
 	}
-	return &Endpoint{Name: cfg.Name, Merchant: cfg.Merchant, MaxBody: max, Scheme: s}, nil
+	return &Endpoint{Name: cfg.Name, Merchant: cfg.Merchant, MaxBody: max, MaxItems: items, Scheme: s}, nil
 }
 
 // Merchants lists the distinct merchants of the endpoints, in their order.

@@ -123,7 +123,7 @@ func TestSeedTable(t *testing.T) {
 		// the same key, so both requests wait on it before either commits.
 		gate := e.db.MustBegin()
 		gate.MustExec(`INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body)
-			VALUES ('hodle|DEPOSIT_ASSET_FAILED|event-1', 'hodle', 'hodle', 'loja-1', 'x', 'x', 'failed', '{}', '')`)
+			VALUES ('hodle|DEPOSIT_ASSET_FAILED|event-1', 'hodle', 'hodle', 'loja-1', 'DEPOSIT_ASSET_FAILED', 'event-1', 'failed', '{}', '')`)
 		replies := make([]reply, 2)
 		var wg sync.WaitGroup
 		for i := range replies {

@@ -9,10 +9,13 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
+	"github.com/razao/razao/charges"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
@@ -98,7 +101,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	evs, err := scheme.ParseDelivery(ep.Scheme, req)
 	if err == nil {
-		err = checkIDs(evs)
+		err = checkEvents(ep, evs)
 	}
 	if err == nil {
 		err = checkTimes(evs, h.proc.applier.Ledger.Calendar(), req.Now)
@@ -163,15 +166,67 @@ func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint
 // ones would not fit a btree index entry, and no PSP sends them.
 const maxIDLength = 256
 
-// checkIDs refuses events whose ids the inbox could not store, so the
-// delivery is kept as malformed (400) instead of failing to store (503).
-func checkIDs(evs []scheme.Event) error {
+// checkEvents refuses a delivery the inbox could not store, or whose
+// events would fail every time they are applied, so that it is kept as
+// malformed (400) instead of failing to store (503) or being answered 200
+// and then failing attempt after attempt: too many events for the
+// endpoint, an id too long for the index or with text PostgreSQL refuses,
+// or a refund id too long for the posting-set keys derived from it.
+func checkEvents(ep *Endpoint, evs []scheme.Event) error {
+	if len(evs) > ep.MaxItems {
+		return fmt.Errorf("%w: the delivery carries %d events (for bcb-pix: each Pix and each devolução), more than this endpoint's max_items of %d; send them in smaller callbacks",
+			scheme.ErrMalformed, len(evs), ep.MaxItems)
+	}
 	for _, ev := range evs {
 		for _, f := range []struct{ name, v string }{{"event id", ev.EventID}, {"event type", ev.Type},
 			{"charge id", ev.ChargeID}, {"PSP reference", ev.PSPRef}, {"refund id", ev.RefundID}} {
-			if len(f.v) > maxIDLength {
-				return fmt.Errorf("%w: %s longer than %d bytes", scheme.ErrMalformed, f.name, maxIDLength)
+			if err := checkText(f.v); err != nil {
+				return fmt.Errorf("%w: %s %w", scheme.ErrMalformed, f.name, err)
 			}
+		}
+		for name, v := range ev.Extra {
+			if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {
+				return fmt.Errorf("%w: %s holds a NUL or invalid UTF-8", scheme.ErrMalformed, name)
+			}
+		}
+		if err := checkSetKeys(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkText refuses an id the inbox cannot store: longer than
+// maxIDLength, or with a NUL or invalid UTF-8, which PostgreSQL's text
+// (and jsonb) refuse.
+func checkText(v string) error {
+	switch {
+	case len(v) > maxIDLength:
+		return fmt.Errorf("longer than %d bytes", maxIDLength)
+	case strings.IndexByte(v, 0) >= 0:
+		return errors.New("holds a NUL character")
+	case !utf8.ValidString(v):
+		return errors.New("is not valid UTF-8")
+	}
+	return nil
+}
+
+// longestChargeID stands for whichever charge an event's ids find: the
+// posting-set keys of a refund derive from its charge's id, which can be
+// as long as charges.MaxIDLength.
+var longestChargeID = strings.Repeat("x", charges.MaxIDLength)
+
+// checkSetKeys refuses a refund whose posting sets' idempotency keys,
+// which name its PSP refund id in full so that the journal reads plainly,
+// would be longer than postings.MaxKeyLength for some charge.
+func checkSetKeys(ev scheme.Event) error {
+	if ev.RefundID == "" {
+		return nil
+	}
+	for _, k := range postings.RefundKeys(longestChargeID, ev.RefundID) {
+		if len(k) > postings.MaxKeyLength {
+			return fmt.Errorf("%w: refund id of %d bytes: the posting-set keys derived from it would exceed %d bytes (refund ids of up to %d bytes fit)",
+				scheme.ErrMalformed, len(ev.RefundID), postings.MaxKeyLength, len(ev.RefundID)-(len(k)-postings.MaxKeyLength))
 		}
 	}
 	return nil

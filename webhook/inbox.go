@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/jmoiron/sqlx"
@@ -23,7 +24,9 @@ type Inbox struct {
 	db         *sqlx.DB
 	group      *batch.Group[*putRequest]
 	insertStmt *sqlstmt.Stmt
-	proc       *Processor
+	// insertSharedStmt is for batches with a delivery of several events.
+	insertSharedStmt *sqlstmt.Stmt
+	proc             *Processor
 	// fresh carries each group commit's new deliveries, once its requests
 	// are answered, to the appliers; slow holds those that wait on a lock.
 	fresh chan int64
@@ -34,7 +37,7 @@ type Inbox struct {
 
 // NewInbox returns the inbox over db, applying deliveries with proc.
 func NewInbox(db *sqlx.DB, proc *Processor) *Inbox {
-	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL), proc: proc,
+	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL), insertSharedStmt: sqlstmt.New(db, insertSharedSQL), proc: proc,
 		fresh: make(chan int64, freshQueue), slow: newSlowLane(proc.log.Warn)}
 	in.group = batch.New(maxBatch, in.insertAll)
 	return in
@@ -42,9 +45,10 @@ func NewInbox(db *sqlx.DB, proc *Processor) *Inbox {
 
 // entry is one inbox row to write.
 type entry struct {
-	key, eventType, eventID, kind, chargeRef string
-	event                                    []byte
-	status                                   string
+	key             Key
+	kind, chargeRef string
+	event           []byte
+	status          string
 }
 
 // Stored says what the inbox did with one entry.
@@ -67,17 +71,29 @@ func auditHeaders(h http.Header) []byte {
 			if len(v) > 512 {
 				v = v[:512]
 			}
-			kept[name] = v
+			// jsonb refuses a NUL: the audit copy marks it instead.
+			kept[name] = strings.ReplaceAll(v, "\x00", "\uFFFD")
 		}
 	}
 	b, _ := json.Marshal(kept)
 	return b
 }
 
-// deliveryKey is (endpoint, event type, the PSP's stable event id): what
-// makes two deliveries the same notification.
-func deliveryKey(endpoint, eventType, eventID string) string {
-	return endpoint + "|" + eventType + "|" + eventID
+// Key is (endpoint, event type, the PSP's stable event id): what makes
+// two deliveries the same notification. The inbox is unique on the three
+// columns, never on a string joining them: any separator may occur in a
+// PSP's event type or id.
+type Key struct {
+	Endpoint, EventType, EventID string
+}
+
+// String renders the key for the PSP's answer and the inbox's
+// delivery_key column, each part prefixed with its length
+// ("5:hodle22:DEPOSIT_ASSET_REFUNDED5:rf|77"), so that two keys never read
+// alike. A key joined with '|' by an older razao cannot read like one
+// either: its endpoint name, before the first '|', holds no ':'.
+func (k Key) String() string {
+	return fmt.Sprintf("%d:%s%d:%s%d:%s", len(k.Endpoint), k.Endpoint, len(k.EventType), k.EventType, len(k.EventID), k.EventID)
 }
 
 func entriesFor(ep *Endpoint, evs []scheme.Event, body []byte) []entry {
@@ -97,7 +113,7 @@ func entriesFor(ep *Endpoint, evs []scheme.Event, body []byte) []entry {
 			status = "ignored"
 		}
 		b, _ := json.Marshal(ev)
-		out = append(out, entry{key: deliveryKey(ep.Name, ev.Type, id), eventType: ev.Type, eventID: id,
+		out = append(out, entry{key: Key{ep.Name, ev.Type, id},
 			kind: string(ev.Kind), chargeRef: ref, event: b, status: status})
 	}
 	return out
@@ -217,15 +233,49 @@ func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
 	}
 }
 
-// insertSQL stores deliveries, each unless one with its key is stored.
+// insertSQL stores deliveries of one event each, each unless one with
+// its key is stored, with its body and audit headers in its row.
 const insertSQL = `
 	INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
 		event, body, headers, status, next_attempt_at)
 	SELECT k, ep, sc, me, t, i, kd, NULLIF(r, ''), e::jsonb, b, h::jsonb, s, now() + interval '5 seconds'
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::bytea[], $11::text[], $12::text[]) AS u (k, ep, sc, me, t, i, kd, r, e, b, h, s)
-	ON CONFLICT (delivery_key) DO NOTHING
-	RETURNING id, delivery_key`
+	ON CONFLICT (endpoint, event_type, event_id) DO NOTHING
+	RETURNING id, endpoint, event_type, event_id`
+
+// insertSharedSQL is insertSQL for a batch where some deliveries carry
+// several events: a bcb-pix callback makes an inbox row per Pix and per
+// devolução, and each row kept the whole callback (2,200 rows each with
+// the callback's 254 KB were 560 MB, and a 503). Such a delivery stores
+// its body and audit headers once, in inbox_bodies, and its rows refer to
+// that row ($13 gives each entry's body, 0 for one inline). A shared body
+// none of whose events is new (a redelivery) is not kept. Its id is drawn
+// before the rows are written so that they can refer to it in the same
+// statement; the foreign key is checked at the statement's end, once both
+// are written. The body id is a scalar subquery, not a join, so that rows
+// are inserted in the order given: of several entries with one key, the
+// first is stored. Batches of single events, the common case, keep to
+// insertSQL, which is cheaper.
+const insertSharedSQL = `
+	WITH bodies AS (
+		SELECT nextval(pg_get_serial_sequence('inbox_bodies', 'id')) AS id, b, h, n
+		FROM unnest($14::bytea[], $15::text[]) WITH ORDINALITY AS u (b, h, n)
+	), stored AS (
+		INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
+			event, body, headers, body_id, status, next_attempt_at)
+		SELECT k, ep, sc, me, t, i, kd, NULLIF(r, ''), e::jsonb, CASE WHEN bn = 0 THEN b END, h::jsonb,
+			(SELECT id FROM bodies WHERE n = u.bn), s, now() + interval '5 seconds'
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+			$8::text[], $9::text[], $10::bytea[], $11::text[], $12::text[], $13::bigint[])
+			AS u (k, ep, sc, me, t, i, kd, r, e, b, h, s, bn)
+		ON CONFLICT (endpoint, event_type, event_id) DO NOTHING
+		RETURNING id, endpoint, event_type, event_id, body_id
+	), kept AS (
+		INSERT INTO inbox_bodies (id, body, headers)
+		SELECT id, b, h::jsonb FROM bodies WHERE id IN (SELECT body_id FROM stored)
+	)
+	SELECT id, endpoint, event_type, event_id FROM stored`
 
 // insert writes the entries of every request in one statement in
 // autocommit: one round trip, one commit. The rows are read to the end
@@ -233,34 +283,48 @@ const insertSQL = `
 // Of several entries with one key, the first in the batch is the accepted
 // one and the others are duplicates.
 func (in *Inbox) insert(ctx context.Context, batch []*putRequest) error {
-	var keys, eps, schemes, merchants, types, ids, kinds, refs, evs, headers, statuses []string
-	var bodies [][]byte
+	var keys, eps, schemes, merchants, types, ids, kinds, refs, evs, headers, statuses, sharedHeaders []string
+	var bodies, shared [][]byte
+	var bodyOf []int64
 	for _, r := range batch {
+		// Each body goes into the statement once: inline for its one
+		// event, or shared by all of them.
+		body, header, n := r.body, string(r.headers), int64(0)
+		if len(r.entries) > 1 {
+			shared, sharedHeaders = append(shared, r.body), append(sharedHeaders, string(r.headers))
+			body, header, n = nil, "{}", int64(len(shared))
+		}
 		for _, e := range r.entries {
-			keys, eps, schemes, merchants = append(keys, e.key), append(eps, r.ep.Name), append(schemes, r.ep.Scheme.Name()), append(merchants, r.ep.Merchant)
-			types, ids, kinds, refs = append(types, e.eventType), append(ids, e.eventID), append(kinds, e.kind), append(refs, e.chargeRef)
+			keys, eps, schemes, merchants = append(keys, e.key.String()), append(eps, e.key.Endpoint), append(schemes, r.ep.Scheme.Name()), append(merchants, r.ep.Merchant)
+			types, ids, kinds, refs = append(types, e.key.EventType), append(ids, e.key.EventID), append(kinds, e.kind), append(refs, e.chargeRef)
 			evs, statuses = append(evs, string(e.event)), append(statuses, e.status)
-			bodies, headers = append(bodies, r.body), append(headers, string(r.headers))
+			bodies, headers, bodyOf = append(bodies, body), append(headers, header), append(bodyOf, n)
 		}
 	}
-	stmt, err := in.insertStmt.Prepared(ctx)
+	args := []any{pq.Array(keys), pq.Array(eps), pq.Array(schemes), pq.Array(merchants), pq.Array(types), pq.Array(ids),
+		pq.Array(kinds), pq.Array(refs), pq.Array(evs), pq.Array(bodies), pq.Array(headers), pq.Array(statuses)}
+	which := in.insertStmt
+	if len(shared) > 0 {
+		which = in.insertSharedStmt
+		args = append(args, pq.Array(bodyOf), pq.Array(shared), pq.Array(sharedHeaders))
+	}
+	stmt, err := which.Prepared(ctx)
 	if err != nil {
 		return fmt.Errorf("inbox: insert: %w", err)
 	}
-	rows, err := stmt.QueryxContext(ctx, pq.Array(keys), pq.Array(eps), pq.Array(schemes), pq.Array(merchants), pq.Array(types), pq.Array(ids),
-		pq.Array(kinds), pq.Array(refs), pq.Array(evs), pq.Array(bodies), pq.Array(headers), pq.Array(statuses))
+	rows, err := stmt.QueryxContext(ctx, args...)
 	if err != nil {
 		return fmt.Errorf("inbox: insert: %w", err)
 	}
-	inserted := map[string]int64{}
+	inserted := map[Key]int64{}
 	for rows.Next() {
 		var id int64
-		var key string
-		if err := rows.Scan(&id, &key); err != nil {
+		var k Key
+		if err := rows.Scan(&id, &k.Endpoint, &k.EventType, &k.EventID); err != nil {
 			rows.Close()
 			return fmt.Errorf("inbox: scan: %w", err)
 		}
-		inserted[key] = id
+		inserted[k] = id
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("inbox: insert: %w", err)
@@ -273,7 +337,7 @@ func (in *Inbox) insert(ctx context.Context, batch []*putRequest) error {
 		for i, e := range r.entries {
 			id, ok := inserted[e.key]
 			delete(inserted, e.key) // the first entry with a key takes it
-			r.stored[i] = Stored{ID: id, Key: e.key, Duplicate: !ok}
+			r.stored[i] = Stored{ID: id, Key: e.key.String(), Duplicate: !ok}
 		}
 	}
 	return nil
@@ -284,10 +348,12 @@ func (in *Inbox) insert(ctx context.Context, batch []*putRequest) error {
 func (in *Inbox) putMalformed(ctx context.Context, ep *Endpoint, deliveryID string, body, headers []byte, cause error) (Stored, error) {
 	if deliveryID == "" {
 		deliveryID = "sha256:" + bodyHash(body)
-	} else if len(deliveryID) > maxIDLength {
+	} else if checkText(deliveryID) != nil {
+		// Too long for the index, or text PostgreSQL refuses (a NUL,
+		// invalid UTF-8): its hash still keys the delivery stably.
 		deliveryID = "sha256:" + bodyHash([]byte(deliveryID))
 	}
-	key := deliveryKey(ep.Name, "malformed", deliveryID)
+	key := Key{ep.Name, "malformed", deliveryID}
 	tx, err := in.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return Stored{}, fmt.Errorf("inbox: begin: %w", err)
@@ -297,11 +363,11 @@ func (in *Inbox) putMalformed(ctx context.Context, ep *Endpoint, deliveryID stri
 	err = tx.GetContext(ctx, &id, `
 		INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body, headers, status, last_error, processed_at)
 		VALUES ($1, $2, $3, $4, 'malformed', $5, 'malformed', '{}', $6, $7, 'divergent', $8, now())
-		ON CONFLICT (delivery_key) DO NOTHING RETURNING id`,
-		key, ep.Name, ep.Scheme.Name(), ep.Merchant, deliveryID, body, string(headers), cause.Error())
+		ON CONFLICT (endpoint, event_type, event_id) DO NOTHING RETURNING id`,
+		key.String(), ep.Name, ep.Scheme.Name(), ep.Merchant, deliveryID, body, string(headers), cause.Error())
 	if err != nil {
 		if isNoRows(err) {
-			return Stored{Key: key, Duplicate: true}, nil
+			return Stored{Key: key.String(), Duplicate: true}, nil
 		}
 		return Stored{}, fmt.Errorf("inbox: insert malformed: %w", err)
 	}
@@ -311,5 +377,5 @@ func (in *Inbox) putMalformed(ctx context.Context, ep *Endpoint, deliveryID stri
 	if err := tx.Commit(); err != nil {
 		return Stored{}, fmt.Errorf("inbox: commit: %w", err)
 	}
-	return Stored{ID: id, Key: key}, nil
+	return Stored{ID: id, Key: key.String()}, nil
 }

@@ -127,7 +127,7 @@ func (p *Processor) processBatch(ctx context.Context, ids []int64, skipLocked bo
 // Redelivered handles a PSP's redelivery of a stored delivery (see
 // redelivered) and retries one still pending now, waiting for its
 // charge's lock if another transaction holds it.
-func (p *Processor) Redelivered(ctx context.Context, key string) error {
+func (p *Processor) Redelivered(ctx context.Context, key Key) error {
 	id, err := p.redelivered(ctx, key)
 	if err != nil || id == 0 {
 		return err
@@ -142,14 +142,15 @@ func (p *Processor) Redelivered(ctx context.Context, key string) error {
 // after its attempts is requeued, due to the worker at once. It returns
 // the id of a delivery pending (or requeued), worth trying again now
 // rather than at its back-off; the worker gets to it either way.
-func (p *Processor) redelivered(ctx context.Context, key string) (int64, error) {
+func (p *Processor) redelivered(ctx context.Context, key Key) (int64, error) {
 	var row struct {
 		ID     int64           `db:"id"`
 		Status string          `db:"status"`
 		Kind   string          `db:"kind"`
 		Event  json.RawMessage `db:"event"`
 	}
-	if err := p.db.GetContext(ctx, &row, `SELECT id, status, kind, event FROM inbox WHERE delivery_key = $1`, key); err != nil {
+	if err := p.db.GetContext(ctx, &row, `SELECT id, status, kind, event FROM inbox
+		WHERE endpoint = $1 AND event_type = $2 AND event_id = $3`, key.Endpoint, key.EventType, key.EventID); err != nil {
 		return 0, fmt.Errorf("redelivery %s: %w", key, err)
 	}
 	switch {

@@ -58,4 +58,3 @@ func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
 		}
 	}
 }
-

@@ -8,5 +8,5 @@ VALUES ('psp|charge.paid|bench-b-' || nextval('bench_key_seq'), 'psp', 'standard
         convert_to('{"type": "charge.paid","timestamp": "2026-08-10T120000Z","data": {"charge_id": "bench-charge","amount": 4990,"occurred_at": "2026-08-10T120000Z"}}', 'UTF8'),
         '{"Content-Type": "application/json","Webhook-Id": "bench","Webhook-Timestamp": "1786363200","Webhook-Signature": "v1,Jq0Yr8Yx3mVtq5b3b6bN8d0mX0tKc8xL1m9q2o3p4r4="}',
         'pending', now() + interval '5 seconds')
-ON CONFLICT (delivery_key) DO NOTHING
-RETURNING id, delivery_key;
+ON CONFLICT (endpoint, event_type, event_id) DO NOTHING
+RETURNING id, endpoint, event_type, event_id;

@@ -11,7 +11,7 @@ VALUES ('psp|charge.paid|bench-c-' || nextval('bench_key_seq'), 'psp', 'standard
         convert_to('{"type": "charge.paid","timestamp": "2026-08-10T120000Z","data": {"charge_id": "bench-charge","amount": 4990,"occurred_at": "2026-08-10T120000Z"}}', 'UTF8'),
         '{"Content-Type": "application/json","Webhook-Id": "bench","Webhook-Timestamp": "1786363200","Webhook-Signature": "v1,Jq0Yr8Yx3mVtq5b3b6bN8d0mX0tKc8xL1m9q2o3p4r4="}',
         'pending', now() + interval '5 seconds')
-ON CONFLICT (delivery_key) DO NOTHING
+ON CONFLICT (endpoint, event_type, event_id) DO NOTHING
 RETURNING id AS inbox_id, currval('bench_key_seq') AS k \gset
 BEGIN;
 SELECT id, kind, event, attempts, received_at FROM bench_inbox WHERE id = :inbox_id AND status = 'pending' FOR UPDATE SKIP LOCKED;
