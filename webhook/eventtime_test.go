@@ -3,15 +3,10 @@ package webhook_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
-
-	"github.com/razao/razao/charges"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
@@ -36,29 +31,9 @@ const bcbSecret = "bcb-url-secret-abcdefghijklmnopqrstuvwxyz-0123"
 func newWindowEnv(t *testing.T) *env {
 	t.Helper()
 	db, url := pgtest.NewWithURL(t)
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier := charges.NewApplier(db, postings.New(db, cal))
-	proc := webhook.NewProcessor(db, applier, log)
-	var eps []*webhook.Endpoint
-	for _, c := range []webhook.EndpointConfig{
-		{Name: "std", Scheme: "standard", Merchant: "loja-1", Secrets: []string{standardSecret}},
-		{Name: "bcb", Scheme: "bcb-pix", Merchant: "loja-1", Secrets: []string{bcbSecret}},
-	} {
-		ep, err := webhook.NewEndpoint(c, func(string) string { return "" })
-		if err != nil {
-			t.Fatal(err)
-		}
-		eps = append(eps, ep)
-	}
-	inbox := webhook.NewInbox(db, proc)
-	h := webhook.NewHandler(eps, inbox, proc, func() time.Time { return clock }, log)
-	r := mux.NewRouter()
-	r.Handle("/webhooks/{endpoint}", h)
-	return &env{t: t, db: db, url: url, applier: applier, proc: proc, inbox: inbox, router: r}
+	return newEnvWithEndpoints(t, db, url,
+		webhook.EndpointConfig{Name: "std", Scheme: "standard", Merchant: "loja-1", Secrets: []string{standardSecret}},
+		webhook.EndpointConfig{Name: "bcb", Scheme: "bcb-pix", Merchant: "loja-1", Secrets: []string{bcbSecret}})
 }
 
 // windowDelivery builds one signed delivery of a scheme whose event time

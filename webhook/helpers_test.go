@@ -87,6 +87,21 @@ func newEnv(t testing.TB) *env {
 
 func newEnvWithDB(t testing.TB, db *sqlx.DB, url string) *env {
 	t.Helper()
+	return newEnvWithEndpoints(t, db, url, defaultEndpoints...)
+}
+
+// defaultEndpoints are the endpoints of newEnv: one per scheme that needs
+// no certificate.
+var defaultEndpoints = []webhook.EndpointConfig{
+	{Name: "hodle", Scheme: "hodle", Merchant: "loja-1", Secrets: []string{hodleSecret}, MaxBodyBytes: 4096},
+	{Name: "abacate", Scheme: "abacatepay", Merchant: "loja-1", Secrets: []string{abacateSecret}},
+	{Name: "std", Scheme: "standard", Merchant: "loja-1", Secrets: []string{standardSecret}},
+}
+
+// newEnvWithEndpoints is the webhook front of one test: the real handler,
+// inbox and processor on db, serving exactly the endpoints of cfgs.
+func newEnvWithEndpoints(t testing.TB, db *sqlx.DB, url string, cfgs ...webhook.EndpointConfig) *env {
+	t.Helper()
 	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
 	if err != nil {
 		t.Fatal(err)
@@ -95,11 +110,7 @@ func newEnvWithDB(t testing.TB, db *sqlx.DB, url string) *env {
 	applier := charges.NewApplier(db, postings.New(db, cal))
 	proc := webhook.NewProcessor(db, applier, log)
 	var eps []*webhook.Endpoint
-	for _, c := range []webhook.EndpointConfig{
-		{Name: "hodle", Scheme: "hodle", Merchant: "loja-1", Secrets: []string{hodleSecret}, MaxBodyBytes: 4096},
-		{Name: "abacate", Scheme: "abacatepay", Merchant: "loja-1", Secrets: []string{abacateSecret}},
-		{Name: "std", Scheme: "standard", Merchant: "loja-1", Secrets: []string{standardSecret}},
-	} {
+	for _, c := range cfgs {
 		ep, err := webhook.NewEndpoint(c, func(string) string { return "" })
 		if err != nil {
 			t.Fatal(err)

@@ -5,15 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/charges"
@@ -27,33 +24,7 @@ import (
 func newEnvWith(t testing.TB, extra ...webhook.EndpointConfig) *env {
 	t.Helper()
 	db, url := pgtest.NewWithURL(t)
-	e := newEnvWithDB(t, db, url)
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.applier = charges.NewApplier(db, postings.New(db, cal))
-	e.proc = webhook.NewProcessor(db, e.applier, log)
-	cfgs := append([]webhook.EndpointConfig{
-		{Name: "hodle", Scheme: "hodle", Merchant: "loja-1", Secrets: []string{hodleSecret}, MaxBodyBytes: 4096},
-		{Name: "abacate", Scheme: "abacatepay", Merchant: "loja-1", Secrets: []string{abacateSecret}},
-		{Name: "std", Scheme: "standard", Merchant: "loja-1", Secrets: []string{standardSecret}},
-	}, extra...)
-	var eps []*webhook.Endpoint
-	for _, c := range cfgs {
-		ep, err := webhook.NewEndpoint(c, func(string) string { return "" })
-		if err != nil {
-			t.Fatal(err)
-		}
-		eps = append(eps, ep)
-	}
-	e.inbox = webhook.NewInbox(db, e.proc)
-	h := webhook.NewHandler(eps, e.inbox, e.proc, func() time.Time { return clock }, log)
-	r := mux.NewRouter()
-	r.Handle("/webhooks/{endpoint}", h)
-	e.router = r
-	return e
+	return newEnvWithEndpoints(t, db, url, append(append([]webhook.EndpointConfig{}, defaultEndpoints...), extra...)...)
 }
 
 // TestInboxKeyPartsCannotCollide: the event type "DEPOSIT_ASSET_REFUNDED|rf"

@@ -3,16 +3,11 @@ package webhook_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/internal/pgtest"
-	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
 )
 
@@ -21,33 +16,14 @@ import (
 func newMerchantsEnv(t *testing.T) *env {
 	t.Helper()
 	db, url := pgtest.NewWithURL(t)
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	applier := charges.NewApplier(db, postings.New(db, cal))
-	proc := webhook.NewProcessor(db, applier, log)
-	var eps []*webhook.Endpoint
-	for _, c := range []webhook.EndpointConfig{
+	return newEnvWithEndpoints(t, db, url, []webhook.EndpointConfig{
 		{Name: "hodle", Scheme: "hodle", Merchant: "loja-1", Secrets: []string{hodleSecret}},
 		{Name: "hodle-2", Scheme: "hodle", Merchant: "loja-1", Secrets: []string{hodleSecret}},
 		{Name: "std", Scheme: "standard", Merchant: "loja-1", Secrets: []string{standardSecret}},
 		{Name: "std-2", Scheme: "standard", Merchant: "loja-1", Secrets: []string{standardSecret}},
 		{Name: "hodle-b", Scheme: "hodle", Merchant: "loja-2", Secrets: []string{hodleSecret}},
 		{Name: "std-b", Scheme: "standard", Merchant: "loja-2", Secrets: []string{standardSecret}},
-	} {
-		ep, err := webhook.NewEndpoint(c, func(string) string { return "" })
-		if err != nil {
-			t.Fatal(err)
-		}
-		eps = append(eps, ep)
-	}
-	inbox := webhook.NewInbox(db, proc)
-	h := webhook.NewHandler(eps, inbox, proc, func() time.Time { return clock }, log)
-	r := mux.NewRouter()
-	r.Handle("/webhooks/{endpoint}", h)
-	return &env{t: t, db: db, url: url, applier: applier, proc: proc, inbox: inbox, router: r}
+	}...)
 }
 
 // merchantCharge registers a charge of merchant, with an optional PSP
