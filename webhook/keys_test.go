@@ -265,7 +265,7 @@ func TestEndpointItemBoundDefaultsAndLimits(t *testing.T) {
 	t.Parallel()
 	cfg := webhook.EndpointConfig{Name: "pix", Scheme: "bcb-pix", Merchant: "loja-1", Secrets: []string{bcbSecret}}
 	ep, err := webhook.NewEndpoint(cfg, nil)
-	if err != nil || ep.MaxItems != webhook.DefaultMaxItems || webhook.DefaultMaxItems != 1000 {
+	if err != nil || ep.MaxItems != webhook.DefaultMaxItems || webhook.DefaultMaxItems != 2500 {
 		t.Fatalf("default: %v %v", ep, err)
 	}
 	for _, n := range []int{-1, 100_001} {
