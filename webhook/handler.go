@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,8 @@ type Handler struct {
 	proc      *Processor
 	now       func() time.Time
 	log       *slog.Logger
+	large     gate
+	refusals  *refusalLog
 	// Metrics counts deliveries by endpoint and outcome; nil counts nothing.
 	Metrics *metrics.Metrics
 }
@@ -40,7 +43,7 @@ func NewHandler(endpoints []*Endpoint, inbox *Inbox, proc *Processor, now func()
 	for _, ep := range endpoints {
 		m[ep.Name] = ep
 	}
-	return &Handler{endpoints: m, inbox: inbox, proc: proc, now: now, log: log}
+	return &Handler{endpoints: m, inbox: inbox, proc: proc, now: now, log: log, large: newGate(), refusals: newRefusalLog(log)}
 }
 
 // Response is the JSON body of every webhook answer.
@@ -71,28 +74,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reply(w, ep.Name, "bad_method", http.StatusMethodNotAllowed, Response{Status: "error", Error: "use POST"})
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, ep.MaxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			h.reply(w, ep.Name, "too_large", http.StatusRequestEntityTooLarge, Response{Status: "error", Error: "body too large"})
-			return
-		}
-		h.reply(w, ep.Name, "unreadable", http.StatusBadRequest, Response{Status: "error", Error: "could not read body"})
-		return
-	}
-	req := scheme.Request{Header: r.Header, Query: r.URL.Query(), Body: body, Now: h.now(),
-		ClientCertVerified: r.TLS != nil && len(r.TLS.VerifiedChains) > 0}
-	// Up to here, and in IsTest, anyone's bytes cost us no more than a
-	// bounded byte scan: a flood of unauthenticated bodies must not slow
-	// the genuine deliveries. Parsing waits for Authenticate.
-	if ep.Scheme.IsTest(req) {
-		h.reply(w, ep.Name, "test", http.StatusOK, Response{Status: "test"})
-		return
-	}
-	if err := ep.Scheme.Authenticate(req); err != nil {
-		h.log.WarnContext(r.Context(), "webhook refused", "endpoint", ep.Name, "reason", err.Error())
-		h.reply(w, ep.Name, "unauthorized", http.StatusUnauthorized, Response{Status: "unauthorized"})
+	req, ok := h.authenticate(w, r, ep)
+	if !ok {
 		return
 	}
 	if !isJSON(r.Header.Get("Content-Type")) {
@@ -119,7 +102,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reply(w, ep.Name, "test", http.StatusOK, Response{Status: "test"})
 		return
 	}
-	h.store(w, r.Context(), ep, evs, body, auditHeaders(r.Header))
+	h.store(w, r.Context(), ep, evs, req.Body, auditHeaders(r.Header))
 }
 
 func (h *Handler) malformed(w http.ResponseWriter, ctx context.Context, ep *Endpoint, req scheme.Request, cause error) {
@@ -308,6 +291,55 @@ func reply(w http.ResponseWriter, code int, body Response) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(body)
+}
+
+// authenticate reads r's body and proves it genuine (see unauthenticated.go
+// for what that may cost), answering r itself when it is not or when it
+// is a registration test. A large body holds one of the gate's slots
+// until it is authenticated.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, ep *Endpoint) (scheme.Request, bool) {
+	leave, ok := h.large.enter(r.Context(), r)
+	if !ok {
+		h.reply(w, ep.Name, "busy", http.StatusServiceUnavailable, Response{Status: "error", Error: "too many large deliveries at once; send it again"})
+		return scheme.Request{}, false
+	}
+	defer leave()
+	body, err := readBody(w, r, ep.MaxBody)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			h.reply(w, ep.Name, "too_large", http.StatusRequestEntityTooLarge, Response{Status: "error", Error: "body too large"})
+			return scheme.Request{}, false
+		}
+		h.reply(w, ep.Name, "unreadable", http.StatusBadRequest, Response{Status: "error", Error: "could not read body"})
+		return scheme.Request{}, false
+	}
+	req := scheme.Request{Header: r.Header, Query: r.URL.Query(), Body: body, Now: h.now(),
+		ClientCertVerified: r.TLS != nil && len(r.TLS.VerifiedChains) > 0}
+	// Up to here, and in IsTest, anyone's bytes cost us no more than a
+	// bounded byte scan: parsing waits for Authenticate.
+	if ep.Scheme.IsTest(req) {
+		h.reply(w, ep.Name, "test", http.StatusOK, Response{Status: "test"})
+		return scheme.Request{}, false
+	}
+	if err := ep.Scheme.Authenticate(req); err != nil {
+		h.refusals.refused(r.Context(), ep.Name, err)
+		h.reply(w, ep.Name, "unauthorized", http.StatusUnauthorized, Response{Status: "unauthorized"})
+		return scheme.Request{}, false
+	}
+	return req, true
+}
+
+// readBody reads at most limit bytes of r's body, in one allocation when
+// the request states its length.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	if r.ContentLength < 0 || r.ContentLength > limit {
+		return io.ReadAll(rd)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, r.ContentLength+1)) // +1: room to see EOF without growing
+	_, err := buf.ReadFrom(rd)
+	return buf.Bytes(), err
 }
 
 // endpointName is the {endpoint} path variable of the route.
