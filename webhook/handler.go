@@ -68,6 +68,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reply(w, ep.Name, "bad_method", http.StatusMethodNotAllowed, Response{Status: "error", Error: "use POST"})
 		return
 	}
+	if isPixRoute(r) && ep.Scheme.Name() != bcbPixScheme {
+		h.reply(w, ep.Name, "not_found", http.StatusNotFound, Response{Status: "error", Error: "only bcb-pix endpoints take {url}/pix"})
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, ep.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -78,8 +82,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reply(w, ep.Name, "unreadable", http.StatusBadRequest, Response{Status: "error", Error: "could not read body"})
 		return
 	}
-	req := scheme.Request{Header: r.Header, Query: r.URL.Query(), Body: body, Now: h.now(),
-		ClientCertVerified: r.TLS != nil && len(r.TLS.VerifiedChains) > 0}
+	req := scheme.Request{Header: r.Header, Query: callbackQuery(ep, r), Body: body, Now: h.now()}
 	// Up to here, and in IsTest, anyone's bytes cost us no more than a
 	// bounded byte scan: a flood of unauthenticated bodies must not slow
 	// the genuine deliveries. Parsing waits for Authenticate.
@@ -87,8 +90,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reply(w, ep.Name, "test", http.StatusOK, Response{Status: "test"})
 		return
 	}
+	var certErr error
+	if ep.mtls != nil {
+		certErr = ep.mtls.verify(r, req.Now)
+		req.ClientCertVerified = certErr == nil
+	}
 	if err := ep.Scheme.Authenticate(req); err != nil {
-		h.log.WarnContext(r.Context(), "webhook refused", "endpoint", ep.Name, "reason", err.Error())
+		attrs := []any{"endpoint", ep.Name, "reason", err.Error()}
+		if certErr != nil {
+			attrs = append(attrs, "client_certificate", certErr.Error())
+		}
+		h.log.WarnContext(r.Context(), "webhook refused", attrs...)
 		h.reply(w, ep.Name, "unauthorized", http.StatusUnauthorized, Response{Status: "unauthorized"})
 		return
 	}
