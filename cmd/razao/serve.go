@@ -38,19 +38,21 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger := slog.New(reqid.LogHandler{Handler: slog.NewJSONHandler(stderr, nil)})
 	tuneGC(os.Getenv)
+	var hup chan os.Signal
+	if cfg.tls != nil {
+		// Only with TLS: without, SIGHUP keeps its default (it ends the
+		// process), as before. Taken before the wait for the database, so
+		// a reload sent then is not a kill; it reloads once serving.
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	srv, err := newServer(ctx, cfg, logger, time.Now)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	if srv.certs != nil {
-		// Only with TLS: without, SIGHUP keeps its default (it ends the
-		// process), as before.
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		srv.reload = hup
-	}
+	srv.reload = hup
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
