@@ -199,7 +199,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	if certs != nil {
-		s.http.TLSConfig = certs.tlsConfig(cfg.tls.minVersion, cfg.endpoints)
+		s.http.TLSConfig = certs.serverTLS(cfg.tls.minVersion, cfg.endpoints)
 		s.poll = cfg.tls.poll
 	}
 	return s, nil

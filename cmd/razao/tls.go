@@ -119,13 +119,13 @@ func newCertReloader(s *tlsServing, log *slog.Logger, now func() time.Time) (*ce
 	return c, nil
 }
 
-// tlsConfig is the server's TLS configuration. With endpoints that take
+// serverTLS is the server's TLS configuration. With endpoints that take
 // client certificates it requests one (never requires or verifies it: the
 // API's clients have none, and each endpoint verifies against its own CA
 // bundle, so that a certificate another endpoint's CA issued is refused,
 // with a 401 rather than a failed handshake), naming every endpoint's CAs
 // so that a PSP's client picks the right certificate.
-func (c *certReloader) tlsConfig(minVersion uint16, eps []*webhook.Endpoint) *tls.Config {
+func (c *certReloader) serverTLS(minVersion uint16, eps []*webhook.Endpoint) *tls.Config {
 	cfg := &tls.Config{
 		MinVersion:     minVersion,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return c.cert.Load(), nil },
