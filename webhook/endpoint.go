@@ -35,6 +35,7 @@ type EndpointConfig struct {
 	Name         string   `yaml:"name"`
 	Scheme       string   `yaml:"scheme"`
 	Merchant     string   `yaml:"merchant"`
+	MTLS         MTLS     `yaml:",inline"` // bcb-pix: client_ca_file, client_subjects, client_sans, client_cert_header, trusted_proxies
 	Secrets      []string `yaml:"secrets"`
 	SecretsEnv   []string `yaml:"secrets_env"`
 	PublicKey    string   `yaml:"public_key"`
@@ -46,6 +47,7 @@ type EndpointConfig struct {
 // Endpoint is a configured endpoint ready to authenticate deliveries.
 type Endpoint struct {
 	Name     string
+	mtls     *clientAuth // nil: the endpoint takes no client certificate
 	Merchant string
 	MaxBody  int64
 	// MaxItems is the most events one delivery may carry; a delivery with
@@ -76,6 +78,10 @@ func NewEndpoint(cfg EndpointConfig, getenv func(string) string) (*Endpoint, err
 		}
 		secrets = append(secrets, v)
 	}
+	mtls, err := newEndpointMTLS(cfg, len(secrets) > 0)
+	if err != nil {
+		return nil, err
+	}
 	max := cfg.MaxBodyBytes
 	if max == 0 {
 		max = DefaultMaxBody
@@ -94,7 +100,7 @@ func NewEndpoint(cfg EndpointConfig, getenv func(string) string) (*Endpoint, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: endpoint %s: %w", ErrConfig, cfg.Name, err)
 	}
-	return &Endpoint{Name: cfg.Name, Merchant: cfg.Merchant, MaxBody: max, MaxItems: items, Scheme: s}, nil
+	return &Endpoint{Name: cfg.Name, Merchant: cfg.Merchant, MaxBody: max, MaxItems: items, Scheme: s, mtls: mtls}, nil
 }
 
 // Merchants lists the distinct merchants of the endpoints, in their order.

@@ -74,6 +74,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reply(w, ep.Name, "bad_method", http.StatusMethodNotAllowed, Response{Status: "error", Error: "use POST"})
 		return
 	}
+	if isPixRoute(r) && ep.Scheme.Name() != bcbPixScheme {
+		h.reply(w, ep.Name, "not_found", http.StatusNotFound, Response{Status: "error", Error: "only bcb-pix endpoints take {url}/pix"})
+		return
+	}
 	req, ok := h.authenticate(w, r, ep)
 	if !ok {
 		return
@@ -314,16 +318,24 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, ep *Endpo
 		h.reply(w, ep.Name, "unreadable", http.StatusBadRequest, Response{Status: "error", Error: "could not read body"})
 		return scheme.Request{}, false
 	}
-	req := scheme.Request{Header: r.Header, Query: r.URL.Query(), Body: body, Now: h.now(),
-		ClientCertVerified: r.TLS != nil && len(r.TLS.VerifiedChains) > 0}
+	req := scheme.Request{Header: r.Header, Query: callbackQuery(ep, r), Body: body, Now: h.now()}
 	// Up to here, and in IsTest, anyone's bytes cost us no more than a
 	// bounded byte scan: parsing waits for Authenticate.
 	if ep.Scheme.IsTest(req) {
 		h.reply(w, ep.Name, "test", http.StatusOK, Response{Status: "test"})
 		return scheme.Request{}, false
 	}
+	var certErr error
+	if ep.mtls != nil {
+		certErr = ep.mtls.verify(r, req.Now)
+		req.ClientCertVerified = certErr == nil
+	}
 	if err := ep.Scheme.Authenticate(req); err != nil {
-		h.refusals.refused(r.Context(), ep.Name, err)
+		var attrs []any
+		if certErr != nil {
+			attrs = append(attrs, "client_certificate", certErr.Error())
+		}
+		h.refusals.refused(r.Context(), ep.Name, err, attrs...)
 		h.reply(w, ep.Name, "unauthorized", http.StatusUnauthorized, Response{Status: "unauthorized"})
 		return scheme.Request{}, false
 	}

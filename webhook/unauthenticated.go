@@ -17,8 +17,8 @@ import (
 //     and authenticated at most largeSlots at a time: a flood of them
 //     then competes with the genuine deliveries for two goroutines'
 //     worth of CPU, not for as many as it opens connections;
-//   - refusals are logged at most once a second per endpoint, with how
-//     many were not logged: a flood must not also be a flood of log lines.
+//   - refusals are logged at most 20 a second per endpoint, with how many
+//     were not logged: a flood must not also be a flood of log lines.
 const (
 	smallBody  = 32 << 10
 	largeSlots = 2
@@ -51,30 +51,45 @@ func (g gate) enter(ctx context.Context, r *http.Request) (leave func(), ok bool
 	}
 }
 
-// refusalLog logs refused deliveries at most once per interval and
-// endpoint, counting the ones it left out.
+// refusalLog logs at most burst refused deliveries per endpoint and
+// interval, and counts the ones it leaves out in the next line it logs.
 type refusalLog struct {
 	log      *slog.Logger
 	interval time.Duration
+	burst    int
 	mu       sync.Mutex
-	last     map[string]time.Time
-	dropped  map[string]int
+	windows  map[string]*refusalWindow
+}
+
+type refusalWindow struct {
+	start   time.Time
+	logged  int
+	dropped int
 }
 
 func newRefusalLog(log *slog.Logger) *refusalLog {
-	return &refusalLog{log: log, interval: time.Second, last: map[string]time.Time{}, dropped: map[string]int{}}
+	return &refusalLog{log: log, interval: time.Second, burst: 20, windows: map[string]*refusalWindow{}}
 }
 
-func (l *refusalLog) refused(ctx context.Context, endpoint string, reason error) {
+func (l *refusalLog) refused(ctx context.Context, endpoint string, reason error, attrs ...any) {
 	now := time.Now()
 	l.mu.Lock()
-	if now.Sub(l.last[endpoint]) < l.interval {
-		l.dropped[endpoint]++
+	w := l.windows[endpoint]
+	if w == nil {
+		w = &refusalWindow{}
+		l.windows[endpoint] = w
+	}
+	if now.Sub(w.start) >= l.interval {
+		w.start, w.logged = now, 0
+	}
+	if w.logged >= l.burst {
+		w.dropped++
 		l.mu.Unlock()
 		return
 	}
-	dropped := l.dropped[endpoint]
-	l.last[endpoint], l.dropped[endpoint] = now, 0
+	w.logged++
+	dropped := w.dropped
+	w.dropped = 0
 	l.mu.Unlock()
-	l.log.WarnContext(ctx, "webhook refused", "endpoint", endpoint, "reason", reason.Error(), "refusals_not_logged", dropped)
+	l.log.WarnContext(ctx, "webhook refused", append([]any{"endpoint", endpoint, "reason", reason.Error(), "refusals_not_logged", dropped}, attrs...)...)
 }

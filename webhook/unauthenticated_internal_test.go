@@ -9,12 +9,12 @@ import (
 	"time"
 )
 
-// A flood of refused deliveries logs one line per endpoint and interval,
-// and the next line says how many it left out.
+// A flood of refused deliveries logs burst lines per endpoint and
+// interval, and the next line says how many it left out.
 func TestRefusalsAreLoggedAtMostOncePerInterval(t *testing.T) {
 	var out strings.Builder
 	l := newRefusalLog(slog.New(slog.NewJSONHandler(&out, nil)))
-	l.interval = time.Hour
+	l.interval, l.burst = time.Hour, 1
 	for i := 0; i < 100; i++ {
 		l.refused(context.Background(), "hodle", errors.New("bad signature"))
 	}
@@ -22,7 +22,7 @@ func TestRefusalsAreLoggedAtMostOncePerInterval(t *testing.T) {
 	if n := strings.Count(out.String(), "\n"); n != 2 {
 		t.Fatalf("%d log lines for 100 refusals on one endpoint and 1 on another, want 2:\n%s", n, out.String())
 	}
-	l.last["hodle"] = time.Time{} // the interval has passed
+	l.windows["hodle"].start = time.Time{} // the interval has passed
 	out.Reset()
 	l.refused(context.Background(), "hodle", errors.New("bad signature"))
 	if !strings.Contains(out.String(), `"refusals_not_logged":99`) {

@@ -20,6 +20,8 @@ import (
 // written in it: it names the environment variables that hold them.
 type fileConfig struct {
 	Listen         string                   `yaml:"listen"`
+	TLS            tlsConfig                `yaml:"tls"`
+	BehindProxy    bool                     `yaml:"behind_proxy"` // TLS ends at a proxy in front: plain HTTP beyond loopback is meant
 	TimeZone       string                   `yaml:"time_zone"`
 	GoLive         string                   `yaml:"go_live"` // YYYY-MM-DD: no event time before it is accepted
 	WorkerInterval time.Duration            `yaml:"worker_interval"`
@@ -50,6 +52,7 @@ type serveConfig struct {
 	db             dbFlags
 	configPath     string
 	listen         string
+	tls            *tlsServing // nil: plain HTTP
 	timeZone       string
 	goLive         time.Time
 	migrate        bool
@@ -79,6 +82,7 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	goLive := fs.String("go-live", "", "first date an event may carry, YYYY-MM-DD ($RAZAO_GO_LIVE; default "+postings.DefaultGoLive+")")
 	maxAmount := fs.String("max-amount", "", "largest amount taken in, in centavos ($RAZAO_MAX_AMOUNT; default 1000000000000, R$ 10 billion)")
 	fs.BoolVar(&cfg.migrate, "migrate", true, "apply migrations before serving")
+	behindProxy := fs.Bool("behind-proxy", false, "TLS ends at a proxy in front: serve plain HTTP beyond loopback (behind_proxy in the config file)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -124,7 +128,24 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	if cfg.exports, err = file.Exports.build(cal.Location()); err != nil {
 		return cfg, fmt.Errorf("config: exports: %w", err)
 	}
-	return cfg, cfg.loadSecrets(file, getenv)
+	if err := cfg.loadSecrets(file, getenv); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.checkServing(file, *behindProxy)
+}
+
+// checkServing builds the tls section and refuses what would serve in
+// clear text beyond loopback, or take client certificates that cannot
+// arrive.
+func (cfg *serveConfig) checkServing(file fileConfig, behindProxy bool) error {
+	var err error
+	if cfg.tls, err = file.TLS.build(); err != nil {
+		return err
+	}
+	if err := checkExposure(cfg.listen, cfg.tls != nil, behindProxy || file.BehindProxy); err != nil {
+		return err
+	}
+	return checkMTLSReachable(cfg.endpoints, cfg.tls != nil)
 }
 
 // loadSecrets builds the endpoints. Errors name variables and endpoints,

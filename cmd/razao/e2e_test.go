@@ -29,6 +29,12 @@ const e2eSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 // startServer runs the real wiring of `razao serve` on a loopback port.
 func startServer(t *testing.T, tweak ...func(*serveConfig)) (base, token string, db *sqlx.DB, stop func()) {
 	t.Helper()
+	return startServerLogging(t, io.Discard, tweak...)
+}
+
+// startServerLogging is startServer with its log written to log.
+func startServerLogging(t *testing.T, log io.Writer, tweak ...func(*serveConfig)) (base, token string, db *sqlx.DB, stop func()) {
+	t.Helper()
 	db, url := pgtest.NewWithURL(t)
 	token, _, err := auth.Create(context.Background(), db, "e2e", []auth.Scope{auth.Admin})
 	if err != nil {
@@ -44,7 +50,7 @@ func startServer(t *testing.T, tweak ...func(*serveConfig)) (base, token string,
 		f(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := newServer(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
+	srv, err := newServer(ctx, cfg, slog.New(slog.NewJSONHandler(log, nil)), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

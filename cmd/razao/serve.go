@@ -9,10 +9,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -36,16 +38,26 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger := slog.New(reqid.LogHandler{Handler: slog.NewJSONHandler(stderr, nil)})
 	tuneGC(os.Getenv)
+	var hup chan os.Signal
+	if cfg.tls != nil {
+		// Only with TLS: without, SIGHUP keeps its default (it ends the
+		// process), as before. Taken before the wait for the database, so
+		// a reload sent then is not a kill; it reloads once serving.
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	srv, err := newServer(ctx, cfg, logger, time.Now)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	srv.reload = hup
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
 	}
-	fmt.Fprintf(stdout, "razao listening on http://%s with %d webhook endpoint(s) (stop with Ctrl-C or SIGTERM)\n", ln.Addr(), len(cfg.endpoints))
+	fmt.Fprintf(stdout, "razao listening on %s://%s with %d webhook endpoint(s) (stop with Ctrl-C or SIGTERM)\n", srv.scheme(), ln.Addr(), len(cfg.endpoints))
 	return srv.Serve(ctx, ln)
 }
 
@@ -99,6 +111,9 @@ type server struct {
 	exports  *exports.Scheduler // nil without a schedule
 	inbox    *webhook.Inbox
 	proc     *webhook.Processor
+	certs    *certReloader    // nil: plain HTTP
+	poll     time.Duration    // how often certs checks its files
+	reload   <-chan os.Signal // SIGHUP: certs reloads
 }
 
 // batcherShutdown bounds how long a shutdown waits for the inbox to apply
@@ -125,6 +140,13 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		return nil, err
 	}
 	cal = cal.WithGoLive(cfg.goLive)
+	var certs *certReloader
+	if cfg.tls != nil {
+		// Before the database: a bad pair stops the start at once.
+		if certs, err = newCertReloader(cfg.tls, logger, now); err != nil {
+			return nil, err
+		}
+	}
 	db, err := openWaiting(ctx, cfg.db, logger)
 	if err != nil {
 		return nil, err
@@ -154,6 +176,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		notifier: notifier,
 		applier:  applier,
 		proc:     proc,
+		certs:    certs,
 	}
 	if cfg.exports != nil {
 		if s.exports, err = exports.NewScheduler(db, *cfg.exports, now, logger, m); err != nil {
@@ -177,6 +200,12 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		WriteTimeout:      cfg.timeouts.Write,
 		IdleTimeout:       cfg.timeouts.Idle,
 		MaxHeaderBytes:    32 << 10,
+		// Failed handshakes and the like, in the JSON stream.
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	if certs != nil {
+		s.http.TLSConfig = certs.serverTLS(cfg.tls.minVersion, cfg.endpoints)
+		s.poll = cfg.tls.poll
 	}
 	return s, nil
 }
@@ -195,6 +224,7 @@ func (s *server) routes(hooks http.Handler, v1 *api.API, metrics http.Handler) h
 	r.Handle("/metrics", metrics).Methods(http.MethodGet)
 	r.Handle("/openapi.json", api.OpenAPIHandler()).Methods(http.MethodGet)
 	r.Handle("/webhooks/{endpoint}", hooks)
+	r.Handle("/webhooks/{endpoint}/pix", hooks) // bcb-pix: the Pix API appends /pix to the URL it was given
 	v1.Register(r)
 	return r
 }
@@ -250,6 +280,10 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.exports.Run(bg, 30*time.Second) }()
 	}
+	if s.certs != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.certs.watch(bg, s.poll, s.reload) }()
+	}
 	defer func() { stopBG(); stopNotifier(); wg.Wait() }()
 
 	// The batcher outlives the HTTP server: requests still in flight during
@@ -270,7 +304,13 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 
 	errc := make(chan error, 1)
-	go func() { errc <- s.http.Serve(ln) }()
+	go func() {
+		if s.certs != nil {
+			errc <- s.http.ServeTLS(ln, "", "") // the certificate comes from TLSConfig.GetCertificate
+			return
+		}
+		errc <- s.http.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return err
@@ -287,6 +327,14 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// scheme is the URL scheme the server answers on.
+func (s *server) scheme() string {
+	if s.certs != nil {
+		return "https"
+	}
+	return "http"
 }
 
 // Close releases the database.

@@ -86,8 +86,10 @@ type Request struct {
 	Body []byte
 	// Now is the injected clock; a zero Now fails every timestamp check.
 	Now time.Time
-	// ClientCertVerified says the TLS layer verified a client certificate
-	// against this endpoint's CA (mutual TLS).
+	// ClientCertVerified says the request carried a client certificate
+	// that chains to this endpoint's own CA bundle and names what it
+	// accepts (mutual TLS; see webhook.MTLS), from razao's TLS handshake
+	// or a trusted proxy's header.
 	ClientCertVerified bool
 }
 
