@@ -34,6 +34,11 @@ type Endpoint struct {
 	Merchant string
 	MaxBody  int64
 	Scheme   scheme.Scheme
+	// NoSecret says the endpoint has no secret yet (Hodle shows it only
+	// after its registration test): it answers that test and refuses
+	// everything else with 401. Unset names the variables that were empty.
+	NoSecret bool
+	Unset    []string
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -50,13 +55,9 @@ func NewEndpoint(cfg EndpointConfig, getenv func(string) string) (*Endpoint, err
 	if cfg.Merchant == "" {
 		return nil, fmt.Errorf("%w: endpoint %s: merchant is required", ErrConfig, cfg.Name)
 	}
-	secrets := append([]string(nil), cfg.Secrets...)
-	for _, env := range cfg.SecretsEnv {
-		v := getenv(env)
-		if v == "" {
-			return nil, fmt.Errorf("%w: endpoint %s: environment variable %s is empty or unset", ErrConfig, cfg.Name, env)
-		}
-		secrets = append(secrets, v)
+	secrets, unset, err := cfg.ResolveSecrets(getenv)
+	if err != nil {
+		return nil, err
 	}
 	max := cfg.MaxBodyBytes
 	if max == 0 {
@@ -65,11 +66,45 @@ func NewEndpoint(cfg EndpointConfig, getenv func(string) string) (*Endpoint, err
 	if max < 1<<10 || max > 16<<20 {
 		return nil, fmt.Errorf("%w: endpoint %s: max_body_bytes must be 1 KiB..16 MiB", ErrConfig, cfg.Name)
 	}
-	s, err := scheme.New(cfg.Scheme, scheme.Config{Secrets: secrets, PublicKey: cfg.PublicKey})
+	ep := &Endpoint{Name: cfg.Name, Merchant: cfg.Merchant, MaxBody: max, Unset: unset}
+	sc := scheme.Config{Secrets: secrets, PublicKey: cfg.PublicKey}
+	switch {
+	case len(secrets) == 0 && cfg.Scheme == "bcb-pix" && len(unset) > 0:
+		// No secrets at all is bcb-pix's mutual-TLS-only configuration;
+		// a variable named but empty is a mistake, not that.
+		return nil, fmt.Errorf("%w: endpoint %s: environment variable %s is empty or unset", ErrConfig, cfg.Name, unset[0])
+	case len(secrets) == 0 && cfg.Scheme != "bcb-pix":
+		ep.NoSecret = true
+		ep.Scheme, err = scheme.NewWithoutSecret(cfg.Scheme, sc)
+	default:
+		ep.Scheme, err = scheme.New(cfg.Scheme, sc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: endpoint %s: %w", ErrConfig, cfg.Name, err)
 	}
-	return &Endpoint{Name: cfg.Name, Merchant: cfg.Merchant, MaxBody: max, Scheme: s}, nil
+	return ep, nil
+}
+
+// ResolveSecrets returns the endpoint's secrets, current first: the
+// inline ones, then those of the variables in SecretsEnv, skipping empty
+// variables (unset lists them). An empty current variable with a previous
+// one set is an error: the current secret comes first. Errors name
+// variables, never values.
+func (cfg EndpointConfig) ResolveSecrets(getenv func(string) string) (secrets, unset []string, err error) {
+	secrets = append(secrets, cfg.Secrets...)
+	for _, env := range cfg.SecretsEnv {
+		v := getenv(env)
+		if v == "" {
+			unset = append(unset, env)
+			continue
+		}
+		if len(unset) > 0 && len(secrets) == 0 {
+			return nil, nil, fmt.Errorf("%w: endpoint %s: %s is set but %s, the current secret, is empty or unset",
+				ErrConfig, cfg.Name, env, unset[0])
+		}
+		secrets = append(secrets, v)
+	}
+	return secrets, unset, nil
 }
 
 // Merchants lists the distinct merchants of the endpoints, in their order.
