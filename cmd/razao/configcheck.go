@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -28,8 +30,10 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return exitError(2)
 	}
-	c := checker{out: stdout}
-	c.check(args[1:], os.Getenv)
+	c := checker{out: stdout, stderr: stderr}
+	if err := c.check(args[1:], os.Getenv); err != nil {
+		return err
+	}
 	if c.failed {
 		fmt.Fprintln(stdout, "config check: FAILED")
 		return exitError(1)
@@ -40,6 +44,7 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 
 type checker struct {
 	out      io.Writer
+	stderr   io.Writer
 	failed   bool
 	warnings int
 }
@@ -54,9 +59,12 @@ func (c *checker) fail(format string, a ...any) {
 	fmt.Fprintf(c.out, "FAIL  "+format+"\n", a...)
 }
 
-func (c *checker) check(args []string, getenv func(string) string) {
-	fs := newFlagSet("config check", io.Discard)
+func (c *checker) check(args []string, getenv func(string) string) error {
+	fs := newFlagSet("config check", c.stderr)
 	cfg, err := parseServeConfig(args, fs, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
 	if cfg.configPath == "" {
 		c.warn("no config file (-config or $RAZAO_CONFIG): defaults and environment only, no webhook endpoint")
 	}
@@ -64,7 +72,7 @@ func (c *checker) check(args []string, getenv func(string) string) {
 		// parseServeConfig stops at the first problem; its message names
 		// the key, endpoint or variable, never a secret.
 		c.fail("%v", err)
-		return
+		return nil
 	}
 	if cfg.configPath != "" {
 		c.ok("config file %s: readable, every key known", cfg.configPath)
@@ -84,6 +92,7 @@ func (c *checker) check(args []string, getenv func(string) string) {
 	} else {
 		c.ok("database URL given (not contacted by this check)")
 	}
+	return nil
 }
 
 func (c *checker) checkExports(cfg serveConfig) {

@@ -36,11 +36,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	d.token = os.Getenv("RAZAO_API_TOKEN")
 	d.hodleSecret = os.Getenv("RAZAO_DEV_HODLE_SECRET")
 	d.stdSecret = os.Getenv("RAZAO_DEV_STANDARD_SECRET")
-	if d.hodleSecret == "" || d.stdSecret == "" {
-		return fmt.Errorf("set RAZAO_DEV_HODLE_SECRET and RAZAO_DEV_STANDARD_SECRET (make demo reads them from .dev/secrets.env)")
-	}
 	if err := d.preflight(); err != nil {
 		return err
+	}
+	if d.hodleSecret == "" || d.stdSecret == "" {
+		return fmt.Errorf("set RAZAO_DEV_HODLE_SECRET and RAZAO_DEV_STANDARD_SECRET (make demo reads them from .dev/secrets.env)")
 	}
 	return d.run()
 }

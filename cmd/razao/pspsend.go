@@ -56,6 +56,7 @@ func cmdPSP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		refundID = fs.String("refund-id", "", "the PSP's id of this refund (refunded)")
 		id       = fs.String("id", "", "the PSP's event id (default: derived from the charge id)")
 		pspRef   = fs.String("psp-ref", "", "the PSP's payment reference: Hodle trackId, AbacatePay id, Pix endToEndId (default: derived)")
+		paid     = fs.Int64("paid-amount", 0, "bcb-pix refunded: centavos of the Pix it returns (default: from the charge)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, pspUsage)
@@ -69,7 +70,7 @@ func cmdPSP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.Usage()
 		return exitError(2)
 	}
-	ev := psp.Event{Action: psp.Action(pos[0]), Amount: *amount, Fee: *fee, RefundID: *refundID, ID: *id, PSPRef: *pspRef}
+	ev := psp.Event{Action: psp.Action(pos[0]), Amount: *amount, Fee: *fee, RefundID: *refundID, ID: *id, PSPRef: *pspRef, PaidAmount: *paid}
 	if len(pos) == 2 {
 		ev.ChargeID = pos[1]
 	}
@@ -153,13 +154,13 @@ func pspEndpoint(path, name string, getenv func(string) string) (psp.Endpoint, e
 // amount the command line did not give.
 func fillFromCharge(ctx context.Context, client *http.Client, base, scheme string, ev *psp.Event) error {
 	needAmount := (ev.Action == psp.Paid || ev.Action == psp.Refunded && scheme != "abacatepay") && ev.Amount == 0
-	needPaid := ev.Action == psp.Refunded && scheme == "bcb-pix"
+	needPaid := ev.Action == psp.Refunded && scheme == "bcb-pix" && ev.PaidAmount == 0
 	if !needAmount && !needPaid {
 		return nil
 	}
 	token := os.Getenv("RAZAO_API_TOKEN")
 	if token == "" {
-		return fmt.Errorf("%s without -amount reads the charge's amount from the API: set RAZAO_API_TOKEN (source .dev/env), or give -amount", ev.Action)
+		return fmt.Errorf("%s without -amount (or, for bcb-pix, -paid-amount) reads the charge from the API: set RAZAO_API_TOKEN (source .dev/env), or give the amount", ev.Action)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/v1/charges/"+url.PathEscape(ev.ChargeID), nil)
 	if err != nil {
