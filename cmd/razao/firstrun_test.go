@@ -298,8 +298,9 @@ func TestREADMEDocumentsEveryConfigKey(t *testing.T) {
 			if key == "" || key == "-" {
 				continue
 			}
-			if !bytes.Contains(readme, []byte("`"+key+"`")) {
-				t.Errorf("README does not document the config key `%s` (%s%s)", key, prefix, key)
+			// A row of README's table of keys ("The config file").
+			if !regexp.MustCompile("(?m)^\\| (&nbsp;&nbsp;)*`" + regexp.QuoteMeta(key) + "` \\|").Match(readme) {
+				t.Errorf("README's table of config keys lacks `%s` (%s%s)", key, prefix, key)
 			}
 			walk(prefix+key+".", typ.Field(i).Type)
 		}
@@ -376,5 +377,25 @@ func TestCommandsOnAnEmptyDatabaseSayRunMigrate(t *testing.T) {
 	}
 	if code, out := runCmd(t, "token", "list", "-database-url", url); code == 0 || !regexp.MustCompile(`1 migration\(s\) of this binary not applied \(\d{4}_\w+\.sql\): run razao migrate`).MatchString(out) {
 		t.Fatalf("behind: exit %d\n%s", code, out)
+	}
+}
+
+// make demo stops at once, non-zero, saying what is missing, when nothing
+// answers or the token is missing or refused.
+func TestDemoFailsFastWithoutServiceOrToken(t *testing.T) {
+	t.Setenv("RAZAO_DEV_HODLE_SECRET", "x")
+	t.Setenv("RAZAO_DEV_STANDARD_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	t.Setenv("RAZAO_API_TOKEN", "")
+	if code, out := runCmd(t, "demo", "-url", "http://127.0.0.1:1"); code == 0 || !strings.Contains(out, "razao does not answer at http://127.0.0.1:1") || !strings.Contains(out, "make run") {
+		t.Fatalf("service down: exit %d\n%s", code, out)
+	}
+	base, _, _, stop := startServer(t)
+	defer stop()
+	if code, out := runCmd(t, "demo", "-url", base); code == 0 || !strings.Contains(out, "RAZAO_API_TOKEN is empty") {
+		t.Fatalf("no token: exit %d\n%s", code, out)
+	}
+	t.Setenv("RAZAO_API_TOKEN", "razao_not-a-token")
+	if code, out := runCmd(t, "demo", "-url", base); code == 0 || !strings.Contains(out, "refuses the token") || strings.Contains(out, "== register") {
+		t.Fatalf("bad token: exit %d\n%s", code, out)
 	}
 }

@@ -1,6 +1,7 @@
 package psp
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -121,5 +122,49 @@ func TestBuildRefusesWhatTheSchemeCannotSay(t *testing.T) {
 	d, err := Build(Endpoint{Name: "h", Scheme: "hodle"}, Event{Action: Test}, time.Now())
 	if err != nil || d.Header.Get("X-Hodle-Signature") != "" {
 		t.Fatalf("test: %v %v", err, d.Header)
+	}
+}
+
+// docs/psp-schemes.md shows real deliveries: each example there is what
+// Build writes and signs for the same inputs.
+func TestTheSchemesPageShowsWhatBuildSends(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile("../../docs/psp-schemes.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1788226200, 0)
+	for _, tc := range []struct {
+		ep     Endpoint
+		charge string
+		refund string
+	}{
+		{Endpoint{Name: "hodle", Scheme: "hodle", Secret: "example-secret-for-local-tests-only"}, "order-1", "rf-1"},
+		{Endpoint{Name: "psp", Scheme: "standard", Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, "order-1", "rf-1"},
+		{Endpoint{Name: "abacatepay", Scheme: "abacatepay", Secret: "url-secret-0123456789abcdefghijklmnop"}, "order-1", ""},
+		{Endpoint{Name: "pix", Scheme: "bcb-pix", Secret: "bcb-url-secret-0123456789abcdefghijk"}, "order1", "D1"},
+	} {
+		paid, err := Build(tc.ep, Event{Action: Paid, ChargeID: tc.charge, Amount: 4990}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{string(paid.Body), "POST " + paid.Path}
+		for _, h := range []string{"X-Hodle-Signature", "Webhook-Signature", "X-Webhook-Signature"} {
+			if v := paid.Header.Get(h); v != "" {
+				want = append(want, h+": "+v)
+			}
+		}
+		if tc.refund != "" {
+			refund, err := Build(tc.ep, Event{Action: Refunded, ChargeID: tc.charge, Amount: 1000, RefundID: tc.refund, PaidAmount: 4990}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, string(refund.Body))
+		}
+		for _, w := range want {
+			if !strings.Contains(string(page), w) {
+				t.Errorf("docs/psp-schemes.md lacks, for %s:\n%s", tc.ep.Scheme, w)
+			}
+		}
 	}
 }
