@@ -8,10 +8,10 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 file="$root/.dev/secrets.env"
 mkdir -p "$root/.dev"
 umask 077
-touch "$file"
+[[ -f "$file" ]] || { : >"$file"; echo "creating $file with fresh development secrets" >&2; }
 rnd() { head -c "$1" /dev/urandom | base64 | tr -d '\n/+=' | head -c "$2"; }
 add() { # NAME VALUE: appended unless the file has NAME already
-	grep -q "^$1=" "$file" || { echo "$1=$2" >>"$file"; echo "added $1 to $file" >&2; }
+	grep -q "^$1=" "$file" || echo "$1=$2" >>"$file"
 }
 add RAZAO_DEV_HODLE_SECRET "$(rnd 48 40)"
 add RAZAO_DEV_STANDARD_SECRET "whsec_$(head -c 32 /dev/urandom | base64 | tr -d '\n')"

@@ -209,7 +209,11 @@ func sendDelivery(ctx context.Context, client *http.Client, base string, ep psp.
 		return err
 	}
 	req = req.WithContext(ctx)
-	fmt.Fprintf(stdout, "POST %s%s  (endpoint %s, scheme %s, event id %s)\n", strings.TrimRight(base, "/"), d.Redacted(), ep.Name, ep.Scheme, d.ID)
+	about := fmt.Sprintf("endpoint %s, scheme %s", ep.Name, ep.Scheme)
+	if d.ID != "" {
+		about += ", event id " + d.ID
+	}
+	fmt.Fprintf(stdout, "POST %s%s  (%s)\n", strings.TrimRight(base, "/"), d.Redacted(), about)
 	for _, k := range []string{"X-Hodle-Timestamp", "X-Hodle-Signature", "Webhook-Id", "Webhook-Timestamp", "Webhook-Signature", "X-Webhook-Signature"} {
 		if v := d.Header.Get(k); v != "" {
 			fmt.Fprintf(stdout, "  %s: %s\n", k, v)
