@@ -34,7 +34,7 @@ gocache="$(go env GOCACHE)"
 if [[ ! -x bin/razao || ! -d "$gocache" || -z "$(ls -A "$gocache" 2>/dev/null)" ]]; then
 	echo "building bin/razao (first time: about two minutes)" >&2
 fi
-go build -o bin/razao ./cmd/razao
+go build -buildvcs=auto -o bin/razao ./cmd/razao   # the commit, for razao version, even where GOFLAGS says -buildvcs=false
 bin/razao migrate >/dev/null
 # One development admin token, kept across runs while the database still
 # knows it (the database keeps only its hash); a new one only when it is
