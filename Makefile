@@ -14,7 +14,8 @@ run: ## start the service; without DATABASE_URL, starts a local PostgreSQL in .p
 
 .PHONY: demo
 demo: ## against a running `make run`: confirm, duplicate, race, refund, forge; print balances
-	@set -a && source "$$(bash scripts/dev-secrets.sh)" && set +a && RAZAO_API_TOKEN="$$(cat .dev/api-token)" go run ./cmd/razao demo
+	@test -s .dev/api-token || { echo "make demo: no .dev/api-token: start the service with 'make run' in another terminal first" >&2; exit 1; }
+	@set -a && source "$$(bash scripts/dev-secrets.sh)" && set +a && go build -buildvcs=auto -o bin/razao ./cmd/razao && RAZAO_API_TOKEN="$$(cat .dev/api-token)" bin/razao demo
 
 .PHONY: test
 test: ## run every test, with the race detector, against a real PostgreSQL
@@ -38,7 +39,7 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 
 .PHONY: build
 build: ## build bin/razao
-	go build -o bin/razao ./cmd/razao
+	go build -buildvcs=auto -o bin/razao ./cmd/razao
 
 .PHONY: verify
 verify: ## re-check the ledger invariants of the database at DATABASE_URL

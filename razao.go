@@ -8,6 +8,7 @@ package razao
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	neturl "net/url"
@@ -17,7 +18,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq" // the PostgreSQL driver, registered as "postgres"
+	"github.com/lib/pq" // the PostgreSQL driver, registered as "postgres"
 )
 
 //go:embed sql/*.sql
@@ -100,6 +101,51 @@ func Open(ctx context.Context, url string) (*sqlx.DB, error) {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	return db, nil
+}
+
+// ErrSchema says the database lacks razao's schema, or part of it.
+var ErrSchema = errors.New("database schema")
+
+// CheckSchema tells a command that needs the ledger, before it runs a
+// query that would fail with `relation "…" does not exist`, that the
+// database has no razao schema or misses migrations this binary embeds,
+// and what to do. A role that may not read schema_migrations is let
+// through: its queries will say what is wrong.
+func CheckSchema(ctx context.Context, db *sqlx.DB) error {
+	var present bool
+	if err := db.GetContext(ctx, &present, `SELECT to_regclass('schema_migrations') IS NOT NULL`); err != nil {
+		return fmt.Errorf("check schema: %w", err)
+	}
+	if !present {
+		return fmt.Errorf("%w: this database has no razao schema yet: run razao migrate", ErrSchema)
+	}
+	var applied []int
+	if err := db.SelectContext(ctx, &applied, `SELECT version FROM schema_migrations`); err != nil {
+		var pqErr *pq.Error
+		if errors.As(err, &pqErr) && pqErr.Code == "42501" { // insufficient_privilege
+			return nil
+		}
+		return fmt.Errorf("check schema: %w", err)
+	}
+	ms, err := Migrations()
+	if err != nil {
+		return err
+	}
+	done := make(map[int]bool, len(applied))
+	for _, v := range applied {
+		done[v] = true
+	}
+	var missing []string
+	for _, m := range ms {
+		if !done[m.Version] {
+			missing = append(missing, m.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %d migration(s) of this binary not applied (%s): run razao migrate",
+			ErrSchema, len(missing), strings.Join(missing, ", "))
+	}
+	return nil
 }
 
 // Migrate applies every embedded migration not yet recorded in

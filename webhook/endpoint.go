@@ -54,6 +54,11 @@ type Endpoint struct {
 	// more is kept as malformed (400).
 	MaxItems int
 	Scheme   scheme.Scheme
+	// NoSecret says the endpoint has no secret yet (Hodle shows it only
+	// after its registration test): it answers that test and refuses
+	// everything else with 401. Unset names the variables that were empty.
+	NoSecret bool
+	Unset    []string
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -70,15 +75,7 @@ func NewEndpoint(cfg EndpointConfig, getenv func(string) string) (*Endpoint, err
 	if cfg.Merchant == "" {
 		return nil, fmt.Errorf("%w: endpoint %s: merchant is required", ErrConfig, cfg.Name)
 	}
-	secrets := append([]string(nil), cfg.Secrets...)
-	for _, env := range cfg.SecretsEnv {
-		v := getenv(env)
-		if v == "" {
-			return nil, fmt.Errorf("%w: endpoint %s: environment variable %s is empty or unset", ErrConfig, cfg.Name, env)
-		}
-		secrets = append(secrets, v)
-	}
-	mtls, err := newEndpointMTLS(cfg, len(secrets) > 0)
+	secrets, unset, err := cfg.ResolveSecrets(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +93,48 @@ func NewEndpoint(cfg EndpointConfig, getenv func(string) string) (*Endpoint, err
 	if items < 1 || items > maxMaxItems {
 		return nil, fmt.Errorf("%w: endpoint %s: max_items must be 1..%d", ErrConfig, cfg.Name, maxMaxItems)
 	}
-	s, err := scheme.New(cfg.Scheme, scheme.Config{Secrets: secrets, PublicKey: cfg.PublicKey})
+	ep := &Endpoint{Name: cfg.Name, Merchant: cfg.Merchant, MaxBody: max, MaxItems: items, Unset: unset}
+	sc := scheme.Config{Secrets: secrets, PublicKey: cfg.PublicKey}
+	switch {
+	case len(secrets) == 0 && cfg.Scheme == "bcb-pix" && len(unset) > 0:
+		// No secrets at all is bcb-pix's mutual-TLS-only configuration;
+		// a variable named but empty is a mistake, not that.
+		return nil, fmt.Errorf("%w: endpoint %s: environment variable %s is empty or unset", ErrConfig, cfg.Name, unset[0])
+	case len(secrets) == 0 && cfg.Scheme != "bcb-pix":
+		ep.NoSecret = true
+		ep.Scheme, err = scheme.NewWithoutSecret(cfg.Scheme, sc)
+	default:
+		ep.Scheme, err = scheme.New(cfg.Scheme, sc)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: endpoint %s: %w", ErrConfig, cfg.Name, err)
 	}
-	return &Endpoint{Name: cfg.Name, Merchant: cfg.Merchant, MaxBody: max, MaxItems: items, Scheme: s, mtls: mtls}, nil
+	if ep.mtls, err = newEndpointMTLS(cfg, len(secrets) > 0); err != nil {
+		return nil, err
+	}
+	return ep, nil
+}
+
+// ResolveSecrets returns the endpoint's secrets, current first: the
+// inline ones, then those of the variables in SecretsEnv, skipping empty
+// variables (unset lists them). An empty current variable with a previous
+// one set is an error: the current secret comes first. Errors name
+// variables, never values.
+func (cfg EndpointConfig) ResolveSecrets(getenv func(string) string) (secrets, unset []string, err error) {
+	secrets = append(secrets, cfg.Secrets...)
+	for _, env := range cfg.SecretsEnv {
+		v := getenv(env)
+		if v == "" {
+			unset = append(unset, env)
+			continue
+		}
+		if len(unset) > 0 && len(secrets) == 0 {
+			return nil, nil, fmt.Errorf("%w: endpoint %s: %s is set but %s, the current secret, is empty or unset",
+				ErrConfig, cfg.Name, env, unset[0])
+		}
+		secrets = append(secrets, v)
+	}
+	return secrets, unset, nil
 }
 
 // Merchants lists the distinct merchants of the endpoints, in their order.

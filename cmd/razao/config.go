@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"reflect"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -86,15 +92,9 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
-	var file fileConfig
-	if cfg.configPath != "" {
-		b, err := os.ReadFile(cfg.configPath)
-		if err != nil {
-			return cfg, fmt.Errorf("config: %w", err)
-		}
-		if err := yaml.Unmarshal(b, &file); err != nil {
-			return cfg, fmt.Errorf("config %s: %w", cfg.configPath, err)
-		}
+	file, err := loadFileConfig(cfg.configPath)
+	if err != nil {
+		return cfg, err
 	}
 	cfg.listen = first(*listen, getenv("RAZAO_LISTEN"), file.Listen, cfg.listen)
 	cfg.timeZone = first(*tz, getenv("RAZAO_TIME_ZONE"), file.TimeZone, cfg.timeZone)
@@ -146,6 +146,77 @@ func (cfg *serveConfig) checkServing(file fileConfig, behindProxy bool) error {
 		return err
 	}
 	return checkMTLSReachable(cfg.endpoints, cfg.tls != nil)
+}
+
+// loadFileConfig reads the config file at path ("" is no file: an empty
+// config). A key the file does not define is an error naming the key and
+// its line, so a typo (secret_env for secrets_env) is not silently a
+// default.
+func loadFileConfig(path string) (fileConfig, error) {
+	var file fileConfig
+	if path == "" {
+		return file, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return file, fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&file); err != nil && !errors.Is(err, io.EOF) { // EOF: an empty file
+		return file, fmt.Errorf("config %s: %w", path, yamlError(err))
+	}
+	return file, nil
+}
+
+// configSections names, for yaml's error messages, the Go types of the
+// config file by the section a reader sees.
+var configSections = map[string]struct {
+	name string
+	typ  reflect.Type
+}{
+	"main.fileConfig":        {"at the top level", reflect.TypeFor[fileConfig]()},
+	"webhook.EndpointConfig": {"in an endpoint", reflect.TypeFor[webhook.EndpointConfig]()},
+	"main.exportsConfig":     {"in exports", reflect.TypeFor[exportsConfig]()},
+}
+
+var (
+	yamlUnknownRE = regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)
+	yamlTypeRE    = regexp.MustCompile(` into \S+$`)
+)
+
+// yamlError rewrites yaml's errors in the config file's own terms: the
+// key and its line, never a Go type name.
+func yamlError(err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	msgs := make([]string, 0, len(te.Errors))
+	for _, e := range te.Errors {
+		if m := yamlUnknownRE.FindStringSubmatch(e); m != nil {
+			sec, ok := configSections[m[3]]
+			if !ok {
+				msgs = append(msgs, fmt.Sprintf("line %s: unknown key %q", m[1], m[2]))
+				continue
+			}
+			msgs = append(msgs, fmt.Sprintf("line %s: unknown key %q %s (known: %s)", m[1], m[2], sec.name, strings.Join(yamlKeys(sec.typ), ", ")))
+			continue
+		}
+		msgs = append(msgs, yamlTypeRE.ReplaceAllString(e, " here"))
+	}
+	return errors.New(strings.Join(msgs, "; "))
+}
+
+// yamlKeys lists the yaml keys of a config struct, in their order.
+func yamlKeys(t reflect.Type) []string {
+	var keys []string
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" && k != "-" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
 
 // loadSecrets builds the endpoints. Errors name variables and endpoints,

@@ -23,7 +23,9 @@ func TestBadConfigFailsAtStartWithoutLeakingSecrets(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	tests := []struct{ name, yaml, want string }{
 		{"unknown scheme", "endpoints: [{name: a, scheme: nope, merchant: m, secrets_env: [HODLE_SECRET]}]", "nope"},
-		{"missing secret variable", "endpoints: [{name: a, scheme: hodle, merchant: m, secrets_env: [UNSET_VAR]}]", "UNSET_VAR"},
+		{"missing secret variable", "endpoints: [{name: a, scheme: bcb-pix, merchant: m, secrets_env: [UNSET_VAR]}]", "UNSET_VAR"},
+		{"current secret unset, previous set", "endpoints: [{name: a, scheme: hodle, merchant: m, secrets_env: [UNSET_VAR, HODLE_SECRET]}]", "UNSET_VAR, the current secret"},
+		{"unknown key", "endpoints: [{name: a, scheme: hodle, merchant: m, secret_env: [HODLE_SECRET]}]", "line 1: unknown key \"secret_env\" in an endpoint"},
 		{"bad standard secret", "endpoints: [{name: a, scheme: standard, merchant: m, secrets_env: [STD_BAD]}]", "endpoint a"},
 		{"short abacatepay secret", "endpoints: [{name: a, scheme: abacatepay, merchant: m, secrets_env: [SHORT]}]", "endpoint a"},
 		{"bad endpoint name", "endpoints: [{name: 'A B', scheme: hodle, merchant: m, secrets_env: [HODLE_SECRET]}]", "name"},

@@ -30,15 +30,35 @@ func (f *dbFlags) open(ctx context.Context) (*sqlx.DB, error) {
 	return razao.Open(ctx, f.url)
 }
 
+// openLedger opens the database of a command that needs razao's schema,
+// and says "run razao migrate" when the schema is missing or behind.
+func (f *dbFlags) openLedger(ctx context.Context) (*sqlx.DB, error) {
+	db, err := f.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := razao.CheckSchema(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("razao "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return fs
 }
 
-// openWithFlags parses the flags of a command that works on the database
-// (the -database-url flag and those more adds) and opens the database.
+// openWithFlags parses the flags of a command that works on the ledger
+// (the -database-url flag and those more adds) and opens the database,
+// checking that its schema is migrated.
 func openWithFlags(ctx context.Context, name string, args []string, stderr io.Writer, more func(*flag.FlagSet)) (*sqlx.DB, *flag.FlagSet, error) {
+	return openFlags(ctx, name, args, stderr, more, (*dbFlags).openLedger)
+}
+
+func openFlags(ctx context.Context, name string, args []string, stderr io.Writer, more func(*flag.FlagSet),
+	open func(*dbFlags, context.Context) (*sqlx.DB, error)) (*sqlx.DB, *flag.FlagSet, error) {
 	var db dbFlags
 	fs := newFlagSet(name, stderr)
 	db.register(fs)
@@ -48,12 +68,12 @@ func openWithFlags(ctx context.Context, name string, args []string, stderr io.Wr
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
 	}
-	conn, err := db.open(ctx)
+	conn, err := open(&db, ctx)
 	return conn, fs, err
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	conn, _, err := openWithFlags(ctx, "migrate", args, stderr, nil)
+	conn, _, err := openFlags(ctx, "migrate", args, stderr, nil, (*dbFlags).open)
 	if err != nil {
 		return err
 	}

@@ -3,20 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/razao/razao/webhook/psp"
 )
 
 // demo drives a running razao the way a PSP and the selling app would, and
@@ -38,6 +36,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	d.token = os.Getenv("RAZAO_API_TOKEN")
 	d.hodleSecret = os.Getenv("RAZAO_DEV_HODLE_SECRET")
 	d.stdSecret = os.Getenv("RAZAO_DEV_STANDARD_SECRET")
+	if err := d.preflight(); err != nil {
+		return err
+	}
 	if d.hodleSecret == "" || d.stdSecret == "" {
 		return fmt.Errorf("set RAZAO_DEV_HODLE_SECRET and RAZAO_DEV_STANDARD_SECRET (make demo reads them from .dev/secrets.env)")
 	}
@@ -130,20 +131,54 @@ func (d *demo) chargeState(id string) string {
 func (d *demo) step(title string) { fmt.Fprintf(d.out, "\n== %s\n", title) }
 
 func (d *demo) hodle(body, secret string) {
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	io.WriteString(mac, ts+"."+body)
-	d.send("POST", "/webhooks/hodle", body, map[string]string{
-		"X-Hodle-Timestamp": ts, "X-Hodle-Signature": hex.EncodeToString(mac.Sum(nil))})
+	d.signed(psp.Endpoint{Name: "hodle", Scheme: "hodle", Secret: secret}, "", body)
 }
 
 func (d *demo) standard(id, body string) {
-	key, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(d.stdSecret, "whsec_"))
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, key)
-	io.WriteString(mac, id+"."+ts+"."+body)
-	d.send("POST", "/webhooks/psp", body, map[string]string{"webhook-id": id, "webhook-timestamp": ts,
-		"webhook-signature": "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))})
+	d.signed(psp.Endpoint{Name: "psp", Scheme: "standard", Secret: d.stdSecret}, id, body)
+}
+
+// signed signs body as ep's PSP would (webhook/psp, the signer of razao
+// psp send) and sends it.
+func (d *demo) signed(ep psp.Endpoint, id, body string) {
+	del, err := psp.Sign(ep, []byte(body), id, time.Now())
+	if err != nil {
+		fmt.Fprintf(d.out, "sign for %s: %v\n", ep.Name, err)
+		return
+	}
+	headers := map[string]string{}
+	for k := range del.Header {
+		headers[k] = del.Header.Get(k)
+	}
+	d.send("POST", del.Path, body, headers)
+}
+
+// preflight fails fast, before any step, when the service does not answer
+// or refuses the token: a demo against nothing would print only errors.
+func (d *demo) preflight() error {
+	quick := &http.Client{Timeout: 3 * time.Second}
+	resp, err := quick.Get(d.base + "/healthz")
+	if err != nil {
+		return fmt.Errorf("razao does not answer at %s (%v): start it with 'make run' in another terminal", d.base, err)
+	}
+	resp.Body.Close()
+	if d.token == "" {
+		return fmt.Errorf("RAZAO_API_TOKEN is empty: make demo reads it from .dev/api-token, which 'make run' writes")
+	}
+	req, err := http.NewRequest("GET", d.base+"/v1/balances", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+d.token)
+	resp, err = quick.Do(req)
+	if err != nil {
+		return fmt.Errorf("razao at %s: %w", d.base, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return fmt.Errorf("razao at %s refuses the token (%s): restart 'make run', which renews .dev/api-token", d.base, resp.Status)
+	}
+	return nil
 }
 
 func (d *demo) api(method, path, body string) {

@@ -44,7 +44,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if path == "" {
 		path = reports.FileName(kind, m, d)
 	}
-	conn, err := db.open(ctx)
+	conn, err := db.openLedger(ctx)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,9 @@ import (
 func cmdInbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "retry" {
 		fmt.Fprintln(stderr, "usage: razao inbox retry [-database-url URL] DELIVERY_ID")
+		if len(args) > 0 && isHelp(args[0]) {
+			return nil
+		}
 		return exitError(2)
 	}
 	conn, fs, err := openWithFlags(ctx, "inbox retry", args[1:], stderr, nil)

@@ -10,6 +10,9 @@
 //	razao inbox     retry a delivery that gave up after its attempts
 //	razao period    list the competence months, or close one
 //	razao demo      drive a running service like a PSP and print each answer
+//	razao psp send  sign one payment, refund or failure as an endpoint's PSP and send it
+//	razao config check  validate a config file and its environment, starting nothing
+//	razao version   the module version, commit and Go version of the build
 package main
 
 import (
@@ -48,12 +51,18 @@ func commands() []command {
 		{"inbox", "retry a delivery that gave up after its attempts", cmdInbox},
 		{"period", "list the competence months, or close one (with its snapshot)", cmdPeriod},
 		{"demo", "drive a running service like a PSP would and print what happens", cmdDemo},
+		{"psp", "send: sign a payment, refund or failure as an endpoint's PSP would, and send it", cmdPSP},
+		{"config", "check: validate a config file and the environment it names, starting nothing", cmdConfig},
+		{"version", "print the version, commit and Go version this binary was built from", cmdVersion},
 	}
 }
 
 // run executes one command line and returns the process exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args = []string{"version"}
+	}
+	if len(args) == 0 || isHelp(args[0]) {
 		usage(stderr)
 		if len(args) == 0 {
 			return 2
@@ -81,6 +90,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "razao: unknown command %q\n", args[0])
 	usage(stderr)
 	return 2
+}
+
+// isHelp reports whether arg asks for usage rather than for work: a
+// command asked for help answers it before it touches the database.
+func isHelp(arg string) bool {
+	return arg == "help" || arg == "-h" || arg == "-help" || arg == "--help"
 }
 
 // exitError ends a command with a given status after it has reported.

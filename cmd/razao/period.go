@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -20,6 +18,9 @@ import (
 func cmdPeriod(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || (args[0] != "list" && args[0] != "close") {
 		fmt.Fprintln(stderr, "usage: razao period list | close -month YYYY-MM  [-database-url URL] [-config F] [-time-zone TZ] [-go-live YYYY-MM-DD]")
+		if len(args) > 0 && isHelp(args[0]) {
+			return nil
+		}
 		return exitError(2)
 	}
 	var cf calendarFlags
@@ -78,15 +79,9 @@ func (c *calendarFlags) register(fs *flag.FlagSet) {
 }
 
 func (c *calendarFlags) calendar(getenv func(string) string) (postings.Calendar, error) {
-	var file fileConfig
-	if c.config != "" {
-		b, err := os.ReadFile(c.config)
-		if err != nil {
-			return postings.Calendar{}, fmt.Errorf("config: %w", err)
-		}
-		if err := yaml.Unmarshal(b, &file); err != nil {
-			return postings.Calendar{}, fmt.Errorf("config %s: %w", c.config, err)
-		}
+	file, err := loadFileConfig(c.config)
+	if err != nil {
+		return postings.Calendar{}, err
 	}
 	cal, err := postings.NewCalendar(first(c.timeZone, getenv("RAZAO_TIME_ZONE"), file.TimeZone, postings.DefaultTimeZone))
 	if err != nil {

@@ -160,6 +160,16 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		for _, m := range applied {
 			logger.Info("migration applied", "name", m)
 		}
+	} else if err := razao.CheckSchema(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	for _, ep := range cfg.endpoints {
+		if ep.NoSecret {
+			// Never the secret: there is none; the variables that were empty.
+			logger.Warn("webhook endpoint has no secret yet: it answers only the PSP's registration test and refuses every other delivery with 401",
+				"endpoint", ep.Name, "empty_variables", ep.Unset)
+		}
 	}
 	ledger := postings.New(db, cal).WithClock(now).WithLimit(cfg.maxAmount)
 	applier := charges.NewApplier(db, ledger)

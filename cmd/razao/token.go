@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -14,9 +15,14 @@ import (
 // cmdToken manages the API's bearer tokens: create prints the token once
 // (only its hash is stored), list shows them, revoke ends one at once.
 func cmdToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	const usage = "usage: razao token create -name NAME -scope read|write|admin[,...] | list | revoke ID | check < TOKEN_FILE  [-database-url URL]"
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: razao token create -name NAME -scope read|write|admin[,...] | list | revoke ID")
+		fmt.Fprintln(stderr, usage)
 		return exitError(2)
+	}
+	if isHelp(args[0]) {
+		fmt.Fprintln(stderr, usage)
+		return nil
 	}
 	var name, scope *string
 	conn, fs, err := openWithFlags(ctx, "token "+args[0], args[1:], stderr, func(fs *flag.FlagSet) {
@@ -67,8 +73,20 @@ func cmdToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		fmt.Fprintf(stdout, "revoked token %d %q\n", t.ID, t.Name)
+	case "check":
+		// The token on stdin, never in argv: `make run` asks whether the
+		// token it kept from a previous run still works.
+		plain, err := io.ReadAll(io.LimitReader(os.Stdin, 4096))
+		if err != nil {
+			return fmt.Errorf("read the token from stdin: %w", err)
+		}
+		t, err := auth.Authenticate(ctx, conn, strings.TrimSpace(string(plain)))
+		if err != nil {
+			return fmt.Errorf("the token on stdin is not a live token: %w", err)
+		}
+		fmt.Fprintf(stdout, "token %d %q is live, scopes %s\n", t.ID, t.Name, strings.Join(scopeNames(t.Scopes), ","))
 	default:
-		return fmt.Errorf("unknown token command %q (create, list, revoke)", args[0])
+		return fmt.Errorf("unknown token command %q (create, list, revoke, check)", args[0])
 	}
 	return nil
 }

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/razao/razao/money"
+)
+
+// cmdConfig is `razao config check`: it reads the config file and the
+// environment exactly as `razao serve` would (same flags, same
+// precedence), checks what serve checks at start and what it would only
+// find later (the export directory), and prints each check. It starts
+// nothing and never connects to the database. A problem exits 1.
+func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	const usage = "usage: razao config check [-config FILE] [the flags of razao serve]"
+	if len(args) == 0 || args[0] != "check" {
+		fmt.Fprintln(stderr, usage)
+		if len(args) > 0 && isHelp(args[0]) {
+			return nil
+		}
+		return exitError(2)
+	}
+	c := checker{out: stdout, stderr: stderr}
+	if err := c.check(args[1:], os.Getenv); err != nil {
+		return err
+	}
+	if c.failed {
+		fmt.Fprintln(stdout, "config check: FAILED")
+		return exitError(1)
+	}
+	fmt.Fprintf(stdout, "config check: ok (%d warning(s))\n", c.warnings)
+	return nil
+}
+
+type checker struct {
+	out      io.Writer
+	stderr   io.Writer
+	failed   bool
+	warnings int
+}
+
+func (c *checker) ok(format string, a ...any) { fmt.Fprintf(c.out, "ok    "+format+"\n", a...) }
+func (c *checker) warn(format string, a ...any) {
+	c.warnings++
+	fmt.Fprintf(c.out, "warn  "+format+"\n", a...)
+}
+func (c *checker) fail(format string, a ...any) {
+	c.failed = true
+	fmt.Fprintf(c.out, "FAIL  "+format+"\n", a...)
+}
+
+func (c *checker) check(args []string, getenv func(string) string) error {
+	fs := newFlagSet("config check", c.stderr)
+	cfg, err := parseServeConfig(args, fs, getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	if cfg.configPath == "" {
+		c.warn("no config file (-config or $RAZAO_CONFIG): defaults and environment only, no webhook endpoint")
+	}
+	if err != nil {
+		// parseServeConfig stops at the first problem; its message names
+		// the key, endpoint or variable, never a secret.
+		c.fail("%v", err)
+		return nil
+	}
+	if cfg.configPath != "" {
+		c.ok("config file %s: readable, every key known", cfg.configPath)
+	}
+	if _, _, err := net.SplitHostPort(cfg.listen); err != nil {
+		c.fail("listen %q: %v", cfg.listen, err)
+	} else {
+		c.ok("listen %s", cfg.listen)
+	}
+	c.ok("time_zone %s, go_live %s", cfg.timeZone, cfg.goLive.Format("2006-01-02"))
+	c.ok("max_amount %d centavos (R$ %s)", cfg.maxAmount.Max(), money.FormatReais(cfg.maxAmount.Max(), ','))
+	c.ok("worker_interval %s", cfg.workerInterval)
+	c.checkExports(cfg)
+	c.checkEndpoints(cfg, getenv)
+	if cfg.db.url == "" {
+		c.warn("no DATABASE_URL (or -database-url): serve would not start (not contacted here)")
+	} else {
+		c.ok("database URL given (not contacted by this check)")
+	}
+	return nil
+}
+
+func (c *checker) checkExports(cfg serveConfig) {
+	e := cfg.exports
+	if e == nil {
+		c.ok("exports: no schedule, no scheduled exports")
+		return
+	}
+	if _, err := cron.ParseStandard(e.Schedule); err != nil {
+		c.fail("exports.schedule %q: %v", e.Schedule, err)
+	}
+	st, err := os.Stat(e.Dir)
+	switch {
+	case err != nil:
+		c.fail("exports.dir %s: %v", e.Dir, err)
+	case !st.IsDir():
+		c.fail("exports.dir %s: not a directory", e.Dir)
+	case syscall.Access(e.Dir, 0x2 /* W_OK */) != nil:
+		c.fail("exports.dir %s: not writable by this user", e.Dir)
+	default:
+		c.ok("exports: %q into %s, %d kind(s), %d dialect(s)", e.Schedule, e.Dir, len(e.Kinds), len(e.Dialects))
+	}
+}
+
+func (c *checker) checkEndpoints(cfg serveConfig, getenv func(string) string) {
+	file, err := loadFileConfig(cfg.configPath)
+	if err != nil { // parsed once already; cannot differ
+		c.fail("%v", err)
+		return
+	}
+	for i, ep := range cfg.endpoints {
+		ec := file.Endpoints[i]
+		secrets, _, _ := ec.ResolveSecrets(getenv)
+		var from []string
+		if len(ec.Secrets) > 0 {
+			from = append(from, fmt.Sprintf("%d inline", len(ec.Secrets)))
+		}
+		for _, v := range ec.SecretsEnv {
+			state := "set"
+			if getenv(v) == "" {
+				state = "empty"
+			}
+			from = append(from, v+" "+state)
+		}
+		desc := fmt.Sprintf("endpoint %s: scheme %s, merchant %s, POST /webhooks/%s, max body %d bytes",
+			ep.Name, ep.Scheme.Name(), ep.Merchant, ep.Name, ep.MaxBody)
+		switch {
+		case ep.NoSecret:
+			if len(from) == 0 {
+				from = []string{"none configured"}
+			}
+			c.warn("%s: no secret yet (%s): answers only the PSP's registration test, 401 to everything else",
+				desc, strings.Join(from, ", "))
+		case len(secrets) == 0:
+			c.ok("%s: no URL secret, mutual TLS only", desc)
+		default:
+			c.ok("%s: %d secret(s) (%s)", desc, len(secrets), strings.Join(from, ", "))
+		}
+	}
+	if len(cfg.endpoints) == 0 && cfg.configPath != "" {
+		c.warn("no webhook endpoint configured: no PSP can deliver")
+	}
+}
