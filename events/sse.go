@@ -54,11 +54,11 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeTimeout: orDefault(h.WriteTimeout, DefaultWriteTimeout),
 	}
 	if err := s.start(); err != nil {
-		h.log.Error("events: cannot start stream", "err", err)
+		h.log.ErrorContext(r.Context(), "events: cannot start stream", "err", err)
 		return
 	}
 	err := s.run(r.Context(), wake)
-	h.log.Debug("events: stream ended", "cursor", s.cursor, "err", err)
+	h.log.DebugContext(r.Context(), "events: stream ended", "cursor", s.cursor, "err", err)
 }
 
 // stream is one subscriber's connection and its position in the outbox.
@@ -132,7 +132,7 @@ func (s *stream) next(ctx context.Context) (time.Duration, error) {
 // readFailed logs a database error unless the stream is ending anyway.
 func (s *stream) readFailed(ctx context.Context, err error) time.Duration {
 	if ctx.Err() == nil && !s.closed() {
-		s.h.log.Warn("events: read for stream failed", "err", err)
+		s.h.log.WarnContext(ctx, "events: read for stream failed", "err", err)
 	}
 	return s.poll
 }
