@@ -385,3 +385,43 @@ func TestPayoutEffectiveAt(t *testing.T) {
 		t.Fatalf("%d payouts booked, want 3", n)
 	}
 }
+
+// razao serve says where it listens in its JSON log stream, like every
+// other line it writes, not as loose text on stdout.
+func TestServeListeningMessageIsInTheJSONStream(t *testing.T) {
+	t.Parallel()
+	_, url := pgtest.NewWithURL(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- cmdServe(ctx, []string{"-database-url", url, "-listen", "127.0.0.1:0", "-migrate=false"}, stdout, stderr)
+	}()
+	var line map[string]any
+	for deadline := time.Now().Add(30 * time.Second); line == nil; {
+		for _, l := range stderr.lines(t) {
+			if l["msg"] == "razao listening" {
+				line = l
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended before listening: %v\n%s", err, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no listening line in:\n%s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	if u, _ := line["url"].(string); !strings.HasPrefix(u, "http://127.0.0.1:") || line["level"] != "INFO" {
+		t.Errorf("listening line %v", line)
+	}
+	if stdout.String() != "" {
+		t.Errorf("serve wrote outside its log stream: %q", stdout.String())
+	}
+}
