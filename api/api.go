@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/internal/httplog"
 	"github.com/razao/razao/internal/strictjson"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
@@ -45,7 +49,7 @@ type API struct {
 func (a *API) Register(r *mux.Router) {
 	authed := auth.Middleware(a.DB, a.Log)
 	route := func(method, path string, scope auth.Scope, h http.HandlerFunc) {
-		r.Handle("/v1"+path, authed(auth.Require(scope)(h))).Methods(method)
+		r.Handle("/v1"+path, authed(noteToken(auth.Require(scope)(h)))).Methods(method)
 	}
 	route(http.MethodPost, "/charges", auth.Write, a.createCharge)
 	route(http.MethodGet, "/charges/{id}", auth.Read, a.getCharge)
@@ -65,6 +69,17 @@ func (a *API) Register(r *mux.Router) {
 	if a.Events != nil {
 		route(http.MethodGet, "/events", auth.Read, a.Events.ServeHTTP)
 	}
+}
+
+// noteToken tells the access log which token the request came with (its
+// name, never the token), also when Require then refuses it.
+func noteToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t, ok := auth.FromContext(r.Context()); ok {
+			httplog.SetToken(r.Context(), t.Name)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // decodeJSON reads a bounded JSON body into v, refusing unknown fields,
@@ -93,7 +108,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		writeProblem(w, http.StatusBadRequest, "invalid-json", "Invalid JSON", err.Error())
+		writeProblem(w, http.StatusBadRequest, "invalid-json", "Invalid JSON", decodeDetail(err))
 		return false
 	}
 	if dec.More() {
@@ -103,18 +118,71 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
+// decodeDetail says what is wrong with a body in the API's terms: the field
+// and the JSON type it takes, never encoding/json's text, which names Go
+// types and struct fields ("cannot unmarshal number 1.5 into Go struct
+// field NewCharge.amount of type int64").
+func decodeDetail(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		want := jsonType(typeErr.Type)
+		if typeErr.Field == "" {
+			return "the body must be " + want + ", not " + typeErr.Value
+		}
+		return fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, want, typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("not JSON at byte %d", syntaxErr.Offset)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the body is empty or cut short"
+	}
+	// DisallowUnknownFields' error has no type of its own; its text is
+	// `json: unknown field "x"`, which names no Go type.
+	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return "unknown field " + msg
+	}
+	return "the body does not match the request's fields"
+}
+
+// jsonType names the JSON type a Go type decodes from.
+func jsonType(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another type"
+}
+
 func (a *API) createCharge(w http.ResponseWriter, r *http.Request) {
 	var n charges.NewCharge
 	if !decodeJSON(w, r, &n) {
 		return
 	}
 	if err := n.ResolveMerchant(a.Merchants); err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	c, created, err := charges.RegisterWithin(r.Context(), a.DB, n, a.Ledger.Limit())
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	status := http.StatusOK
@@ -127,7 +195,7 @@ func (a *API) createCharge(w http.ResponseWriter, r *http.Request) {
 func (a *API) getCharge(w http.ResponseWriter, r *http.Request) {
 	d, err := charges.GetDetail(r.Context(), a.DB, mux.Vars(r)["id"])
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, d)
@@ -136,7 +204,7 @@ func (a *API) getCharge(w http.ResponseWriter, r *http.Request) {
 func (a *API) balances(w http.ResponseWriter, r *http.Request) {
 	bs, err := reports.Balances(r.Context(), a.DB)
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"accounts": bs})

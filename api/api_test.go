@@ -36,7 +36,7 @@ func newAPI(t *testing.T, scopes ...auth.Scope) (http.Handler, string, *sqlx.DB)
 	// No path cleaning: a path with .. is not redirected anywhere; it
 	// simply matches no route.
 	r := mux.NewRouter().SkipClean(true)
-	r.NotFoundHandler, r.MethodNotAllowedHandler = api.NotFound(), api.MethodNotAllowed()
+	r.NotFoundHandler, r.MethodNotAllowedHandler = api.NotFound(), api.MethodNotAllowed(r)
 	(&api.API{DB: db, Ledger: postings.New(db, cal), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now: func() time.Time { return time.Date(2026, 9, 2, 12, 0, 0, 0, time.UTC) }}).Register(r)
 	return r, token, db

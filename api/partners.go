@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -11,7 +12,7 @@ import (
 func (a *API) getPartner(w http.ResponseWriter, r *http.Request) {
 	s, err := partners.Get(r.Context(), a.DB, mux.Vars(r)["id"])
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, s)
@@ -21,6 +22,10 @@ func (a *API) getPartner(w http.ResponseWriter, r *http.Request) {
 type payoutRequest struct {
 	Amount        int64 `json:"amount"`
 	AllowOverOwed bool  `json:"allow_over_owed"`
+	// EffectiveAt is when the payout was made, RFC 3339; absent, now. A
+	// string rather than time.Time, so a bad value is refused in the API's
+	// words, not time.Parse's.
+	EffectiveAt *string `json:"effective_at"`
 }
 
 // createPayout books a payout, idempotently on the Idempotency-Key header:
@@ -35,12 +40,23 @@ func (a *API) createPayout(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, &body) {
 		return
 	}
+	now := a.Now()
+	at := now
+	if body.EffectiveAt != nil {
+		t, err := time.Parse(time.RFC3339, *body.EffectiveAt)
+		if err != nil {
+			writeProblem(w, http.StatusBadRequest, "invalid-payout", "Invalid payout",
+				"effective_at must be an RFC 3339 date-time with a UTC offset, e.g. 2026-08-31T18:00:00-03:00")
+			return
+		}
+		at = t
+	}
 	res, err := partners.Payout(r.Context(), a.DB, a.Ledger, partners.PayoutRequest{
 		Partner: mux.Vars(r)["id"], IdempotencyKey: key, Amount: body.Amount,
-		AllowOverOwed: body.AllowOverOwed, At: a.Now(),
+		AllowOverOwed: body.AllowOverOwed, At: at, Now: now,
 	})
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	status := http.StatusCreated

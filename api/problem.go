@@ -8,6 +8,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
+
+	"github.com/gorilla/mux"
 
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/internal/problem"
@@ -27,7 +30,9 @@ func writeProblem(w http.ResponseWriter, status int, kind, title, detail string)
 
 // writeError maps a domain error to its problem. An unknown error is a
 // generic 500, logged once with its cause and never shown to the client.
-func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
+// r's context carries the request id onto the log line.
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	ctx := r.Context()
 	switch {
 	case errors.Is(err, money.ErrAboveMax):
 		// Before the invalid-* cases that wrap it: the client learns which
@@ -37,7 +42,7 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 		// Not the client's fault, but not an unknown failure either: a
 		// figure that does not fit int64 is refused, never answered wrong.
 		// Logged: the ledger holds sums no report can show.
-		log.Error("report figure overflows int64", "error", err)
+		log.ErrorContext(ctx, "report figure overflows int64", "error", err)
 		writeProblem(w, http.StatusUnprocessableEntity, "sum-overflow", "A figure does not fit int64 centavos", err.Error())
 	case errors.Is(err, partners.ErrInvalid):
 		writeProblem(w, http.StatusBadRequest, "invalid-payout", "Invalid payout", err.Error())
@@ -74,7 +79,7 @@ func writeError(w http.ResponseWriter, log *slog.Logger, err error) {
 	case errors.Is(err, charges.ErrNotFound):
 		writeProblem(w, http.StatusNotFound, "not-found", "Not found", err.Error())
 	default:
-		log.Error("request failed", "error", err)
+		log.ErrorContext(ctx, "request failed", "error", err)
 		writeProblem(w, http.StatusInternalServerError, "internal", "Internal error", "")
 	}
 }
@@ -93,9 +98,33 @@ func NotFound() http.Handler {
 	})
 }
 
-// MethodNotAllowed answers a known path with the wrong method.
-func MethodNotAllowed() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeProblem(w, http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed", "")
+// MethodNotAllowed answers a known path with the wrong method, listing in
+// Allow (RFC 9110 §15.5.6) the methods router serves on that path.
+func MethodNotAllowed(router *mux.Router) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		allowed := AllowedMethods(router, r)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeProblem(w, http.StatusMethodNotAllowed, "method-not-allowed", "Method not allowed",
+			"this path answers "+strings.Join(allowed, ", "))
 	})
+}
+
+// candidateMethods are the methods a 405 may list.
+var candidateMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
+	http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+// AllowedMethods returns the methods for which router has a route matching
+// r's path, by asking the router itself, so the list cannot drift from the
+// routes.
+func AllowedMethods(router *mux.Router, r *http.Request) []string {
+	var out []string
+	for _, m := range candidateMethods {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		var match mux.RouteMatch
+		if router.Match(probe, &match) && match.MatchErr == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }

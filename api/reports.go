@@ -6,6 +6,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/razao/razao/auth"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -27,12 +28,12 @@ func limit(r *http.Request) int {
 func (a *API) trialBalance(w http.ResponseWriter, r *http.Request) {
 	m, err := month(r, "month")
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	tb, err := reports.TrialBalance(r.Context(), a.DB, m)
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, tb)
@@ -41,12 +42,12 @@ func (a *API) trialBalance(w http.ResponseWriter, r *http.Request) {
 func (a *API) incomeStatement(w http.ResponseWriter, r *http.Request) {
 	m, err := month(r, "month")
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	inc, err := reports.IncomeStatement(r.Context(), a.DB, m)
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, inc)
@@ -55,12 +56,12 @@ func (a *API) incomeStatement(w http.ResponseWriter, r *http.Request) {
 func (a *API) journal(w http.ResponseWriter, r *http.Request) {
 	m, err := month(r, "month")
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	page, err := reports.Journal(r.Context(), a.DB, m, r.URL.Query().Get("cursor"), limit(r))
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, page)
@@ -69,17 +70,17 @@ func (a *API) journal(w http.ResponseWriter, r *http.Request) {
 func (a *API) accountSeries(w http.ResponseWriter, r *http.Request) {
 	from, err := month(r, "from")
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	to, err := month(r, "to")
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	s, err := reports.AccountSeries(r.Context(), a.DB, mux.Vars(r)["code"], from, to)
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, s)
@@ -88,7 +89,7 @@ func (a *API) accountSeries(w http.ResponseWriter, r *http.Request) {
 func (a *API) periods(w http.ResponseWriter, r *http.Request) {
 	ps, err := reports.Periods(r.Context(), a.DB, a.Ledger.Calendar(), a.Now())
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"periods": ps})
@@ -99,11 +100,14 @@ func (a *API) periods(w http.ResponseWriter, r *http.Request) {
 func (a *API) closePeriod(w http.ResponseWriter, r *http.Request) {
 	m, err := month(r, "month")
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
-	if err := reports.CloseMonth(r.Context(), a.DB, a.Ledger, m, a.Now()); err != nil {
-		writeError(w, a.Log, err)
+	// The token's name says who closed the month; the database role would
+	// only say which service connected.
+	t, _ := auth.FromContext(r.Context())
+	if err := reports.CloseMonthBy(r.Context(), a.DB, a.Ledger, m, a.Now(), t.Name); err != nil {
+		writeError(w, r, a.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"month": m.String(), "status": "closed"})
@@ -113,7 +117,7 @@ func (a *API) divergences(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	page, err := reports.ListDivergences(r.Context(), a.DB, q.Get("status"), q.Get("cursor"), limit(r))
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, page)
@@ -136,7 +140,7 @@ func (a *API) resolveDivergence(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := reports.ResolveDivergence(r.Context(), a.DB, id, body.Note, a.Now())
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, d)
@@ -148,12 +152,12 @@ func (a *API) resolveDivergence(w http.ResponseWriter, r *http.Request) {
 func (a *API) exportCSV(w http.ResponseWriter, r *http.Request) {
 	kind, err := reports.ParseExportKind(mux.Vars(r)["kind"])
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	m, err := month(r, "month")
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	dialectName := r.URL.Query().Get("dialect")
@@ -162,7 +166,7 @@ func (a *API) exportCSV(w http.ResponseWriter, r *http.Request) {
 	}
 	d, err := reports.ParseDialect(dialectName)
 	if err != nil {
-		writeError(w, a.Log, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	out := &lazyHeader{w: w, header: func() {
@@ -173,7 +177,7 @@ func (a *API) exportCSV(w http.ResponseWriter, r *http.Request) {
 	// WriteCSV reads in a read-only snapshot of its own.
 	if _, err := reports.WriteCSV(r.Context(), a.DB, out, kind, m, d); err != nil {
 		if !out.started {
-			writeError(w, a.Log, err)
+			writeError(w, r, a.Log, err)
 			return
 		}
 		// Mid-stream: the status is gone; cut the connection so the client

@@ -50,13 +50,13 @@ func Middleware(q sqlx.QueryerContext, log *slog.Logger) func(http.Handler) http
 			t, err := Authenticate(r.Context(), q, bearer)
 			switch {
 			case errors.Is(err, ErrUnauthenticated):
-				log.Debug("api token refused", "reason", err, "path", r.URL.Path)
+				log.DebugContext(r.Context(), "api token refused", "reason", err, "path", r.URL.Path)
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm=%q, error="invalid_token"`, realm))
 				problem.Write(w, http.StatusUnauthorized, "unauthorized", "Missing or invalid bearer token", "")
 				return
 			case err != nil:
 				if r.Context().Err() == nil {
-					log.Error("api token check failed", "error", err)
+					log.ErrorContext(r.Context(), "api token check failed", "error", err)
 				}
 				problem.Write(w, http.StatusServiceUnavailable, "unavailable", "Could not check the bearer token", "")
 				return

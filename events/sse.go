@@ -62,11 +62,11 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeTimeout: orDefault(h.WriteTimeout, DefaultWriteTimeout),
 	}
 	if err := s.start(); err != nil {
-		h.log.Error("events: cannot start stream", "err", err)
+		h.log.ErrorContext(r.Context(), "events: cannot start stream", "err", err)
 		return
 	}
 	err = s.run(r.Context())
-	h.log.Debug("events: stream ended", "cursor", s.cursor, "err", err)
+	h.log.DebugContext(r.Context(), "events: stream ended", "cursor", s.cursor, "err", err)
 }
 
 // errRevoked ends the stream of a revoked token.

@@ -7,6 +7,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -23,6 +24,8 @@ type Metrics struct {
 	processing *prometheus.HistogramVec
 	retries    prometheus.Counter
 	exportRuns *prometheus.CounterVec
+	requests   *prometheus.CounterVec
+	durations  *prometheus.HistogramVec
 }
 
 // New returns the metrics of one service; db feeds the gauges read from the
@@ -47,8 +50,19 @@ func New(db *sqlx.DB) *Metrics {
 			Name: "razao_export_runs_total",
 			Help: "Scheduled export runs, by kind and outcome.",
 		}, []string{"kind", "outcome"}),
+		// Labels come from the route template and a closed list of
+		// methods (httplog), never from the raw path: bounded series.
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "razao_http_requests_total",
+			Help: "HTTP requests answered, by route template (\"unmatched\" for no route), method and status code.",
+		}, []string{"route", "method", "code"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "razao_http_request_duration_seconds",
+			Help:    "Duration of HTTP requests, by route template and method.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+		}, []string{"route", "method"}),
 	}
-	m.reg.MustRegister(m.deliveries, m.processing, m.retries, m.exportRuns,
+	m.reg.MustRegister(m.deliveries, m.processing, m.retries, m.exportRuns, m.requests, m.durations,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&dbCollector{db: db})
 	return m
@@ -84,6 +98,15 @@ func (m *Metrics) Failure() {
 func (m *Metrics) ExportRun(kind, outcome string) {
 	if m != nil {
 		m.exportRuns.WithLabelValues(kind, outcome).Inc()
+	}
+}
+
+// HTTPRequest counts one answered HTTP request and its duration; route is
+// a path template and method one of a closed list (see httplog).
+func (m *Metrics) HTTPRequest(route, method string, code int, d time.Duration) {
+	if m != nil {
+		m.requests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
+		m.durations.WithLabelValues(route, method).Observe(d.Seconds())
 	}
 }
 

@@ -120,23 +120,31 @@ type PayoutRequest struct {
 	// AllowOverOwed books the payout even above what is owed (an advance),
 	// including to a partner with no account yet.
 	AllowOverOwed bool
-	// At is when the payout happens: the server's clock, read once. Its
-	// date in the ledger's time zone is the payout's competence.
+	// At is when the payout was made (the API's effective_at, else the
+	// server's clock, read once). Its date in the ledger's time zone is the
+	// payout's competence; when that month is closed, the ledger books it
+	// in the first open month and keeps At as the set's event time.
 	At time.Time
+	// Now, when set, is the clock At may not be after: a payout is booked
+	// once it has been made, never ahead of it.
+	Now time.Time
 }
 
 // Result is the outcome of a payout.
 type Result struct {
-	Partner        string `json:"partner"`
-	PostingSet     int64  `json:"posting_set_id"`
-	Amount         int64  `json:"amount"`
-	Currency       string `json:"currency"`
-	Competence     string `json:"competence"` // YYYY-MM-DD
-	OwedBefore     int64  `json:"owed_before"`
-	OwedAfter      int64  `json:"owed_after"`
-	OverOwed       bool   `json:"over_owed"`
-	Replayed       bool   `json:"replayed"`
-	IdempotencyKey string `json:"idempotency_key"`
+	Partner    string `json:"partner"`
+	PostingSet int64  `json:"posting_set_id"`
+	Amount     int64  `json:"amount"`
+	Currency   string `json:"currency"`
+	Competence string `json:"competence"` // YYYY-MM-DD
+	// EffectiveAt is when the payout was made: its event time, kept even
+	// when a closed month moved its competence to the first open one.
+	EffectiveAt    time.Time `json:"effective_at"`
+	OwedBefore     int64     `json:"owed_before"`
+	OwedAfter      int64     `json:"owed_after"`
+	OverOwed       bool      `json:"over_owed"`
+	Replayed       bool      `json:"replayed"`
+	IdempotencyKey string    `json:"idempotency_key"`
 }
 
 // maxKey bounds the caller's idempotency key.
@@ -160,6 +168,10 @@ func (r PayoutRequest) Validate() error {
 	}
 	if r.At.IsZero() {
 		return fmt.Errorf("%w: payout time missing", ErrInvalid)
+	}
+	if !r.Now.IsZero() && r.At.After(r.Now) {
+		return fmt.Errorf("%w: effective_at %s is in the future (now %s)", ErrInvalid,
+			r.At.UTC().Format(time.RFC3339), r.Now.UTC().Format(time.RFC3339))
 	}
 	return nil
 }
@@ -263,6 +275,7 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 		// Owed before and after are of now, not of when the payout was
 		// first booked: the ledger has moved on since.
 		res.PostingSet, res.Competence, res.Replayed = prior.ID, prior.Competence.Format(time.DateOnly), true
+		res.EffectiveAt = prior.EventAt
 		res.OwedBefore, res.OwedAfter = before.Owed, before.Owed
 		return res, nil
 	}
@@ -292,6 +305,7 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 		return Result{}, fmt.Errorf("payout to %s: %w", req.Partner, err)
 	}
 	res.PostingSet, res.Competence, res.Replayed = p.ID, p.Competence.Format(time.DateOnly), p.Replayed
+	res.EffectiveAt = req.At
 	res.OwedBefore, res.OwedAfter = before.Owed, after
 	return res, nil
 }
@@ -326,11 +340,12 @@ type priorSet struct {
 	Currency   string         `db:"currency"`
 	Partner    sql.NullString `db:"partner"`
 	Competence time.Time      `db:"competence"`
+	EventAt    time.Time      `db:"event_at"`
 }
 
 func existing(ctx context.Context, tx *sqlx.Tx, key string) (priorSet, bool, error) {
 	var s priorSet
-	err := tx.GetContext(ctx, &s, `SELECT id, kind, amount, currency, partner, competence
+	err := tx.GetContext(ctx, &s, `SELECT id, kind, amount, currency, partner, competence, event_at
 		FROM posting_sets WHERE idempotency_key = $1`, key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return priorSet{}, false, nil

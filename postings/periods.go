@@ -35,6 +35,13 @@ var (
 // check and close. Taking it needs rights on that table, which only the
 // owner and the service role have: no other role can freeze the ledger.
 func (l *Ledger) CloseMonthTx(ctx context.Context, tx *sqlx.Tx, m Month, now time.Time) error {
+	return l.CloseMonthByTx(ctx, tx, m, now, "")
+}
+
+// CloseMonthByTx is CloseMonthTx recording who closed the month: the API
+// token's name, or "cli:<user>". Empty leaves the column's default, the
+// database role, which says only which service connected.
+func (l *Ledger) CloseMonthByTx(ctx context.Context, tx *sqlx.Tx, m Month, now time.Time, by string) error {
 	if now.Before(m.End(l.cal.Location())) {
 		return fmt.Errorf("close %s: %w", m, ErrMonthNotOver)
 	}
@@ -60,7 +67,8 @@ func (l *Ledger) CloseMonthTx(ctx context.Context, tx *sqlx.Tx, m Month, now tim
 	case !last.Valid && first.Valid && MonthOf(first.Time).Before(m):
 		return fmt.Errorf("close %s: %w: %s", m, ErrEarlierMonthOpen, MonthOf(first.Time))
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO closed_periods (month) VALUES ($1)`, m.First()); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO closed_periods (month, closed_by) VALUES ($1, coalesce(NULLIF($2, ''), current_user))`,
+		m.First(), by); err != nil {
 		return fmt.Errorf("close %s: %w", m, err)
 	}
 	return nil

@@ -17,6 +17,12 @@ import (
 // CloseMonth closes month m and stores its snapshot in one transaction of
 // its own. See CloseMonthTx.
 func CloseMonth(ctx context.Context, db *sqlx.DB, l *postings.Ledger, m postings.Month, now time.Time) error {
+	return CloseMonthBy(ctx, db, l, m, now, "")
+}
+
+// CloseMonthBy is CloseMonth recording by as the month's closed_by (see
+// postings.Ledger.CloseMonthByTx).
+func CloseMonthBy(ctx context.Context, db *sqlx.DB, l *postings.Ledger, m postings.Month, now time.Time, by string) error {
 	if err := checkMonth(m); err != nil {
 		return err
 	}
@@ -25,7 +31,7 @@ func CloseMonth(ctx context.Context, db *sqlx.DB, l *postings.Ledger, m postings
 		return fmt.Errorf("close %s: begin: %w", m, err)
 	}
 	defer tx.Rollback()
-	if err := CloseMonthTx(ctx, tx, l, m, now); err != nil {
+	if err := CloseMonthByTx(ctx, tx, l, m, now, by); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -42,6 +48,11 @@ func CloseMonth(ctx context.Context, db *sqlx.DB, l *postings.Ledger, m postings
 // ErrAlreadyClosed. tx must be READ COMMITTED, as the snapshot must see
 // every set committed before the close's lock was granted.
 func CloseMonthTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, m postings.Month, now time.Time) error {
+	return CloseMonthByTx(ctx, tx, l, m, now, "")
+}
+
+// CloseMonthByTx is CloseMonthTx recording by as the month's closed_by.
+func CloseMonthByTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, m postings.Month, now time.Time, by string) error {
 	if err := checkMonth(m); err != nil {
 		return err
 	}
@@ -52,7 +63,7 @@ func CloseMonthTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, m postin
 	if iso != "read committed" {
 		return fmt.Errorf("close %s: transaction is %s; the snapshot needs read committed", m, iso)
 	}
-	if err := l.CloseMonthTx(ctx, tx, m, now); err != nil {
+	if err := l.CloseMonthByTx(ctx, tx, m, now, by); err != nil {
 		return err
 	}
 	// As for every report (see read); for the rest of tx.

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
+	"github.com/razao/razao/webhook/scheme"
 )
 
 const (
@@ -182,6 +184,18 @@ func hodleHeaders(ts int64, body []byte, secret string) http.Header {
 func (e *env) postHodle(body string) reply {
 	e.t.Helper()
 	return e.post("/webhooks/hodle", hodleHeaders(clock.Unix(), []byte(body), hodleSecret), []byte(body))
+}
+
+// postAbacate sends an AbacatePay delivery with both of its factors: the
+// URL secret and the public-key HMAC of the body.
+func (e *env) postAbacate(body string) reply {
+	e.t.Helper()
+	mac := hmac.New(sha256.New, []byte(scheme.DefaultAbacatepayPublicKey))
+	mac.Write([]byte(body))
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Webhook-Signature", base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	return e.post("/webhooks/abacate?webhookSecret="+url.QueryEscape(abacateSecret), h, []byte(body))
 }
 
 func standardHeaders(id string, ts int64, body []byte) http.Header {

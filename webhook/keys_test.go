@@ -1,9 +1,6 @@
 package webhook_test
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -17,7 +14,6 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
-	"github.com/razao/razao/webhook/scheme"
 )
 
 // newEnvWith is newEnv with more endpoints beside the usual ones.
@@ -112,17 +108,6 @@ func TestNULOrBadUTF8InAnIDIsMalformed(t *testing.T) {
 		t.Fatalf("%d malformed divergences, want 7", n)
 	}
 	e.wantBalances(map[string]int64{"assets:cash": 4990, "income:revenue": -4990})
-}
-
-// postAbacate signs body as AbacatePay does, with the URL secret.
-func (e *env) postAbacate(body string) reply {
-	e.t.Helper()
-	mac := hmac.New(sha256.New, []byte(scheme.DefaultAbacatepayPublicKey))
-	mac.Write([]byte(body))
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Webhook-Signature", base64.StdEncoding.EncodeToString(mac.Sum(nil)))
-	return e.post("/webhooks/abacate?webhookSecret="+url.QueryEscape(abacateSecret), h, []byte(body))
 }
 
 // TestRefundIDTooLongForItsSetKeysIsMalformed: a refund id within the id

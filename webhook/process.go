@@ -108,7 +108,7 @@ func (p *Processor) processBatch(ctx context.Context, ids []int64, skipLocked bo
 		// takes it on its next round.
 		for _, err := range p.processBatch(ctx, res.released, skipLocked) {
 			if err != nil && !errors.Is(err, errBusy) {
-				p.log.Warn("released delivery failed; the worker will retry", "error", err)
+				p.log.WarnContext(ctx, "released delivery failed; the worker will retry", "error", err)
 			}
 		}
 	case len(ids) == 1:
@@ -598,7 +598,7 @@ func (p *Processor) recordFailure(ctx context.Context, id int64, cause error) {
 	defer cancel()
 	p.Metrics.Failure()
 	if err := p.recordFailureTx(ctx, id, cause); err != nil {
-		p.log.Error("record delivery failure", "delivery", id, "error", err, "cause", cause)
+		p.log.ErrorContext(ctx, "record delivery failure", "delivery", id, "error", err, "cause", cause)
 	}
 }
 
@@ -630,7 +630,7 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 		return err
 	}
 	p.committed()
-	p.log.Warn("delivery failed; will retry", "delivery", id, "attempts", attempts, "error", cause)
+	p.log.WarnContext(ctx, "delivery failed; will retry", "delivery", id, "attempts", attempts, "error", cause)
 	return nil
 }
 

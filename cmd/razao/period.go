@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"time"
 
 	"github.com/razao/razao/postings"
@@ -58,12 +59,24 @@ func cmdPeriod(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		if err := reports.CloseMonth(ctx, conn, postings.New(conn, cal), m, now); err != nil {
+		if err := reports.CloseMonthBy(ctx, conn, postings.New(conn, cal), m, now, cliCloser()); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s closed\n", m)
 	}
 	return nil
+}
+
+// cliCloser names who closes a month from the command line: the operating
+// system's user, as the API names the token.
+func cliCloser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return "cli:" + u.Username
+	}
+	if name := os.Getenv("USER"); name != "" {
+		return "cli:" + name
+	}
+	return "cli"
 }
 
 // calendarFlags find the ledger's time zone and go-live date as serve

@@ -50,6 +50,11 @@ func TestPeriodCommandsListAndClose(t *testing.T) {
 	if n := 0; db.Get(&n, `SELECT count(*) FROM month_snapshots WHERE month = '2026-08-01'`) != nil || n != 1 {
 		t.Fatalf("close stored %d snapshots of 2026-08, want 1", n)
 	}
+	// Who closed it is the operator at the command line, not the
+	// database role the command connected as.
+	if by := ""; db.Get(&by, `SELECT closed_by FROM closed_periods WHERE month = '2026-08-01'`) != nil || !strings.HasPrefix(by, "cli:") {
+		t.Fatalf("closed_by = %q, want cli:<os user>", by)
+	}
 	if lines := list(); !strings.HasPrefix(lines[0], "2026-08\tclosed\tsnapshot=true\tactivity=true\t") {
 		t.Fatalf("period list after the close:\n%s", strings.Join(lines, "\n"))
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/exports"
+	"github.com/razao/razao/internal/httplog"
 	"github.com/razao/razao/internal/reqid"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/postings"
@@ -36,7 +37,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	logger := slog.New(reqid.LogHandler{Handler: slog.NewJSONHandler(stderr, nil)})
+	logger := newLogger(stderr)
 	tuneGC(os.Getenv)
 	var hup chan os.Signal
 	if cfg.tls != nil {
@@ -57,8 +58,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
 	}
-	fmt.Fprintf(stdout, "razao listening on %s://%s with %d webhook endpoint(s) (stop with Ctrl-C or SIGTERM)\n", srv.scheme(), ln.Addr(), len(cfg.endpoints))
+	// In the log's JSON stream, like every other line the service writes.
+	logger.Info("razao listening", "url", srv.scheme()+"://"+ln.Addr().String(), "webhook_endpoints", len(cfg.endpoints), "stop", "Ctrl-C or SIGTERM")
 	return srv.Serve(ctx, ln)
+}
+
+// newLogger is the service's one log stream: JSON lines on w, each carrying
+// the request id of the context it was logged with.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(reqid.LogHandler{Handler: slog.NewJSONHandler(w, nil)})
 }
 
 // tuneGC collects garbage less often than Go's default, unless GOGC says
@@ -204,13 +212,13 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	hooks.Metrics = m
 	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub, Merchants: webhook.Merchants(cfg.endpoints)}
 	s.http = &http.Server{
-		Handler:           reqid.Middleware(s.routes(hooks, v1, m.Handler())),
+		Handler:           reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, m.Handler()))),
 		ReadHeaderTimeout: cfg.timeouts.ReadHeader,
 		ReadTimeout:       cfg.timeouts.Read,
 		WriteTimeout:      cfg.timeouts.Write,
 		IdleTimeout:       cfg.timeouts.Idle,
 		MaxHeaderBytes:    32 << 10,
-		// Failed handshakes and the like, in the JSON stream.
+		// Go's own errors (failed handshakes and the like), in the JSON stream.
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	if certs != nil {
@@ -225,7 +233,8 @@ func (s *server) routes(hooks http.Handler, v1 *api.API, metrics http.Handler) h
 	// simply matches no route.
 	r := mux.NewRouter().SkipClean(true)
 	r.NotFoundHandler = api.NotFound()
-	r.MethodNotAllowedHandler = api.MethodNotAllowed()
+	r.MethodNotAllowedHandler = api.MethodNotAllowed(r)
+	r.Use(httplog.Route)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"ok"}`)

@@ -300,8 +300,8 @@ func serveCommand(t *testing.T, yaml string) (addr string, log *logWatch) {
 			t.Errorf("razao serve exited %d:\n%s", code, stderr)
 		}
 	})
-	_, line := stdout.waitFor(t, 0, "razao listening on https://")
-	addr = regexp.MustCompile(`https://(\S+)`).FindStringSubmatch(line)[1]
+	_, line := stderr.waitFor(t, 0, `"msg":"razao listening"`, `"url":"https://`)
+	addr = regexp.MustCompile(`https://([^"]+)`).FindStringSubmatch(line)[1]
 	return addr, stderr
 }
 

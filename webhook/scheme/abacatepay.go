@@ -199,9 +199,17 @@ func abacatepayFill(ev *Event, data object) error {
 	case KindPaid:
 		return abacatepayPaid(ev, res)
 	case KindRefunded:
-		// AbacatePay documents refunds as always of the full amount and
-		// names no field for the refunded amount: razao does not guess one.
-		ev.RefundID, ev.FullRefund = ev.EventID, true
+		// A refund that states its amount (refundedAmount, centavos, on
+		// the resource) is booked for that amount. Without it, AbacatePay's
+		// documented refund is of the full remaining amount; razao never
+		// takes the refund's amount from the payment's own paidAmount,
+		// which is what was paid, not what was returned.
+		ev.RefundID = ev.EventID
+		amount, ok, err := res.centavos("refundedAmount", false)
+		if err != nil {
+			return err
+		}
+		ev.Amount, ev.HasAmount, ev.FullRefund = amount, ok, !ok
 	case KindDisputed:
 		if reason, ok := data.text("reason"); ok {
 			ev.setExtra("reason", reason)
