@@ -70,6 +70,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		writeProblem(w, http.StatusConflict, "month-not-over", "Month has not ended", err.Error())
 	case errors.Is(err, postings.ErrEarlierMonthOpen):
 		writeProblem(w, http.StatusConflict, "earlier-month-open", "An earlier month is still open", err.Error())
+	case errors.Is(err, postings.ErrCloseBusy):
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, http.StatusServiceUnavailable, "close-busy", "Postings in flight held the close lock", err.Error())
 	case errors.Is(err, postings.ErrAlreadyClosed):
 		writeProblem(w, http.StatusConflict, "already-closed", "Month already closed", err.Error())
 	case errors.Is(err, charges.ErrInvalid):

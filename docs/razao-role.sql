@@ -33,7 +33,13 @@ BEGIN
     EXECUTE format('ALTER DATABASE %I SET idle_in_transaction_session_timeout = %L', current_database(), '60s');
 END
 $$;
-REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+-- Not even USAGE: PostgreSQL locks the tables a statement names while it
+-- parses it, before it checks any right on them, so a role that could
+-- look up our tables could PREPARE a statement on month_close_lock and
+-- hold that lock to its transaction's end, stalling every close (and the
+-- postings queued behind it). A role that may not use the schema cannot
+-- even name them. Grant USAGE to a reporting role explicitly.
+REVOKE CREATE, USAGE ON SCHEMA public FROM PUBLIC;
 ALTER ROLE razao SET idle_in_transaction_session_timeout = '60s';
 
 GRANT USAGE ON SCHEMA public TO razao;

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // WriteTx is the isolation every transaction that writes posting sets or
@@ -22,7 +23,17 @@ var (
 	ErrMonthNotOver     = errors.New("month has not ended yet")
 	ErrEarlierMonthOpen = errors.New("an earlier month is still open")
 	ErrAlreadyClosed    = errors.New("month is already closed")
+	// ErrCloseBusy: posting transactions held the close lock for longer
+	// than CloseLockTimeout. The close gave up rather than queue every new
+	// posting behind it; nothing changed, and it can be tried again.
+	ErrCloseBusy = errors.New("postings in flight held the close lock; nothing was closed, try again")
 )
+
+// CloseLockTimeout bounds how long a close waits for the posting
+// transactions in flight. While it waits, new postings wait behind it, so
+// a posting transaction that hangs (or a session that holds a lock on
+// purpose) costs the ledger at most this long, not the whole wait.
+const CloseLockTimeout = 2 * time.Second
 
 // CloseMonthTx closes competence month m inside tx: from then on the
 // database refuses any posting set dated in it, and late events go to the
@@ -48,8 +59,8 @@ func (l *Ledger) CloseMonthByTx(ctx context.Context, tx *sqlx.Tx, m Month, now t
 	if m.Before(l.cal.GoLiveMonth()) {
 		return fmt.Errorf("close %s: %w: before the go-live month %s", m, ErrInvalidMonth, l.cal.GoLiveMonth())
 	}
-	if _, err := tx.ExecContext(ctx, `LOCK TABLE month_close_lock IN EXCLUSIVE MODE`); err != nil {
-		return fmt.Errorf("close %s: take the close lock: %w", m, err)
+	if err := lockForClose(ctx, tx); err != nil {
+		return fmt.Errorf("close %s: %w", m, err)
 	}
 	var last, first sql.NullTime
 	// Sets dated before go-live (written before the ledger refused them)
@@ -101,4 +112,24 @@ func ClosedMonths(ctx context.Context, q sqlx.QueryerContext) ([]Month, error) {
 		ms[i] = MonthOf(t)
 	}
 	return ms, nil
+}
+
+// lockForClose takes the close lock exclusively, waiting at most
+// CloseLockTimeout.
+func lockForClose(ctx context.Context, tx *sqlx.Tx) error {
+	if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprintf("%dms", CloseLockTimeout.Milliseconds())); err != nil {
+		return fmt.Errorf("take the close lock: %w", err)
+	}
+	_, err := tx.ExecContext(ctx, `LOCK TABLE month_close_lock IN EXCLUSIVE MODE`)
+	var pqErr *pq.Error
+	if errors.As(err, &pqErr) && pqErr.Code == "55P03" { // lock_not_available
+		return fmt.Errorf("%w (waited %s)", ErrCloseBusy, CloseLockTimeout)
+	}
+	if err != nil {
+		return fmt.Errorf("take the close lock: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', '0', true)`); err != nil {
+		return fmt.Errorf("take the close lock: %w", err)
+	}
+	return nil
 }

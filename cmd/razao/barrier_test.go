@@ -218,12 +218,17 @@ func TestUnrelatedRoleCannotFreezeTheLedger(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The locks that matter are out of its reach.
+	// The locks that matter are out of its reach: it may not even name
+	// our objects (PostgreSQL takes a statement's table locks while parsing
+	// it, before checking rights on them, so a PREPARE that could name
+	// month_close_lock would hold its lock to the end of the transaction).
 	for _, s := range []string{
-		`LOCK TABLE month_close_lock IN EXCLUSIVE MODE`,
-		`LOCK TABLE month_close_lock IN ACCESS SHARE MODE`,
-		`SELECT ledger_lock_account('liabilities:commission-payable:p1')`,
-		`SELECT 1 FROM posting_sets FOR NO KEY UPDATE`,
+		`LOCK TABLE public.month_close_lock IN EXCLUSIVE MODE`,
+		`LOCK TABLE public.month_close_lock IN ACCESS SHARE MODE`,
+		`PREPARE p AS SELECT * FROM public.month_close_lock FOR UPDATE`,
+		`PREPARE q AS SELECT * FROM public.posting_sets`,
+		`SELECT public.ledger_lock_account('liabilities:commission-payable:p1')`,
+		`SELECT 1 FROM public.posting_sets FOR NO KEY UPDATE`,
 	} {
 		tx, _ := conn.BeginTxx(ctx, nil)
 		_, err := tx.ExecContext(ctx, s)
@@ -274,4 +279,117 @@ func TestRoleDocumentRevokesConnectAndTempFromPublic(t *testing.T) {
 	if timeout != "1min" {
 		t.Errorf("idle_in_transaction_session_timeout is %q, want 1min", timeout)
 	}
+}
+
+// closed_periods takes only the month after the last closed one, and only
+// once it has ended somewhere: a close years ahead, or after a gap, would
+// leave months no one could ever close (a month is never reopened).
+func TestDatabaseClosesOnlyTheNextEndedMonth(t *testing.T) {
+	t.Parallel()
+	e := newBarrierEnv(t) // August closed
+	for _, month := range []string{"2030-01-01", "2026-10-01", "2026-08-01"} {
+		err := e.attack(t, `INSERT INTO public.closed_periods (month) VALUES ('`+month+`')`)
+		if err == nil {
+			t.Errorf("closed %s by hand after August", month)
+		}
+	}
+	var closedXID, ownXID string
+	tx := e.svc.MustBegin()
+	defer tx.Rollback()
+	tx.MustExec(`INSERT INTO closed_periods (month, closed_xid) VALUES ('2026-09-01', '3')`)
+	tx.Get(&closedXID, `SELECT closed_xid::text FROM closed_periods WHERE month = '2026-09-01'`)
+	tx.Get(&ownXID, `SELECT pg_current_xact_id()::text`)
+	if closedXID != ownXID {
+		t.Fatalf("closed_xid %s, want the closing transaction's %s", closedXID, ownXID)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("closing September, the next month: %v", err)
+	}
+}
+
+// An operator of exactly the types a trigger compares (numeric <> integer)
+// in a schema on the search path would be chosen over pg_catalog's, which
+// needs a cast: every comparison in the triggers is between one type.
+func TestOperatorInTheSchemaCannotBlindTheBalanceCheck(t *testing.T) {
+	t.Parallel()
+	e := newBarrierEnv(t)
+	e.owner.MustExec(`CREATE FUNCTION public.never_differs(numeric, integer) RETURNS boolean LANGUAGE sql AS 'SELECT false'`)
+	e.owner.MustExec(`CREATE OPERATOR public.<> (LEFTARG = numeric, RIGHTARG = integer, FUNCTION = public.never_differs)`)
+	e.owner.MustExec(`CREATE FUNCTION public.never_greater(numeric, bigint) RETURNS boolean LANGUAGE sql AS 'SELECT false'`)
+	e.owner.MustExec(`CREATE OPERATOR public.> (LEFTARG = numeric, RIGHTARG = bigint, FUNCTION = public.never_greater)`)
+	e.owner.MustExec(fmt.Sprintf(`GRANT EXECUTE ON FUNCTION public.never_differs(numeric, integer), public.never_greater(numeric, bigint) TO %s`, pq.QuoteIdentifier(e.role)))
+	unbalanced := []string{
+		`INSERT INTO public.posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+			VALUES ('adjustment', 'op-1', 100, 'BRL', '2026-09-10', now(), 'x')`,
+		`INSERT INTO public.postings (posting_set_id, account_id, currency, amount, competence_month)
+			SELECT ` + lastSet + `, id, 'BRL', CASE code WHEN 'assets:cash' THEN 100 ELSE -1 END, '2026-09-01'
+			FROM public.accounts WHERE code IN ('assets:cash', 'equity:adjustments')`,
+	}
+	if err := e.attack(t, unbalanced...); !errors.Is(err, postings.ErrUnbalanced) {
+		t.Fatalf("an unbalanced set with a hijacked <>: %v, want ErrUnbalanced", err)
+	}
+	refund := []string{
+		`INSERT INTO public.posting_sets (kind, idempotency_key, amount, currency, competence, event_at, charge_id, refund_id, content_hash)
+			VALUES ('refund', 'op-2', 1000, 'BRL', '2026-09-10', now(), 'c1', 'rf-1', 'x')`,
+		legsSQL(lastSet, "2026-09-01", "income:revenue", "assets:cash", 1000),
+	}
+	if err := e.attack(t, refund...); !errors.Is(err, postings.ErrRefundExceedsSale) {
+		t.Fatalf("a refund above its sale with a hijacked >: %v, want ErrRefundExceedsSale", err)
+	}
+}
+
+// created_xid is what verify judges commit order by: a set's is its
+// writer's own transaction, whatever the INSERT says.
+func TestPostingSetsCarryTheirWritersXid(t *testing.T) {
+	t.Parallel()
+	e := newBarrierEnv(t)
+	tx := e.svc.MustBegin()
+	defer tx.Rollback()
+	var setXID, ownXID string
+	tx.MustExec(`WITH s AS (
+		INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash, created_xid)
+		VALUES ('adjustment', 'xid-1', 100, 'BRL', '2026-09-10', now(), 'x', '3') RETURNING id, competence_month)
+	INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+	SELECT s.id, a.id, 'BRL', CASE a.code WHEN 'assets:cash' THEN 100 ELSE -100 END, s.competence_month
+	FROM s, accounts a WHERE a.code IN ('assets:cash', 'equity:adjustments')`)
+	tx.Get(&setXID, `SELECT created_xid::text FROM posting_sets WHERE idempotency_key = 'xid-1'`)
+	tx.Get(&ownXID, `SELECT pg_current_xact_id()::text`)
+	if setXID != ownXID {
+		t.Fatalf("created_xid %s, want the writer's %s", setXID, ownXID)
+	}
+}
+
+// A close waits for the postings in flight, and new postings wait behind
+// it: held too long, it gives up (503, try again) instead of queueing the
+// ledger's writes behind a transaction that may never end.
+func TestCloseGivesUpWhilePostingsHoldTheLockTooLong(t *testing.T) {
+	t.Parallel()
+	e := newBarrierEnv(t)
+	gate := e.svc.MustBegin()
+	defer gate.Rollback()
+	if err := rawSetIn(gate, "gate-1", "2026-09-10"); err != nil {
+		t.Fatal(err)
+	}
+	sep := postings.Month{Year: 2026, Month: 9}
+	err := reports.CloseMonth(context.Background(), e.svc, e.l, sep, sep10.AddDate(0, 1, 0))
+	if !errors.Is(err, postings.ErrCloseBusy) {
+		t.Fatalf("close while a posting transaction holds the lock: %v, want ErrCloseBusy", err)
+	}
+	if err := gate.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := reports.CloseMonth(context.Background(), e.svc, e.l, sep, sep10.AddDate(0, 1, 0)); err != nil {
+		t.Fatalf("close once the postings committed: %v", err)
+	}
+}
+
+// rawSetIn writes a balanced adjustment of 100 on day in tx.
+func rawSetIn(tx *sqlx.Tx, key, day string) error {
+	_, err := tx.Exec(`WITH s AS (
+		INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+		VALUES ('adjustment', $1, 100, 'BRL', $2, now(), 'x') RETURNING id, competence_month)
+	INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+	SELECT s.id, a.id, 'BRL', CASE a.code WHEN 'assets:cash' THEN 100 ELSE -100 END, s.competence_month
+	FROM s, accounts a WHERE a.code IN ('assets:cash', 'equity:adjustments')`, key, day)
+	return err
 }
