@@ -36,7 +36,10 @@ type Event struct {
 	// PaymentRef is the identity of the payment a paid event reports: a
 	// charge already paid under another PaymentRef (or under none that can
 	// be compared) is paid a second time, never a redelivery. The caller
-	// derives it per scheme; it is stored as the charge's paid_ref.
+	// derives it per scheme, in the scheme's form (SchemePaymentRef,
+	// EventPaymentRef); it is stored as the charge's paid_ref. For a
+	// refund, it is the payment the refund names, in the same form, or ""
+	// when the refund names none.
 	PaymentRef string
 	// Merchant is the merchant of the endpoint the event came through: it
 	// acts only on that merchant's charges (and on legacy charges, which
@@ -98,15 +101,41 @@ const (
 // so that it is never compared with a PSP's payment reference.
 const eventRefPrefix = "event:"
 
+// SchemePaymentRef is the PaymentRef of a payment the PSP names: the
+// scheme, ":", the PSP's reference (hodle:track-1, bcb-pix:E…). The
+// scheme is part of it because references of two schemes are two
+// namespaces: a Hodle trackId may be spelled like another scheme's
+// reference (even like "event:msg_1") without being that payment.
+func SchemePaymentRef(scheme, ref string) string {
+	if ref == "" {
+		return ""
+	}
+	return scheme + ":" + ref
+}
+
 // EventPaymentRef is the PaymentRef of a payment whose scheme states no
 // payment reference of the PSP: the stable id of the event that reports
-// it (the same on every retry of that event). A refund's PSP reference is
-// not compared with it: the payment never named its reference.
-func EventPaymentRef(eventID string) string {
+// it (the same on every retry of that event), as standard:event:msg_1. A
+// refund's PSP reference is not compared with it: the payment never named
+// its reference.
+func EventPaymentRef(scheme, eventID string) string {
 	if eventID == "" {
 		return ""
 	}
-	return eventRefPrefix + eventID
+	return scheme + ":" + eventRefPrefix + eventID
+}
+
+// isEventRef reports whether a stored paid_ref was made of an event id:
+// scheme:event:… , or event:… as stored before references carried their
+// scheme (migration 0019 prefixes those). A PSP reference that itself
+// starts with "event:" is then not compared with its refunds either: the
+// lenient side, as for every payment that named no reference.
+func isEventRef(ref string) bool {
+	if strings.HasPrefix(ref, eventRefPrefix) {
+		return true
+	}
+	_, rest, ok := strings.Cut(ref, ":")
+	return ok && strings.HasPrefix(rest, eventRefPrefix)
 }
 
 // Applier applies PSP events to charges and the ledger.
@@ -405,6 +434,16 @@ func (l *Locked) paid(c *lockedCharge, ev Event) (Outcome, error) {
 			return diverge(c.ID, ReasonSecondPayment, "charge already paid by %s; payment %s of %d arrived too",
 				paidBy, ev.PaymentRef, ev.Amount), nil
 		}
+		// The same reference is the same payment only with the same
+		// figures. When they differ it is amount_mismatch, not
+		// second_payment: the PSP names the payment already booked, so
+		// what finance must settle is what that one payment was worth
+		// (check it on the PSP's statement), not a second transfer to
+		// return to the payer.
+		if paidAmount, fee := derefOr(c.PaidAmount), derefOr(c.Fee); ev.Amount != paidAmount || ev.Fee != fee {
+			return diverge(c.ID, ReasonAmountMismatch, "payment %s was booked for %d (PSP fee %d); now stated as %d (PSP fee %d)",
+				ev.PaymentRef, paidAmount, fee, ev.Amount, ev.Fee), nil
+		}
 		// A redelivery: repair the grant if a partial state left it out.
 		return Outcome{Result: NoOp, ChargeID: c.ID, Events: l.ensureGrant(c)}, nil
 	}
@@ -472,11 +511,12 @@ func (l *Locked) refunded(c *lockedCharge, ev Event) (Outcome, error) {
 	if ev.RefundID == "" {
 		return diverge(c.ID, ReasonMalformed, "refund without a refund id"), nil
 	}
-	if ev.PSPRef != "" && c.PaidRef != nil && !strings.HasPrefix(*c.PaidRef, eventRefPrefix) && *c.PaidRef != ev.PSPRef {
+	if ev.PaymentRef != "" && c.PaidRef != nil && !isEventRef(*c.PaidRef) && *c.PaidRef != ev.PaymentRef {
 		// The refund of a payment that is not the one booked (a second
 		// payment, itself a divergence): booking it would cancel the sale.
+		// Both sides are in the scheme's form (SchemePaymentRef).
 		return diverge(c.ID, ReasonRefundOfOtherPayment, "refund %s is of payment %s; the charge was paid by %s",
-			ev.RefundID, ev.PSPRef, *c.PaidRef), nil
+			ev.RefundID, ev.PaymentRef, *c.PaidRef), nil
 	}
 	key := refundKey{c.ID, ev.RefundID}
 	if booked, ok := l.booked[key]; ok {
@@ -608,4 +648,12 @@ func (a *Applier) EnsureGrantTx(ctx context.Context, tx *sqlx.Tx, id, pspRef str
 	}
 	drafts := l.ensureGrant(c)
 	return drafts, l.writeCharges(ctx, tx)
+}
+
+// derefOr is *p, or 0 for a charge column that is NULL.
+func derefOr(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -305,8 +305,8 @@ func writeIncome(c *csvWriter, inc Income) (int64, error) {
 
 // csvWriter builds each line in a reused buffer and writes it whole: no
 // allocation per field, and quoting by the one rule both dialects share
-// (a field holding the separator, a quote, CR or LF is quoted, its quotes
-// doubled).
+// (a text field holding ",", ";", a tab, a quote, CR or LF is quoted, its
+// quotes doubled).
 type csvWriter struct {
 	bw       *bufio.Writer
 	sep      byte
@@ -350,10 +350,21 @@ func (c *csvWriter) text(s string) {
 			s = "'" + s
 		}
 	}
+	// Quoted in both dialects whenever the cell holds either dialect's
+	// separator, a tab, CR, LF or a quote, not only this file's separator:
+	// a refund id "rf1;=cmd|..." left bare in the RFC 4180 file becomes a
+	// cell starting with "=" in a spreadsheet that splits on ";" (Excel set
+	// to pt-BR), and "," does the same to the Brazilian file. A quoted cell
+	// is one cell whatever separator the reader splits on, so the formula
+	// guard above, on the cell's start, is enough: no part after a
+	// separator ever starts a cell of its own.
 	quote := false
 	for i := 0; i < len(s); i++ {
-		if b := s[i]; b == c.sep || b == '"' || b == '\r' || b == '\n' {
+		switch s[i] {
+		case ',', ';', '\t', '"', '\r', '\n':
 			quote = true
+		}
+		if quote {
 			break
 		}
 	}

@@ -82,8 +82,8 @@ var (
 		"3,sale,2026-08-31,2026-09-01T01:30:00Z,c2,,,sale:c2,,8,income:revenue,BRL,-49.90,-4990",
 		"4,commission,2026-08-31,2026-09-01T01:30:00Z,c2,,p2,commission:c2,,9,expenses:commission,BRL,2.49,249",
 		"4,commission,2026-08-31,2026-09-01T01:30:00Z,c2,,p2,commission:c2,,10,liabilities:commission-payable:p2,BRL,-2.49,-249",
-		"5,sale,2026-08-20,2026-08-20T12:15:00Z,c3,,,sale:c3,'=SOMA(1;2),11,assets:cash,BRL,25.00,2500",
-		"5,sale,2026-08-20,2026-08-20T12:15:00Z,c3,,,sale:c3,'=SOMA(1;2),12,income:revenue,BRL,-25.00,-2500",
+		"5,sale,2026-08-20,2026-08-20T12:15:00Z,c3,,,sale:c3,\"'=SOMA(1;2)\",11,assets:cash,BRL,25.00,2500",
+		"5,sale,2026-08-20,2026-08-20T12:15:00Z,c3,,,sale:c3,\"'=SOMA(1;2)\",12,income:revenue,BRL,-25.00,-2500",
 		`6,payout,2026-08-28,2026-08-28T20:00:00Z,,,p1,payout:p1:2026-08,"Repasse de agosto, ""p1""; à vista",13,liabilities:commission-payable:p1,BRL,5.00,500`,
 		`6,payout,2026-08-28,2026-08-28T20:00:00Z,,,p1,payout:p1:2026-08,"Repasse de agosto, ""p1""; à vista",14,assets:cash,BRL,-5.00,-500`,
 	)

@@ -68,6 +68,8 @@ type inboxRow struct {
 	ReceivedAt time.Time       `db:"received_at"`
 	// Merchant is the merchant of the endpoint the delivery came through.
 	Merchant string `db:"merchant"`
+	// Scheme is that endpoint's scheme: payment references are per scheme.
+	Scheme string `db:"scheme"`
 }
 
 // errBusy marks a delivery a batch left out because another transaction
@@ -383,7 +385,7 @@ func leaveOutBusy(l *charges.Locked, ds []*delivery) ([]*delivery, map[int64]boo
 // returned nor locked. "status || ”" keeps the planner on the primary
 // key: with "status = 'pending'" it may pick the partial index of pending
 // rows and read the whole backlog to find a few ids.
-const lockPendingSQL = `SELECT id, event, received_at, merchant FROM inbox
+const lockPendingSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
 	WHERE id = ANY($1) AND status || '' = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`
 
 // lockPending locks the pending inbox rows of ids and returns them in id
@@ -433,7 +435,7 @@ func (d *delivery) chargeEvent() charges.Event {
 	}
 	return charges.Event{
 		Kind: charges.Kind(d.ev.Kind), ChargeID: d.ev.ChargeID, PSPRef: d.ev.PSPRef, RefundID: d.ev.RefundID,
-		PaymentRef: paymentRef(d.ev), Merchant: d.Merchant,
+		PaymentRef: paymentRef(d.Scheme, d.ev), Merchant: d.Merchant,
 		Amount: d.ev.Amount, HasAmount: d.ev.HasAmount, Fee: d.ev.Fee, HasFee: d.ev.HasFee,
 		FullRefundIfNoAmount: d.ev.FullRefund, At: at, InboxID: d.ID,
 	}
@@ -441,7 +443,11 @@ func (d *delivery) chargeEvent() charges.Event {
 
 // paymentRef is the identity of the payment a paid event reports: what
 // "provably the same payment" means, per scheme, when a charge already
-// paid is paid again (see charges.Event.PaymentRef).
+// paid is paid again (see charges.Event.PaymentRef). It always starts with
+// the scheme (hodle:track-1, standard:event:msg_1): a Hodle trackId
+// spelled like a standard payment's reference is another payment. For a
+// refund it is the payment the refund names (its PSP reference, in the
+// same form), or "" when it names none.
 //   - hodle: data.trackId, Hodle's deposit id (the payment's inbox key too);
 //   - bcb-pix: the endToEndId, the Pix's own id across every PSP;
 //   - abacatepay: the paid resource's id (data.transparent.id / the
@@ -454,11 +460,14 @@ func (d *delivery) chargeEvent() charges.Event {
 // A payment whose scheme states no PSP reference is identified by its
 // event id (charges.EventPaymentRef). Payments through two endpoints of
 // one merchant are the same payment only if they name the same identity.
-func paymentRef(ev scheme.Event) string {
+func paymentRef(schemeName string, ev scheme.Event) string {
 	if ev.PSPRef != "" {
-		return ev.PSPRef
+		return charges.SchemePaymentRef(schemeName, ev.PSPRef)
 	}
-	return charges.EventPaymentRef(ev.EventID)
+	if ev.Kind != scheme.KindPaid {
+		return ""
+	}
+	return charges.EventPaymentRef(schemeName, ev.EventID)
 }
 
 // decide applies the deliveries in order to the locked charges and returns

@@ -105,6 +105,11 @@ func TestPSPSendIsAcceptedAndBookedForEachScheme(t *testing.T) {
 			if !strings.Contains(out, `"status":"accepted"`) {
 				t.Fatalf("paid not accepted:\n%s", out)
 			}
+			// The Pix API appends /pix to the registered URL: psp send
+			// posts where a bank would.
+			if tc.endpoint == "pix" && !strings.Contains(out, "/webhooks/pix/pix?hmac=REDACTED") {
+				t.Fatalf("pix paid not sent to /webhooks/pix/pix:\n%s", out)
+			}
 			waitState(t, base, token, tc.charge, "paid")
 			// The same command again is a redelivery.
 			if out := send("-endpoint", tc.endpoint, "paid", tc.charge, "-amount", "4990"); !strings.Contains(out, `"status":"duplicate"`) {

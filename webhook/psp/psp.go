@@ -79,7 +79,8 @@ type Event struct {
 
 // Delivery is one HTTP request as the PSP sends it.
 type Delivery struct {
-	// Path is /webhooks/{endpoint}.
+	// Path is /webhooks/{endpoint}, or /webhooks/{endpoint}/pix for
+	// bcb-pix.
 	Path   string
 	Query  url.Values
 	Header http.Header
@@ -148,7 +149,10 @@ func Sign(ep Endpoint, body []byte, id string, now time.Time) (Delivery, error) 
 		d.Header.Set("X-Webhook-Signature", base64.StdEncoding.EncodeToString(mac([]byte(key), "", body)))
 	case "bcb-pix":
 		// Mutual TLS is the scheme's own authentication; without it, the
-		// URL secret some PSPs document (?hmac=) is the fallback.
+		// URL secret some PSPs document (?hmac=) is the fallback. The Pix
+		// API posts to the registered URL with /pix appended, so that is
+		// where a PSP's callback arrives (razao serves both).
+		d.Path += "/pix"
 		d.Query.Set("hmac", ep.Secret)
 	default:
 		return Delivery{}, fmt.Errorf("endpoint %s: unknown scheme %q", ep.Name, ep.Scheme)

@@ -168,3 +168,32 @@ func TestTheSchemesPageShowsWhatBuildSends(t *testing.T) {
 		}
 	}
 }
+
+// TestBcbPixDeliveriesGoToThePixSuffix: the BCB Pix API posts to the
+// registered URL with /pix appended, so a bcb-pix delivery goes to
+// /webhooks/{name}/pix (the URL secret in ?hmac=); the other schemes post
+// to the URL itself.
+func TestBcbPixDeliveriesGoToThePixSuffix(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1788226200, 0)
+	for _, tc := range []struct {
+		ep   Endpoint
+		want string
+	}{
+		{Endpoint{Name: "pix", Scheme: "bcb-pix", Secret: "bcb-url-secret-0123456789abcdefghijk"}, "/webhooks/pix/pix"},
+		{Endpoint{Name: "hodle", Scheme: "hodle", Secret: "example-secret-for-local-tests-only"}, "/webhooks/hodle"},
+	} {
+		for _, ev := range []Event{
+			{Action: Paid, ChargeID: "order1", Amount: 4990},
+			{Action: Refunded, ChargeID: "order1", Amount: 1000, RefundID: "D1", PaidAmount: 4990},
+		} {
+			d, err := Build(tc.ep, ev, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Path != tc.want {
+				t.Errorf("%s %s: path %s, want %s", tc.ep.Scheme, ev.Action, d.Path, tc.want)
+			}
+		}
+	}
+}
