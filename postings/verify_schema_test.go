@@ -2,6 +2,7 @@ package postings
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -46,8 +47,19 @@ func TestParseMigrationsKeepsEachFunctionsLastDefinition(t *testing.T) {
 		t.Errorf("triggers = %+v, want %+v", w.triggers, want)
 	}
 	for k, tw := range want {
-		if w.triggers[k] != tw {
-			t.Errorf("trigger %v = %+v, want %+v", k, w.triggers[k], tw)
+		got := w.triggers[k]
+		got.def = nil
+		if !reflect.DeepEqual(got, tw) {
+			t.Errorf("trigger %v = %+v, want %+v", k, got, tw)
+		}
+	}
+	// Each trigger keeps its statement, canonical, under its last name.
+	for k, def := range map[[2]string]string{
+		{"t", "trg_b"}: "create constraint trigger trg_b after insert on t deferrable initially deferred for each row execute function f",
+		{"u", "trg_d"}: "create trigger trg_d after insert on u referencing new table as n for each statement execute function f",
+	} {
+		if got := canonTrigger(w.triggers[k].def, "public"); got != def {
+			t.Errorf("trigger %v's definition reads %q, want %q", k, got, def)
 		}
 	}
 	if w.pinnedSearchPath {
