@@ -198,8 +198,9 @@ func renamedTrigger(def []token, name string) []token {
 // to, so any difference left is a difference in what the trigger does (its
 // events, timing, WHEN, FOR EACH, REFERENCING, deferrability, function and
 // arguments): keywords and plain identifiers in lower case, schema
-// qualification by schema (or public) removed, casts on literals removed
-// (pg_get_triggerdef adds '...'::text), parentheses and the trailing ';'
+// qualification by schema (or public) removed, casts removed
+// (pg_get_triggerdef adds '...'::text, and (old.col)::text for a varchar
+// column), parentheses and the trailing ';'
 // removed, EXECUTE PROCEDURE read as EXECUTE FUNCTION, and tokens joined by
 // single spaces.
 func canonTrigger(st []token, schema string) string {
@@ -216,7 +217,7 @@ func canonTrigger(st []token, schema string) string {
 			i+1 < len(st) && st[i+1].kind == tokPunct && st[i+1].text == ".":
 			i++ // the schema and its dot
 			continue
-		case t.kind == tokPunct && t.text == ":" && i+1 < len(st) && st[i+1].text == ":" && i > 0 && isLiteral(st[i-1]):
+		case t.kind == tokPunct && t.text == ":" && i+1 < len(st) && st[i+1].kind == tokPunct && st[i+1].text == ":":
 			i = skipCastType(st, i+2) - 1
 			continue
 		case t.kind == tokWord && t.text == "procedure" && i > 0 && st[i-1].kind == tokWord && st[i-1].text == "execute":
@@ -257,11 +258,6 @@ func sortEvents(out []string) []string {
 	events := strings.Split(strings.Join(out[from:to], " "), " or ")
 	slices.Sort(events)
 	return slices.Concat(out[:from], strings.Fields(strings.Join(events, " or ")), out[to:])
-}
-
-// isLiteral reports whether t is a string or the last digit of a number.
-func isLiteral(t token) bool {
-	return t.kind == tokString || (t.kind == tokPunct && len(t.text) == 1 && t.text[0] >= '0' && t.text[0] <= '9')
 }
 
 // skipCastType returns the index just past the type name that starts at
