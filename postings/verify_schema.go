@@ -627,11 +627,21 @@ func schemaChecks(ctx context.Context, q sqlx.QueryerContext, w wantSchema, sche
 		Detail    string `db:"detail"`
 	}
 	if err := sqlx.SelectContext(ctx, q, &extra, `
-		SELECT 'function' AS what, p.proname AS name, p.oid::regprocedure::text AS signature, '' AS detail
-		FROM pg_proc p WHERE p.pronamespace = $1::regnamespace
-		UNION ALL
-		SELECT 'operator', o.oprname, o.oid::regoperator::text, coalesce(' (calls ' || o.oprcode::regprocedure::text || ')', '')
-		FROM pg_operator o WHERE o.oprnamespace = $1::regnamespace
+		WITH objects AS (
+			SELECT 'pg_proc'::regclass AS catalog, p.oid, 'function' AS what, p.proname AS name,
+				p.oid::regprocedure::text AS signature, '' AS detail
+			FROM pg_proc p WHERE p.pronamespace = $1::regnamespace
+			UNION ALL
+			SELECT 'pg_operator'::regclass, o.oid, 'operator', o.oprname, o.oid::regoperator::text,
+				coalesce(' (calls ' || o.oprcode::regprocedure::text || ')', '')
+			FROM pg_operator o WHERE o.oprnamespace = $1::regnamespace
+		)
+		-- An extension installed into the ledger's schema is named: it too
+		-- can shadow pg_catalog, and belongs in a schema of its own.
+		SELECT o.what, o.name, o.signature, o.detail || coalesce(' (from extension ' || e.extname || ')', '') AS detail
+		FROM objects o
+		LEFT JOIN pg_depend d ON d.classid = o.catalog AND d.objid = o.oid AND d.deptype = 'e'
+		LEFT JOIN pg_extension e ON e.oid = d.refobjid
 		ORDER BY 1, 3`, pq.QuoteIdentifier(schema)); err != nil {
 		return nil, nil, nil, fmt.Errorf("read functions and operators: %w", err)
 	}
