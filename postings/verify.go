@@ -113,10 +113,10 @@ func ledgerChecks() []sqlCheck {
 		{"every posting set balances per currency", `
 		SELECT ` + setLabel + ` || ': its ' || b.currency || ' legs sum to ' || b.total
 		FROM (SELECT posting_set_id, currency, sum(amount) AS total FROM postings
-			GROUP BY posting_set_id, currency HAVING sum(amount) <> 0) b
+			GROUP BY posting_set_id, currency HAVING sum(amount) <> 0::numeric) b
 		JOIN posting_sets s ON s.id = b.posting_set_id ORDER BY s.id, b.currency`, nil},
 		{"all postings sum to zero per currency", `
-		SELECT currency || ' ' || sum(amount) FROM postings GROUP BY currency HAVING sum(amount) <> 0`, nil},
+		SELECT currency || ' ' || sum(amount) FROM postings GROUP BY currency HAVING sum(amount) <> 0::numeric`, nil},
 		{"no posting has a zero amount", `
 		SELECT 'posting ' || id FROM postings WHERE amount = 0`, nil},
 		{"every posting is on an existing account of its currency", `
@@ -131,18 +131,18 @@ func ledgerChecks() []sqlCheck {
 		{"no refund without a sale, refunds within their sale", `
 		SELECT 'charge ' || r.charge_id || ' refunded ' || sum(r.amount) || ' of ' || coalesce(max(s.amount), 0)
 		FROM posting_sets r LEFT JOIN posting_sets s ON s.kind = 'sale' AND s.charge_id = r.charge_id
-		WHERE r.kind = 'refund' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(s.amount), 0)`, nil},
+		WHERE r.kind = 'refund' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(s.amount), 0)::numeric`, nil},
 		{"commission reversals within their commission", `
 		SELECT 'charge ' || r.charge_id FROM posting_sets r LEFT JOIN posting_sets c ON c.kind = 'commission' AND c.charge_id = r.charge_id
-		WHERE r.kind = 'commission_reversal' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(c.amount), 0)`, nil},
+		WHERE r.kind = 'commission_reversal' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(c.amount), 0)::numeric`, nil},
 		{"a fully refunded charge reverses exactly its commission", `
 		SELECT 'charge ' || s.charge_id || ': commission ' || c.amount || ', reversed ' || coalesce(sum(r.amount), 0)
 		FROM posting_sets s
 		JOIN posting_sets c ON c.kind = 'commission' AND c.charge_id = s.charge_id
 		LEFT JOIN posting_sets r ON r.kind = 'commission_reversal' AND r.charge_id = s.charge_id
 		WHERE s.kind = 'sale'
-		  AND s.amount = (SELECT coalesce(sum(f.amount), 0) FROM posting_sets f WHERE f.kind = 'refund' AND f.charge_id = s.charge_id)
-		GROUP BY s.charge_id, c.amount HAVING coalesce(sum(r.amount), 0) <> c.amount`, nil},
+		  AND s.amount::numeric = (SELECT coalesce(sum(f.amount), 0::numeric) FROM posting_sets f WHERE f.kind = 'refund' AND f.charge_id = s.charge_id)
+		GROUP BY s.charge_id, c.amount HAVING coalesce(sum(r.amount), 0::numeric) <> c.amount::numeric`, nil},
 		{"cash equals sales - psp fees - refunds - payouts (+ adjustments)", `
 		WITH cash AS (
 			SELECT p.currency, sum(p.amount) AS balance FROM postings p JOIN accounts a ON a.id = p.account_id
@@ -196,7 +196,7 @@ func ledgerChecks() []sqlCheck {
 		FROM posting_sets s
 		LEFT JOIN (SELECT posting_set_id, currency, sum(amount) AS debits FROM postings WHERE amount > 0 GROUP BY 1, 2) d
 			ON d.posting_set_id = s.id AND d.currency = s.currency
-		WHERE coalesce(d.debits, 0) <> s.amount ORDER BY s.id`, nil},
+		WHERE coalesce(d.debits, 0::numeric) <> s.amount::numeric ORDER BY s.id`, nil},
 		// Each kind but adjustment has the legs its template builds
 		// (templates.go), each once, in the set's currency, on the set's own
 		// partner's payable account: a balanced pair appended to a set, or a
@@ -219,7 +219,7 @@ func ledgerChecks() []sqlCheck {
 			WHERE s.kind IN (SELECT kind FROM shapes)
 			GROUP BY s.id
 		), misfits AS (
-			SELECT id FROM fits f WHERE f.n <> f.matched OR f.total <> f.mask
+			SELECT id FROM fits f WHERE f.n <> f.matched OR f.total <> f.mask::numeric
 				OR NOT EXISTS (SELECT 1 FROM shapes v WHERE v.kind = f.kind AND v.mask = f.mask)
 		)
 		SELECT ` + setLabel + ` || ': legs [' || (
@@ -257,7 +257,7 @@ func ledgerChecks() []sqlCheck {
 			(1, 'debits in ' || to_char(f.month, 'YYYY-MM') || ' total', f.debits),
 			(2, 'credits in ' || to_char(f.month, 'YYYY-MM') || ' total', f.credits),
 			(3, 'balance at the end of ' || to_char(f.month, 'YYYY-MM') || ' is', f.balance)) AS v (n, what, amount)
-		WHERE v.amount NOT BETWEEN -9223372036854775808 AND 9223372036854775807
+		WHERE v.amount NOT BETWEEN -9223372036854775808::numeric AND 9223372036854775807::numeric
 		ORDER BY f.code NULLS LAST, f.month, v.n`, nil},
 		// A charge's figures are what its sets book: refunds and commission
 		// shown to the selling app and used for the next refund's reversal.
@@ -265,12 +265,41 @@ func ledgerChecks() []sqlCheck {
 		SELECT 'charge ' || c.id || ': refunded_amount ' || c.refunded_amount || ' but its refund sets total ' || coalesce(r.total, 0)
 		FROM charges c LEFT JOIN (SELECT charge_id, sum(amount) AS total FROM posting_sets WHERE kind = 'refund' GROUP BY charge_id) r
 			ON r.charge_id = c.id
-		WHERE c.refunded_amount <> coalesce(r.total, 0) ORDER BY c.id`, nil},
+		WHERE c.refunded_amount::numeric <> coalesce(r.total, 0::numeric) ORDER BY c.id`, nil},
 		{"every paid charge's commission is its commission set's amount", `
 		SELECT 'charge ' || c.id || ': commission ' || c.commission || ' but ' ||
 			coalesce('its commission set ' || s.id || ' books ' || s.amount, 'it has no commission set')
 		FROM charges c LEFT JOIN posting_sets s ON s.kind = 'commission' AND s.charge_id = c.id
 		WHERE c.paid_amount IS NOT NULL AND c.commission <> coalesce(s.amount, 0) ORDER BY c.id`, nil},
+	}
+}
+
+// periodChecks lists the checks of closed months and competence months
+// against each other and the clock. verify has no calendar of the
+// ledger's time zone, so "now" is read in the zone whose day begins first
+// (Pacific/Kiritimati, UTC+14): a month reported as not ended has not
+// ended anywhere, whatever zone the ledger closes months in.
+func periodChecks() []sqlCheck {
+	const today = `(now() AT TIME ZONE 'Pacific/Kiritimati')`
+	return []sqlCheck{
+		// Months close in order: a closed month after an open one shuts the
+		// open one's late events out of nowhere, and hides it from reports.
+		{"closed months are consecutive", `
+		SELECT 'month ' || to_char(c.month, 'YYYY-MM') || ' is closed but ' ||
+			to_char(c.prev + interval '1 month', 'YYYY-MM') ||
+			CASE WHEN c.prev + interval '2 month' < c.month THEN '..' || to_char(c.month - interval '1 month', 'YYYY-MM') ELSE '' END ||
+			' before it ' || CASE WHEN c.prev + interval '2 month' < c.month THEN 'are' ELSE 'is' END || ' open'
+		FROM (SELECT month, lag(month) OVER (ORDER BY month) AS prev FROM closed_periods) c
+		WHERE c.prev IS NOT NULL AND c.month <> (c.prev + interval '1 month')::date ORDER BY c.month`, nil},
+		{"no closed month has not ended yet", `
+		SELECT 'month ' || to_char(month, 'YYYY-MM') || ' is closed but has not ended yet (closed at ' || closed_at || ' by ' || closed_by || ')'
+		FROM closed_periods WHERE month + interval '1 month' > ` + today + ` ORDER BY month`, nil},
+		// A set may be booked into next month (a late-evening event read in
+		// another zone), never further.
+		{"no posting set is in a month after the next one", `
+		SELECT ` + setLabel + ` || ' is in competence month ' || to_char(s.competence_month, 'YYYY-MM') ||
+			', after next month ' || to_char(date_trunc('month', ` + today + `) + interval '1 month', 'YYYY-MM')
+		FROM posting_sets s WHERE s.competence_month > date_trunc('month', ` + today + `) + interval '1 month' ORDER BY s.id`, nil},
 	}
 }
 
@@ -297,11 +326,24 @@ func verify(ctx context.Context, db *sqlx.DB, want wantSchema) (Report, error) {
 	if _, err := tx.ExecContext(ctx, `SET LOCAL work_mem = '64MB'`); err != nil {
 		return Report{}, fmt.Errorf("verify: %w", err)
 	}
+	schema, err := ledgerSchema(ctx, tx)
+	if err != nil {
+		return Report{}, fmt.Errorf("verify: %w", err)
+	}
+	// pg_catalog first, so that verify's own queries resolve names to the
+	// system's functions and operators before anything in the ledger's
+	// schema, and pg_temp last, so no temporary table shadows a ledger
+	// table. (A closer-typed operator in the schema would still win: the
+	// queries compare exactly typed values, and the schema check below
+	// names any such object.)
+	if _, err := tx.ExecContext(ctx, `SELECT set_config('search_path', 'pg_catalog, ' || quote_ident($1) || ', pg_temp', true)`, schema); err != nil {
+		return Report{}, fmt.Errorf("verify: set search_path: %w", err)
+	}
 	var r Report
 	if err := tx.QueryRowxContext(ctx, `SELECT (SELECT count(*) FROM posting_sets), (SELECT count(*) FROM postings)`).Scan(&r.Sets, &r.Postings); err != nil {
 		return Report{}, fmt.Errorf("verify: count: %w", err)
 	}
-	for _, c := range ledgerChecks() {
+	for _, c := range append(ledgerChecks(), periodChecks()...) {
 		var rows []struct {
 			Line  string `db:"line"`
 			Total int64  `db:"total"`
@@ -318,12 +360,13 @@ func verify(ctx context.Context, db *sqlx.DB, want wantSchema) (Report, error) {
 		}
 		r.Checks = append(r.Checks, check)
 	}
-	functions, triggers, err := schemaChecks(ctx, tx, want)
+	functions, triggers, foreign, err := schemaChecks(ctx, tx, want, schema)
 	if err != nil {
 		return Report{}, fmt.Errorf("verify: %w", err)
 	}
 	r.Checks = append(r.Checks, listCheck("every ledger function has the body and search_path the migrations define", functions),
-		listCheck("every ledger trigger exists, is enabled as the migrations say, and calls its function", triggers))
+		listCheck("every ledger trigger exists, is enabled as the migrations say, and is defined as they define it", triggers),
+		listCheck("the ledger's schema holds no function or operator that no migration defines", foreign))
 	return r, nil
 }
 

@@ -37,6 +37,9 @@ type wantTrigger struct {
 	// migration disables it on purpose.
 	always, disabled bool
 	file             string
+	// def is the CREATE [CONSTRAINT] TRIGGER statement, as tokens, that
+	// pg_get_triggerdef must reproduce (canonTrigger compares the two).
+	def []token
 }
 
 // wantSchema is what the migrations define, as verify compares it.
@@ -48,6 +51,8 @@ type wantSchema struct {
 	// verify does not execute): from then on every ledger function must
 	// carry one.
 	pinnedSearchPath bool
+	// operators are the names of the operators the migrations create.
+	operators map[string]bool
 }
 
 // parseMigrations reads the functions and triggers that ms define, in
@@ -57,7 +62,7 @@ type wantSchema struct {
 // strings and dollar-quoted bodies are skipped as units), so a DO block's
 // body or a comment never reads as a statement.
 func parseMigrations(ms []razao.Migration) wantSchema {
-	w := wantSchema{functions: map[string]wantFunction{}, triggers: map[[2]string]wantTrigger{}}
+	w := wantSchema{functions: map[string]wantFunction{}, triggers: map[[2]string]wantTrigger{}, operators: map[string]bool{}}
 	for _, m := range ms {
 		for _, st := range statements(m.SQL) {
 			w.apply(st, m.Name)
@@ -75,8 +80,13 @@ func (w *wantSchema) apply(st []token, file string) {
 		case p.words("FUNCTION"):
 			w.createFunction(p, file)
 		case p.words("CONSTRAINT", "TRIGGER"), p.words("TRIGGER"):
-			w.createTrigger(p, file)
+			w.createTrigger(p, st, file)
+		case p.words("OPERATOR"):
+			w.operators[operatorName(p)] = true
 		}
+	case p.words("DROP", "OPERATOR"):
+		p.words("IF", "EXISTS")
+		delete(w.operators, operatorName(p))
 	case p.words("DROP", "FUNCTION"):
 		p.words("IF", "EXISTS")
 		for {
@@ -101,6 +111,7 @@ func (w *wantSchema) apply(st []token, file string) {
 				if t, ok := w.triggers[key]; ok {
 					delete(w.triggers, key)
 					t.name = p.name()
+					t.def = renamedTrigger(t.def, t.name)
 					w.triggers[[2]string{table, t.name}] = t
 				}
 			}
@@ -136,8 +147,8 @@ func (w *wantSchema) createFunction(p *tokens, file string) {
 	w.functions[f.name] = f
 }
 
-func (w *wantSchema) createTrigger(p *tokens, file string) {
-	t := wantTrigger{name: p.name(), file: file}
+func (w *wantSchema) createTrigger(p *tokens, st []token, file string) {
+	t := wantTrigger{name: p.name(), file: file, def: st}
 	for !p.done() && !p.words("ON") {
 		p.next()
 	}
@@ -152,6 +163,130 @@ func (w *wantSchema) createTrigger(p *tokens, file string) {
 	// CREATE OR REPLACE TRIGGER leaves the trigger enabled for origin
 	// sessions until a migration says otherwise.
 	w.triggers[[2]string{t.table, t.name}] = t
+}
+
+// operatorName reads an operator's possibly schema-qualified name (its
+// symbol, one punctuation token per character) and returns the symbol.
+func operatorName(p *tokens) string {
+	var b strings.Builder
+	for !p.done() && !(p.peek().kind == tokPunct && p.peek().text == "(") {
+		t := p.next()
+		if t.kind == tokPunct && t.text == "." {
+			b.Reset() // what came before was the schema
+			continue
+		}
+		b.WriteString(t.text)
+	}
+	return b.String()
+}
+
+// renamedTrigger returns def, a CREATE [CONSTRAINT] TRIGGER statement,
+// with the trigger's name replaced by name (ALTER TRIGGER ... RENAME TO).
+func renamedTrigger(def []token, name string) []token {
+	out := slices.Clone(def)
+	for i, t := range out {
+		if t.kind == tokWord && t.text == "trigger" && i+1 < len(out) {
+			out[i+1] = token{tokIdent, name}
+			break
+		}
+	}
+	return out
+}
+
+// canonTrigger renders a CREATE [CONSTRAINT] TRIGGER statement's tokens in
+// the one form both the migrations' text and pg_get_triggerdef(oid) reduce
+// to, so any difference left is a difference in what the trigger does (its
+// events, timing, WHEN, FOR EACH, REFERENCING, deferrability, function and
+// arguments): keywords and plain identifiers in lower case, schema
+// qualification by schema (or public) removed, casts removed
+// (pg_get_triggerdef adds '...'::text, and (old.col)::text for a varchar
+// column), parentheses and the trailing ';'
+// removed, EXECUTE PROCEDURE read as EXECUTE FUNCTION, and tokens joined by
+// single spaces.
+func canonTrigger(st []token, schema string) string {
+	var out []string
+	for i := 0; i < len(st); i++ {
+		t := st[i]
+		switch {
+		case t.kind == tokWord && t.text == "or" && i == 1 && i+1 < len(st) && st[i+1].text == "replace":
+			i++ // CREATE OR REPLACE TRIGGER defines what CREATE TRIGGER does
+			continue
+		case t.kind == tokPunct && (t.text == "(" || t.text == ")" || t.text == ";"):
+			continue
+		case (t.kind == tokWord || t.kind == tokIdent) && (t.text == schema || t.text == "public") &&
+			i+1 < len(st) && st[i+1].kind == tokPunct && st[i+1].text == ".":
+			i++ // the schema and its dot
+			continue
+		case t.kind == tokPunct && t.text == ":" && i+1 < len(st) && st[i+1].kind == tokPunct && st[i+1].text == ":":
+			i = skipCastType(st, i+2) - 1
+			continue
+		case t.kind == tokWord && t.text == "procedure" && i > 0 && st[i-1].kind == tokWord && st[i-1].text == "execute":
+			out = append(out, "function")
+			continue
+		}
+		switch t.kind {
+		case tokString:
+			out = append(out, "'"+strings.ReplaceAll(t.text, "'", "''")+"'")
+		case tokIdent:
+			if plainIdent(t.text) {
+				out = append(out, t.text)
+			} else {
+				out = append(out, `"`+strings.ReplaceAll(t.text, `"`, `""`)+`"`)
+			}
+		default:
+			out = append(out, t.text)
+		}
+	}
+	return strings.Join(sortEvents(out), " ")
+}
+
+// sortEvents puts a trigger's events (between BEFORE, AFTER or INSTEAD OF
+// and ON) in one order: pg_get_triggerdef writes INSERT OR DELETE OR
+// UPDATE whatever order CREATE TRIGGER gave.
+func sortEvents(out []string) []string {
+	from := slices.IndexFunc(out, func(w string) bool { return w == "before" || w == "after" || w == "instead" })
+	if from < 0 {
+		return out
+	}
+	if from++; out[from-1] == "instead" && from < len(out) && out[from] == "of" {
+		from++
+	}
+	to := from + slices.Index(out[from:], "on")
+	if to < from {
+		return out
+	}
+	events := strings.Split(strings.Join(out[from:to], " "), " or ")
+	slices.Sort(events)
+	return slices.Concat(out[:from], strings.Fields(strings.Join(events, " or ")), out[to:])
+}
+
+// skipCastType returns the index just past the type name that starts at
+// st[i] in a cast: one word, or one of SQL's multi-word names, then any [].
+func skipCastType(st []token, i int) int {
+	p := &tokens{st: st, i: i}
+	switch {
+	case p.words("character", "varying"), p.words("double", "precision"), p.words("bit", "varying"):
+	case p.words("timestamp"), p.words("time"):
+		if !p.words("with", "time", "zone") {
+			p.words("without", "time", "zone")
+		}
+	default:
+		p.name()
+	}
+	for p.punct("[") && p.punct("]") {
+	}
+	return p.i
+}
+
+// plainIdent reports whether a quoted identifier needs no quotes: lower
+// case letters, digits and _, not starting with a digit.
+func plainIdent(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || (c >= 'a' && c <= 'z') || (i > 0 && c >= '0' && c <= '9')) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // alterTable applies each ENABLE/DISABLE TRIGGER action of an ALTER TABLE
@@ -376,14 +511,20 @@ func (p *tokens) skipParens() {
 	}
 }
 
-// schemaChecks compares the catalog of the ledger's schema (the one that
-// holds posting_sets) with w, and returns one line per breach.
-func schemaChecks(ctx context.Context, q sqlx.QueryerContext, w wantSchema) (functions, triggers []string, err error) {
+// ledgerSchema returns the schema that holds posting_sets.
+func ledgerSchema(ctx context.Context, q sqlx.QueryerContext) (string, error) {
 	var schema string
 	if err := sqlx.GetContext(ctx, q, &schema, `SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.oid = 'posting_sets'::regclass`); err != nil {
-		return nil, nil, fmt.Errorf("find the ledger's schema: %w", err)
+		return "", fmt.Errorf("find the ledger's schema: %w", err)
 	}
+	return schema, nil
+}
+
+// schemaChecks compares the catalog of the ledger's schema with w, and
+// returns one line per breach: functions, triggers, and the functions and
+// operators no migration defines (foreign).
+func schemaChecks(ctx context.Context, q sqlx.QueryerContext, w wantSchema, schema string) (functions, triggers, foreign []string, err error) {
 	names := make([]string, 0, len(w.functions))
 	for n := range w.functions {
 		names = append(names, n)
@@ -399,7 +540,7 @@ func schemaChecks(ctx context.Context, q sqlx.QueryerContext, w wantSchema) (fun
 			coalesce(p.proconfig, '{}') AS proconfig
 		FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 		WHERE n.nspname = $1 AND p.proname = ANY($2) ORDER BY p.proname, p.oid`, schema, pq.Array(names)); err != nil {
-		return nil, nil, fmt.Errorf("read functions: %w", err)
+		return nil, nil, nil, fmt.Errorf("read functions: %w", err)
 	}
 	for _, n := range names {
 		f := w.functions[n]
@@ -427,13 +568,14 @@ func schemaChecks(ctx context.Context, q sqlx.QueryerContext, w wantSchema) (fun
 		Enabled  string `db:"tgenabled"`
 		Function string `db:"function"`
 		FuncNS   string `db:"function_schema"`
+		Def      string `db:"def"`
 	}
 	if err := sqlx.SelectContext(ctx, q, &have, `SELECT c.relname, t.tgname, t.tgenabled::text AS tgenabled,
-			p.proname AS function, pn.nspname AS function_schema
+			p.proname AS function, pn.nspname AS function_schema, pg_get_triggerdef(t.oid) AS def
 		FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 		JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_namespace pn ON pn.oid = p.pronamespace
 		WHERE n.nspname = $1 AND NOT t.tgisinternal ORDER BY c.relname, t.tgname`, schema); err != nil {
-		return nil, nil, fmt.Errorf("read triggers: %w", err)
+		return nil, nil, nil, fmt.Errorf("read triggers: %w", err)
 	}
 	seen := map[[2]string]bool{}
 	for _, h := range have {
@@ -446,6 +588,11 @@ func schemaChecks(ctx context.Context, q sqlx.QueryerContext, w wantSchema) (fun
 		}
 		if h.Function != t.function || h.FuncNS != schema {
 			triggers = append(triggers, fmt.Sprintf("trigger %s on %s calls %s.%s; %s has it call %s", h.Name, h.Table, h.FuncNS, h.Function, t.file, t.function))
+		} else if def := statements(h.Def); len(def) != 1 || canonTrigger(def[0], schema) != canonTrigger(t.def, schema) {
+			// Same name, function and state, but another trigger: WHEN
+			// (false), fewer events, FOR EACH STATEMENT, not deferred...
+			triggers = append(triggers, fmt.Sprintf("trigger %s on %s is defined as %q; %s defines %q",
+				h.Name, h.Table, h.Def, t.file, canonTrigger(t.def, schema)))
 		}
 		// 'A' fires always, 'O' only for origin sessions (a session with
 		// session_replication_role = replica skips it), 'R' only for
@@ -469,7 +616,45 @@ func schemaChecks(ctx context.Context, q sqlx.QueryerContext, w wantSchema) (fun
 			triggers = append(triggers, fmt.Sprintf("trigger %s on %s (defined by %s) is missing", t.name, t.table, t.file))
 		}
 	}
-	return functions, triggers, nil
+
+	// A function or operator no migration creates can hijack the ledger's
+	// own SQL: an operator <>(numeric, integer) is a closer match for
+	// sum(amount) <> 0 than pg_catalog's, whatever the search_path.
+	var extra []struct {
+		What      string `db:"what"`
+		Name      string `db:"name"`
+		Signature string `db:"signature"`
+		Detail    string `db:"detail"`
+	}
+	if err := sqlx.SelectContext(ctx, q, &extra, `
+		WITH objects AS (
+			SELECT 'pg_proc'::regclass AS catalog, p.oid, 'function' AS what, p.proname AS name,
+				p.oid::regprocedure::text AS signature, '' AS detail
+			FROM pg_proc p WHERE p.pronamespace = $1::regnamespace
+			UNION ALL
+			SELECT 'pg_operator'::regclass, o.oid, 'operator', o.oprname, o.oid::regoperator::text,
+				coalesce(' (calls ' || o.oprcode::regprocedure::text || ')', '')
+			FROM pg_operator o WHERE o.oprnamespace = $1::regnamespace
+		)
+		-- An extension installed into the ledger's schema is named: it too
+		-- can shadow pg_catalog, and belongs in a schema of its own.
+		SELECT o.what, o.name, o.signature, o.detail || coalesce(' (from extension ' || e.extname || ')', '') AS detail
+		FROM objects o
+		LEFT JOIN pg_depend d ON d.classid = o.catalog AND d.objid = o.oid AND d.deptype = 'e'
+		LEFT JOIN pg_extension e ON e.oid = d.refobjid
+		ORDER BY 1, 3`, pq.QuoteIdentifier(schema)); err != nil {
+		return nil, nil, nil, fmt.Errorf("read functions and operators: %w", err)
+	}
+	for _, e := range extra {
+		defined := w.operators[e.Name]
+		if e.What == "function" {
+			_, defined = w.functions[e.Name]
+		}
+		if !defined {
+			foreign = append(foreign, fmt.Sprintf("%s %s.%s%s is not defined by any migration", e.What, schema, e.Signature, e.Detail))
+		}
+	}
+	return functions, triggers, foreign, nil
 }
 
 func triggerState(enabled string) string {

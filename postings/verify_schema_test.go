@@ -2,6 +2,7 @@ package postings
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -46,8 +47,19 @@ func TestParseMigrationsKeepsEachFunctionsLastDefinition(t *testing.T) {
 		t.Errorf("triggers = %+v, want %+v", w.triggers, want)
 	}
 	for k, tw := range want {
-		if w.triggers[k] != tw {
-			t.Errorf("trigger %v = %+v, want %+v", k, w.triggers[k], tw)
+		got := w.triggers[k]
+		got.def = nil
+		if !reflect.DeepEqual(got, tw) {
+			t.Errorf("trigger %v = %+v, want %+v", k, got, tw)
+		}
+	}
+	// Each trigger keeps its statement, canonical, under its last name.
+	for k, def := range map[[2]string]string{
+		{"t", "trg_b"}: "create constraint trigger trg_b after insert on t deferrable initially deferred for each row execute function f",
+		{"u", "trg_d"}: "create trigger trg_d after insert on u referencing new table as n for each statement execute function f",
+	} {
+		if got := canonTrigger(w.triggers[k].def, "public"); got != def {
+			t.Errorf("trigger %v's definition reads %q, want %q", k, got, def)
 		}
 	}
 	if w.pinnedSearchPath {
@@ -145,5 +157,97 @@ func TestVerifyNamesAFunctionWhoseSearchPathIsUnpinned(t *testing.T) {
 			db.MustExec(`ALTER FUNCTION ledger_check_posting_set() SET search_path = pg_catalog, public, pg_temp`)
 			check(t, "")
 		})
+	}
+}
+
+// neuteredTriggers recreate a ledger trigger under its own name, calling
+// its own function and enabled ALWAYS, but doing less: what only the full
+// definition tells apart.
+var neuteredTriggers = []struct {
+	name, table, trigger string
+	create               string
+}{
+	{"WHEN (false)", "posting_sets", "trg_posting_sets_append_only",
+		`CREATE TRIGGER trg_posting_sets_append_only BEFORE UPDATE OR DELETE ON posting_sets FOR EACH ROW WHEN (false) EXECUTE FUNCTION ledger_refuse_change()`},
+	{"only BEFORE UPDATE", "postings", "trg_postings_append_only",
+		`CREATE TRIGGER trg_postings_append_only BEFORE UPDATE ON postings FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change()`},
+	{"the balance check NOT DEFERRABLE", "posting_sets", "trg_posting_sets_balanced",
+		`CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON posting_sets NOT DEFERRABLE FOR EACH ROW EXECUTE FUNCTION ledger_check_posting_set()`},
+	{"the balance check INITIALLY IMMEDIATE", "posting_sets", "trg_posting_sets_balanced",
+		`CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON posting_sets DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW EXECUTE FUNCTION ledger_check_posting_set()`},
+	{"FOR EACH STATEMENT instead of ROW", "accounts", "trg_accounts_immutable",
+		`CREATE TRIGGER trg_accounts_immutable BEFORE UPDATE OR DELETE ON accounts FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()`},
+	{"REFERENCING dropped", "postings", "trg_postings_sealed_set",
+		`CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON postings FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set()`},
+	{"a WHEN on a literal cast", "closed_periods", "trg_closed_periods_append_only",
+		`CREATE TRIGGER trg_closed_periods_append_only BEFORE UPDATE OR DELETE ON public.closed_periods FOR EACH ROW WHEN ('a' = 'b') EXECUTE PROCEDURE public.ledger_refuse_change()`},
+}
+
+// Every trigger of a freshly migrated ledger reads, canonical, as its
+// migration's statement; every neutered one does not.
+func TestCanonTriggerMatchesMigratedTriggersAndTellsNeuteredOnes(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ms, err := razao.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parseMigrations(ms)
+	var have []struct {
+		Table string `db:"relname"`
+		Name  string `db:"tgname"`
+		Def   string `db:"def"`
+	}
+	if err := db.Select(&have, `SELECT c.relname, t.tgname, pg_get_triggerdef(t.oid) AS def FROM pg_trigger t
+		JOIN pg_class c ON c.oid = t.tgrelid WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal`); err != nil {
+		t.Fatal(err)
+	}
+	if len(have) != len(w.triggers) || len(have) < 10 {
+		t.Fatalf("%d triggers in the database, %d in the migrations", len(have), len(w.triggers))
+	}
+	canon := map[[2]string]string{}
+	for _, h := range have {
+		st := statements(h.Def)
+		if len(st) != 1 {
+			t.Fatalf("%s: %d statements", h.Def, len(st))
+		}
+		want := canonTrigger(w.triggers[[2]string{h.Table, h.Name}].def, "public")
+		canon[[2]string{h.Table, h.Name}] = want
+		if got := canonTrigger(st[0], "public"); got != want {
+			t.Errorf("trigger %s on %s:\n pg_get_triggerdef %q\n canonical         %q\n migration         %q", h.Name, h.Table, h.Def, got, want)
+		}
+	}
+	for _, n := range neuteredTriggers {
+		t.Run(n.name, func(t *testing.T) {
+			tx := db.MustBegin()
+			defer tx.Rollback()
+			tx.MustExec(`DROP TRIGGER ` + n.trigger + ` ON ` + n.table)
+			tx.MustExec(n.create)
+			var def string
+			if err := tx.Get(&def, `SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = $1::regclass AND tgname = $2`, n.table, n.trigger); err != nil {
+				t.Fatal(err)
+			}
+			if got := canonTrigger(statements(def)[0], "public"); got == canon[[2]string{n.table, n.trigger}] {
+				t.Errorf("%q reads as its migration's %q", def, got)
+			}
+		})
+	}
+}
+
+// What pg_get_triggerdef adds or reorders reads as the migration wrote it.
+func TestCanonTriggerIgnoresHowTheCatalogSpellsAStatement(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ migration, catalog string }{
+		{`CREATE OR REPLACE TRIGGER trg BEFORE UPDATE OR DELETE ON t FOR EACH ROW WHEN (OLD.state = 'x') EXECUTE PROCEDURE f('a');`,
+			`CREATE TRIGGER trg BEFORE DELETE OR UPDATE ON ledger.t FOR EACH ROW WHEN (((old.state)::text = 'x'::text)) EXECUTE FUNCTION ledger.f('a')`},
+		{`create trigger "trg" after insert on "t" for each row execute function f()`,
+			`CREATE TRIGGER trg AFTER INSERT ON public.t FOR EACH ROW EXECUTE FUNCTION f()`},
+		{`CREATE TRIGGER trg AFTER UPDATE OF a, b ON t FOR EACH ROW WHEN (NEW.n > 0) EXECUTE FUNCTION f()`,
+			`CREATE TRIGGER trg AFTER UPDATE OF a, b ON public.t FOR EACH ROW WHEN ((new.n > 0)) EXECUTE FUNCTION f()`},
+	} {
+		want := canonTrigger(statements(c.migration)[0], "ledger")
+		if got := canonTrigger(statements(c.catalog)[0], "ledger"); got != want {
+			t.Errorf("%s\n reads %q\n want  %q", c.catalog, got, want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -436,4 +437,130 @@ func TestVerifyJudgesAClosedMonthBySetsCommitOrder(t *testing.T) {
 		}
 		assertClean(t, db)
 	})
+}
+
+// The owner recreates a guard under its own name, calling its own
+// function, enabled ALWAYS, but neutered; then deletes a closed month's
+// sale and its legs, which the neutered guards let through. The sale of
+// ch-2 carries no commission or refund, so its absence balances: only
+// the triggers' definitions tell.
+func TestVerifyNamesNeuteredTriggers(t *testing.T) {
+	t.Parallel()
+	const deleteSale = `DELETE FROM postings WHERE posting_set_id = (SELECT id FROM posting_sets WHERE idempotency_key = 'sale:ch-2');
+		DELETE FROM posting_sets WHERE idempotency_key = 'sale:ch-2'`
+	recreate := func(table, trigger, create string) []string {
+		return []string{`DROP TRIGGER ` + trigger + ` ON ` + table, create, `ALTER TABLE ` + table + ` ENABLE ALWAYS TRIGGER ` + trigger}
+	}
+	cases := []struct {
+		name    string
+		corrupt [][]string
+		act     string // what the neutered guards then let through, if anything
+		want    []string
+	}{
+		{"append-only WHEN (false)", [][]string{
+			recreate("posting_sets", "trg_posting_sets_append_only", `CREATE TRIGGER trg_posting_sets_append_only BEFORE UPDATE OR DELETE ON posting_sets
+				FOR EACH ROW WHEN (false) EXECUTE FUNCTION ledger_refuse_change()`),
+			recreate("postings", "trg_postings_append_only", `CREATE TRIGGER trg_postings_append_only BEFORE UPDATE OR DELETE ON postings
+				FOR EACH ROW WHEN (false) EXECUTE FUNCTION ledger_refuse_change()`)},
+			deleteSale,
+			[]string{`trigger trg_posting_sets_append_only on posting_sets is defined as "CREATE TRIGGER trg_posting_sets_append_only BEFORE DELETE OR UPDATE ON public.posting_sets FOR EACH ROW WHEN (false) EXECUTE FUNCTION ledger_refuse_change()"; 0001_ledger.sql defines "create trigger trg_posting_sets_append_only before delete or update on posting_sets for each row execute function ledger_refuse_change"`,
+				`trigger trg_postings_append_only on postings is defined as "CREATE TRIGGER trg_postings_append_only BEFORE DELETE OR UPDATE ON public.postings FOR EACH ROW WHEN (false)`}},
+		{"append-only on UPDATE only", [][]string{
+			recreate("posting_sets", "trg_posting_sets_append_only", `CREATE TRIGGER trg_posting_sets_append_only BEFORE UPDATE ON posting_sets
+				FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change()`),
+			recreate("postings", "trg_postings_append_only", `CREATE TRIGGER trg_postings_append_only BEFORE UPDATE ON postings
+				FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change()`)},
+			deleteSale,
+			[]string{`trigger trg_posting_sets_append_only on posting_sets is defined as "CREATE TRIGGER trg_posting_sets_append_only BEFORE UPDATE ON public.posting_sets FOR EACH ROW`,
+				`trigger trg_postings_append_only on postings is defined as "CREATE TRIGGER trg_postings_append_only BEFORE UPDATE ON public.postings FOR EACH ROW`}},
+		{"the balance check NOT DEFERRABLE", [][]string{
+			recreate("posting_sets", "trg_posting_sets_balanced", `CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON posting_sets
+				NOT DEFERRABLE FOR EACH ROW EXECUTE FUNCTION ledger_check_posting_set()`)}, "",
+			[]string{`trigger trg_posting_sets_balanced on posting_sets is defined as "CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON public.posting_sets NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW`}},
+		{"the balance check INITIALLY IMMEDIATE", [][]string{
+			recreate("posting_sets", "trg_posting_sets_balanced", `CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON posting_sets
+				DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW EXECUTE FUNCTION ledger_check_posting_set()`)}, "",
+			[]string{`trigger trg_posting_sets_balanced on posting_sets is defined as "CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON public.posting_sets DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW`}},
+		{"the closed-month guard FOR EACH STATEMENT", [][]string{
+			recreate("posting_sets", "trg_posting_sets_open_month", `CREATE TRIGGER trg_posting_sets_open_month BEFORE INSERT ON posting_sets
+				FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_closed_month()`)}, "",
+			[]string{`trigger trg_posting_sets_open_month on posting_sets is defined as "CREATE TRIGGER trg_posting_sets_open_month BEFORE INSERT ON public.posting_sets FOR EACH STATEMENT`}},
+		{"the sealed-set guard without REFERENCING", [][]string{
+			recreate("postings", "trg_postings_sealed_set", `CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON postings
+				FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set()`)}, "",
+			[]string{`trigger trg_postings_sealed_set on postings is defined as "CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON public.postings FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set()"; 0001_ledger.sql defines "create trigger trg_postings_sealed_set after insert on postings referencing new table as new_postings for each statement execute function ledger_refuse_sealed_set"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			l, db := newLedger(t)
+			seedVerified(t, l, db)
+			if err := l.CloseMonth(context.Background(), postings.MonthOf(aug), aug.AddDate(0, 1, 0)); err != nil {
+				t.Fatal(err)
+			}
+			assertClean(t, db)
+			for _, stmts := range c.corrupt {
+				for _, s := range stmts {
+					db.MustExec(s)
+				}
+			}
+			if c.act != "" {
+				db.MustExec(c.act)
+				if n := count(t, db, `SELECT count(*) FROM posting_sets WHERE idempotency_key = 'sale:ch-2'`); n != 0 {
+					t.Fatalf("the sale is still there")
+				}
+			}
+			assertBreaches(t, db, c.want...)
+		})
+	}
+}
+
+// An operator in the ledger's schema that is a closer match for numeric
+// <> integer than pg_catalog's would make every sum look balanced: verify
+// names it, and its own queries do not use it.
+func TestVerifyNamesAForeignOperatorAndIsNotFooledByIt(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	seedVerified(t, l, db)
+	assertClean(t, db)
+	db.MustExec(`CREATE FUNCTION public.never_differs(numeric, integer) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT false'`)
+	db.MustExec(`CREATE OPERATOR public.<> (LEFTARG = numeric, RIGHTARG = integer, FUNCTION = never_differs)`)
+	asOwner(t, db, []string{"posting_sets", "postings"},
+		`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+			VALUES ('adjustment', 'unbalanced', 10, 'BRL', '2026-08-20', '2026-08-20', 'x')`,
+		`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+			SELECT s.id, a.id, 'BRL', v.amount, '2026-08-01' FROM (VALUES ('assets:cash', 10), ('equity:adjustments', -9)) AS v (code, amount)
+			JOIN accounts a ON a.code = v.code JOIN posting_sets s ON s.idempotency_key = 'unbalanced'`)
+	assertBreaches(t, db,
+		"operator public.<>(numeric,integer) (calls never_differs(numeric,integer)) is not defined by any migration",
+		"function public.never_differs(numeric,integer) is not defined by any migration",
+		fmt.Sprintf("set %d (adjustment): its BRL legs sum to 1", setID(t, db, "unbalanced")),
+		"BRL 1")
+}
+
+// Months close in order and only once they have ended; a set is dated at
+// most next month. The owner writes what the close refuses.
+func TestVerifyNamesGapsAndFutureMonths(t *testing.T) {
+	t.Parallel()
+	l, db := newLedger(t)
+	seedVerified(t, l, db)
+	if err := l.CloseMonth(context.Background(), postings.MonthOf(aug), aug.AddDate(0, 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	assertClean(t, db)
+	asOwner(t, db, []string{"closed_periods", "posting_sets", "postings"},
+		`INSERT INTO closed_periods (month) VALUES ('2030-01-01'), ('2030-03-01')`,
+		`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+			VALUES ('adjustment', 'future', 10, 'BRL', '2031-05-20', '2031-05-20', 'x')`,
+		`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+			SELECT s.id, a.id, 'BRL', v.amount, '2031-05-01' FROM (VALUES ('assets:cash', 10), ('equity:adjustments', -10)) AS v (code, amount)
+			JOIN accounts a ON a.code = v.code JOIN posting_sets s ON s.idempotency_key = 'future'`)
+	next := time.Now().In(time.FixedZone("UTC+14", 14*3600))
+	next = time.Date(next.Year(), next.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+	assertBreaches(t, db,
+		"month 2030-01 is closed but 2026-09..2029-12 before it are open",
+		"month 2030-03 is closed but 2030-02 before it is open",
+		"month 2030-01 is closed but has not ended yet (closed at ",
+		"month 2030-03 is closed but has not ended yet",
+		fmt.Sprintf("set %d (adjustment) is in competence month 2031-05, after next month %s", setID(t, db, "future"), next.Format("2006-01")))
 }
