@@ -180,7 +180,8 @@ DATABASE_URL=$LOAD_URL RAZAO_CONFIG=$WORK/load.yaml RAZAO_LISTEN=127.0.0.1:0 \
 SERVER_PID=$!
 URL=""
 for _ in $(seq 1 60); do
-	URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$OUTDIR/serve.out" 2>/dev/null | head -1 || true)
+	# The listening line is in the JSON log stream (stderr).
+	URL=$(grep '"msg":"razao listening"' "$OUTDIR/serve.log" 2>/dev/null | grep -o 'http://127\.0\.0\.1:[0-9]*' | head -1 || true)
 	[[ -n $URL ]] && break
 	kill -0 "$SERVER_PID" 2>/dev/null || { cat "$OUTDIR/serve.log" >&2; die "razao serve exited"; }
 	sleep 0.5
