@@ -37,9 +37,11 @@ const (
 // events are held back by an older transaction.
 //
 // Streams at one cursor share one read per wake: the first to ask reads the
-// outbox and encodes the batch, the others take the same bytes. Streams at
-// other cursors (resuming with Last-Event-ID) read for themselves until
-// they reach the others, when their cursors meet and they share too. Every
+// outbox and encodes the batch, the others take the same bytes. A stream
+// behind them, at an event of a read of this wake, takes the rest of that
+// read. Streams at other cursors (resuming with Last-Event-ID from further
+// back) read for themselves until they reach the others, when they share
+// too. Every
 // database call of the hub (reads and token checks) holds one of
 // MaxReaders slots, so streams never hold more than MaxReaders connections
 // of the pool, whatever their number; the listener has a connection of its
@@ -77,6 +79,10 @@ type Hub struct {
 	perToken map[int64]int
 	// batches are the reads started since the last wake, by cursor.
 	batches map[string]*batch
+	// within finds, by an event's cursor, the read since the last wake
+	// that returned that event and more after it: a stream behind the
+	// others takes the rest of that read instead of reading again.
+	within map[string]suffix
 	// started counts reads started, to tell a stream that subscribed after
 	// a read began not to share it.
 	started uint64
@@ -124,7 +130,25 @@ type batch struct {
 	n      int    // how many
 	last   string // the cursor after them
 	held   bool
-	err    error
+	// full says the read stopped at MaxLimit: more may follow at once.
+	full bool
+	// cursors and offs are each event's cursor and where its frame starts.
+	cursors []string
+	offs    []int
+	err     error
+}
+
+// suffix is the part of batch b after its event i.
+type suffix struct {
+	b *batch
+	i int
+}
+
+// rest is the part of b after its event i, as a batch of its own.
+func (b *batch) rest(i int) *batch {
+	done := make(chan struct{})
+	close(done)
+	return &batch{seq: b.seq, done: done, frames: b.frames[b.offs[i+1]:], n: b.n - i - 1, last: b.last, held: b.held, full: b.full}
 }
 
 // NewHub returns a hub that reads events from db and listens through its own
@@ -148,6 +172,7 @@ func NewHub(db *sqlx.DB, dbURL string, logger *slog.Logger) *Hub {
 		subs:           make(map[*subscriber]struct{}),
 		perToken:       make(map[int64]int),
 		batches:        make(map[string]*batch),
+		within:         make(map[string]suffix),
 		ctx:            ctx,
 		cancel:         cancel,
 		done:           make(chan struct{}),
@@ -329,6 +354,7 @@ func (h *Hub) wakeAll() {
 	defer h.mu.Unlock()
 	h.wakes.Add(1)
 	clear(h.batches)
+	clear(h.within)
 	if !h.heldSeen {
 		h.retryDelay = 0
 	}
@@ -373,6 +399,10 @@ const readTimeout = 30 * time.Second
 func (h *Hub) read(ctx context.Context, cursor string, after uint64) (*batch, error) {
 	h.mu.Lock()
 	b := h.batches[cursor]
+	if sfx, ok := h.within[cursor]; (b == nil || b.seq <= after) && ok && sfx.b.seq > after {
+		h.mu.Unlock()
+		return sfx.b.rest(sfx.i), nil
+	}
 	if b == nil || b.seq <= after {
 		h.started++
 		b = &batch{seq: h.started, done: make(chan struct{})}
@@ -407,19 +437,38 @@ func (h *Hub) fill(b *batch, cursor string) {
 		return
 	}
 	var buf bytes.Buffer
-	for _, ev := range evs {
+	b.cursors, b.offs = make([]string, len(evs)), make([]int, len(evs))
+	for i, ev := range evs {
 		data, err := json.Marshal(ev)
 		if err != nil {
 			b.err = fmt.Errorf("encode event %s: %w", ev.Cursor, err)
 			return
 		}
+		b.cursors[i], b.offs[i] = ev.Cursor, buf.Len()
 		fmt.Fprintf(&buf, "id: %s\nevent: %s\ndata: %s\n\n", ev.Cursor, ev.Topic, data)
 	}
-	b.frames, b.n, b.held = buf.Bytes(), len(evs), held
+	b.frames, b.n, b.held, b.full = buf.Bytes(), len(evs), held, len(evs) == MaxLimit
 	if len(evs) > 0 {
 		b.last = evs[len(evs)-1].Cursor
 	}
+	h.share(b, cursor)
 	h.heldBack(held)
+}
+
+// share lets streams at any of b's events but its last take the rest of b,
+// as long as b is a read of the current wake (a wake forgets it: it may
+// have missed the commit the wake announces).
+func (h *Hub) share(b *batch, cursor string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.batches[cursor] != b {
+		return
+	}
+	for i := 0; i < b.n-1; i++ {
+		if _, ok := h.within[b.cursors[i]]; !ok {
+			h.within[b.cursors[i]] = suffix{b, i}
+		}
+	}
 }
 
 // heldBack arms a wake soon while committed events wait for an older

@@ -114,7 +114,7 @@ func (s *stream) run(ctx context.Context) error {
 			if err := s.send(b); err != nil {
 				return err
 			}
-			if b.n == MaxLimit {
+			if b.full {
 				continue
 			}
 		}
