@@ -117,6 +117,10 @@ func ClosedMonths(ctx context.Context, q sqlx.QueryerContext) ([]Month, error) {
 // lockForClose takes the close lock exclusively, waiting at most
 // CloseLockTimeout.
 func lockForClose(ctx context.Context, tx *sqlx.Tx) error {
+	var before string
+	if err := tx.GetContext(ctx, &before, `SELECT current_setting('lock_timeout')`); err != nil {
+		return fmt.Errorf("take the close lock: %w", err)
+	}
 	if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprintf("%dms", CloseLockTimeout.Milliseconds())); err != nil {
 		return fmt.Errorf("take the close lock: %w", err)
 	}
@@ -128,7 +132,8 @@ func lockForClose(ctx context.Context, tx *sqlx.Tx) error {
 	if err != nil {
 		return fmt.Errorf("take the close lock: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', '0', true)`); err != nil {
+	// The rest of the close (the snapshot) waits as the session would.
+	if _, err := tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1, true)`, before); err != nil {
 		return fmt.Errorf("take the close lock: %w", err)
 	}
 	return nil
