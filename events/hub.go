@@ -148,7 +148,11 @@ type suffix struct {
 func (b *batch) rest(i int) *batch {
 	done := make(chan struct{})
 	close(done)
-	return &batch{seq: b.seq, done: done, frames: b.frames[b.offs[i+1]:], n: b.n - i - 1, last: b.last, held: b.held, full: b.full}
+	rest := &batch{seq: b.seq, done: done, n: b.n - i - 1, last: b.last, held: b.held, full: b.full}
+	if i+1 < b.n {
+		rest.frames = b.frames[b.offs[i+1]:]
+	}
+	return rest
 }
 
 // NewHub returns a hub that reads events from db and listens through its own
@@ -455,16 +459,22 @@ func (h *Hub) fill(b *batch, cursor string) {
 	h.heldBack(held)
 }
 
-// share lets streams at any of b's events but its last take the rest of b,
-// as long as b is a read of the current wake (a wake forgets it: it may
-// have missed the commit the wake announces).
+// share lets streams at any of b's events take the rest of b, as long as
+// b is a read of the current wake (a wake forgets it: it may have missed
+// the commit the wake announces). A stream at b's last event takes an
+// empty rest, as if it had read when b did, unless b stopped at MaxLimit
+// and more may follow.
 func (h *Hub) share(b *batch, cursor string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.batches[cursor] != b {
 		return
 	}
-	for i := 0; i < b.n-1; i++ {
+	upTo := b.n - 1
+	if !b.full {
+		upTo = b.n
+	}
+	for i := 0; i < upTo; i++ {
 		if _, ok := h.within[b.cursors[i]]; !ok {
 			h.within[b.cursors[i]] = suffix{b, i}
 		}

@@ -9,7 +9,8 @@ import (
 )
 
 // A stream behind the others, at an event a read of this wake returned,
-// takes the rest of that read instead of reading the outbox again; after
+// takes the rest of that read instead of reading the outbox again (nothing,
+// at its last event: it is as if it had read then); after
 // the next wake it reads again (the read may have missed what the wake
 // announces).
 func TestStreamBehindTakesTheRestOfARead(t *testing.T) {
@@ -36,6 +37,10 @@ func TestStreamBehindTakesTheRestOfARead(t *testing.T) {
 	}
 	if behind.n != 3 || behind.last != all.last || !bytes.Equal(behind.frames, all.frames[all.offs[2]:]) {
 		t.Fatalf("the rest: %d events up to %s, want the 3 after %s", behind.n, behind.last, all.cursors[1])
+	}
+	caughtUp, err := h.read(ctx, all.last, 0)
+	if err != nil || caughtUp.n != 0 || h.Reads() != 1 {
+		t.Fatalf("a stream at the read's last event: %v, %d events, %d reads; want none and no new read", err, caughtUp.n, h.Reads())
 	}
 	h.wakeAll()
 	if _, err := h.read(ctx, all.cursors[1], 0); err != nil {
