@@ -53,7 +53,7 @@ func (a *API) createPayout(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := partners.Payout(r.Context(), a.DB, a.Ledger, partners.PayoutRequest{
 		Partner: mux.Vars(r)["id"], IdempotencyKey: key, Amount: body.Amount,
-		AllowOverOwed: body.AllowOverOwed, At: at, Now: now,
+		AllowOverOwed: body.AllowOverOwed, At: at, AtStated: body.EffectiveAt != nil, Now: now,
 	})
 	if err != nil {
 		writeError(w, r, a.Log, err)

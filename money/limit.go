@@ -55,11 +55,18 @@ func (l Limit) Max() int64 {
 // rule (a posting's leg is negative for a credit), so magnitudes are
 // compared, and math.MinInt64, whose magnitude no int64 holds, is refused.
 func (l Limit) Check(field string, amount int64) error {
-	max := l.Max()
-	if amount > max || amount < -max {
-		return &AboveMaxError{Field: field, Amount: amount, Max: max}
+	if !l.Allows(amount) {
+		return &AboveMaxError{Field: field, Amount: amount, Max: l.Max()}
 	}
 	return nil
+}
+
+// Allows reports whether amount's magnitude is within the limit: Check
+// without building an error, for callers that name the field only when
+// it is refused.
+func (l Limit) Allows(amount int64) bool {
+	max := l.Max()
+	return amount <= max && amount >= -max
 }
 
 // Validate refuses a configured maximum that is not positive or is above

@@ -125,6 +125,10 @@ type PayoutRequest struct {
 	// payout's competence; when that month is closed, the ledger books it
 	// in the first open month and keeps At as the set's event time.
 	At time.Time
+	// AtStated says At is the caller's (effective_at), not the clock's: a
+	// retry under the same key must then state the same time, as it must
+	// the same amount.
+	AtStated bool
 	// Now, when set, is the clock At may not be after: a payout is booked
 	// once it has been made, never ahead of it.
 	Now time.Time
@@ -271,6 +275,11 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 			prior.Amount != req.Amount || prior.Currency != a.Currency {
 			return Result{}, fmt.Errorf("%w: payout key %q of partner %s was used for %d %s (set %d), now %d %s",
 				postings.ErrIdempotencyConflict, req.IdempotencyKey, req.Partner, prior.Amount, prior.Currency, prior.ID, req.Amount, a.Currency)
+		}
+		// The database keeps microseconds.
+		if req.AtStated && !prior.EventAt.Equal(req.At.Truncate(time.Microsecond)) {
+			return Result{}, fmt.Errorf("%w: payout key %q of partner %s was made at %s (set %d), now stated %s",
+				postings.ErrIdempotencyConflict, req.IdempotencyKey, req.Partner, prior.EventAt.Format(time.RFC3339), prior.ID, req.At.Format(time.RFC3339))
 		}
 		// Owed before and after are of now, not of when the payout was
 		// first booked: the ledger has moved on since.

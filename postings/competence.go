@@ -49,14 +49,18 @@ func NewCalendar(tz string) (Calendar, error) {
 	return Calendar{loc: loc}, nil
 }
 
-// ParseGoLive parses a go-live date, YYYY-MM-DD; "" is DefaultGoLive.
-func ParseGoLive(s string) (time.Time, error) {
+// ParseGoLive parses a go-live date, YYYY-MM-DD; "" is DefaultGoLive. A
+// date after now is refused: every event would be outside the window.
+func ParseGoLive(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		s = DefaultGoLive
 	}
 	d, err := time.Parse(time.DateOnly, s)
 	if err != nil || d.Year() < 1900 {
 		return time.Time{}, fmt.Errorf("go-live date %q: want YYYY-MM-DD from 1900 on", s)
+	}
+	if d.After(now) {
+		return time.Time{}, fmt.Errorf("go-live date %s is in the future: every event would be refused", s)
 	}
 	return d, nil
 }
@@ -72,11 +76,13 @@ func (c Calendar) WithGoLive(d time.Time) Calendar {
 	return c
 }
 
+// defaultGoLive is DefaultGoLive as a date (a test holds the two equal).
+var defaultGoLive = time.Date(2020, time.November, 1, 0, 0, 0, 0, time.UTC)
+
 // GoLive is the first competence date the ledger accepts, at 00:00 UTC.
 func (c Calendar) GoLive() time.Time {
 	if c.goLive.IsZero() {
-		d, _ := time.Parse(time.DateOnly, DefaultGoLive)
-		return d
+		return defaultGoLive
 	}
 	return c.goLive
 }

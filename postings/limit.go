@@ -36,7 +36,8 @@ func (s *Set) checkLimit(limit money.Limit) error {
 		return fmt.Errorf("%w: %s %q: %w", ErrInvalid, s.Kind, s.IdempotencyKey, err)
 	}
 	for i, leg := range s.Legs {
-		if err := limit.Check(fmt.Sprintf("leg %d on %s", i, leg.Account), leg.Amount); err != nil {
+		if !limit.Allows(leg.Amount) { // the field is named only when refused: this runs for every leg
+			err := limit.Check(fmt.Sprintf("leg %d on %s", i, leg.Account), leg.Amount)
 			return fmt.Errorf("%w: %s %q: %w", ErrInvalid, s.Kind, s.IdempotencyKey, err)
 		}
 	}

@@ -101,8 +101,8 @@ func (s *Set) Validate() error {
 		if l.Amount == 0 {
 			return fmt.Errorf("%w: leg %d on %s", ErrZeroAmount, i, l.Account)
 		}
-		if err := money.Limit(money.Ceiling).Check(fmt.Sprintf("leg %d on %s", i, l.Account), l.Amount); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		if ceiling := money.Limit(money.Ceiling); !ceiling.Allows(l.Amount) {
+			return fmt.Errorf("%w: %w", ErrInvalid, ceiling.Check(fmt.Sprintf("leg %d on %s", i, l.Account), l.Amount))
 		}
 		if err := accounts.ValidateCode(l.Account); err != nil {
 			return fmt.Errorf("%w: leg %d: %w", ErrInvalid, i, err)

@@ -101,8 +101,11 @@ func NewEndpoint(cfg EndpointConfig, getenv func(string) string) (*Endpoint, err
 		// a variable named but empty is a mistake, not that.
 		return nil, fmt.Errorf("%w: endpoint %s: environment variable %s is empty or unset", ErrConfig, cfg.Name, unset[0])
 	case len(secrets) == 0 && cfg.Scheme != "bcb-pix":
-		ep.NoSecret = true
-		ep.Scheme, err = scheme.NewWithoutSecret(cfg.Scheme, sc)
+		if ep.Scheme, err = scheme.NewWithoutSecret(cfg.Scheme, sc); err == nil {
+			ep.NoSecret = true
+		} else if len(unset) > 0 {
+			err = fmt.Errorf("%w (environment variable %s is empty or unset)", err, unset[0])
+		}
 	default:
 		ep.Scheme, err = scheme.New(cfg.Scheme, sc)
 	}

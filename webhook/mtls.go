@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"regexp"
+
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -87,16 +89,26 @@ func newClientAuth(endpoint string, m MTLS) (*clientAuth, error) {
 		// A header read from anyone is a certificate anyone can claim.
 		return nil, fmt.Errorf("%w: endpoint %s: client_cert_header needs trusted_proxies, the addresses of the proxies that set it", ErrConfig, endpoint)
 	}
+	if m.ClientCertHeader != "" && !headerNameRE.MatchString(m.ClientCertHeader) {
+		return nil, fmt.Errorf("%w: endpoint %s: client_cert_header %.64q is not a header name", ErrConfig, endpoint, m.ClientCertHeader)
+	}
 	c.header = http.CanonicalHeaderKey(m.ClientCertHeader)
 	for _, cidr := range m.TrustedProxies {
 		p, err := netip.ParsePrefix(cidr)
 		if err != nil {
 			return nil, fmt.Errorf("%w: endpoint %s: trusted_proxies: %q is not a CIDR (e.g. 10.0.0.5/32)", ErrConfig, endpoint, cidr)
 		}
+		if p.Bits() == 0 {
+			// Every address: the header would be a certificate anyone can claim.
+			return nil, fmt.Errorf("%w: endpoint %s: trusted_proxies: %q trusts every address; name the proxies", ErrConfig, endpoint, cidr)
+		}
 		c.proxies = append(c.proxies, p.Masked())
 	}
 	return c, nil
 }
+
+// headerNameRE is an HTTP field name (RFC 9110's token).
+var headerNameRE = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$")
 
 // errNoClientCert says the request carried no client certificate this
 // endpoint could read.

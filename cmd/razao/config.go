@@ -122,7 +122,7 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	if err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
-	if cfg.goLive, err = postings.ParseGoLive(first(*goLive, getenv("RAZAO_GO_LIVE"), file.GoLive)); err != nil {
+	if cfg.goLive, err = postings.ParseGoLive(first(*goLive, getenv("RAZAO_GO_LIVE"), file.GoLive), time.Now()); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
 	if cfg.exports, err = file.Exports.build(cal.Location()); err != nil {

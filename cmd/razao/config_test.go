@@ -24,6 +24,10 @@ func TestBadConfigFailsAtStartWithoutLeakingSecrets(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
 		{"unknown scheme", "endpoints: [{name: a, scheme: nope, merchant: m, secrets_env: [HODLE_SECRET]}]", "nope"},
 		{"missing secret variable", "endpoints: [{name: a, scheme: bcb-pix, merchant: m, secrets_env: [UNSET_VAR]}]", "UNSET_VAR"},
+		// Only Hodle may start without a secret (its registration test);
+		// any other scheme would refuse every delivery forever.
+		{"standard secret variable unset", "endpoints: [{name: a, scheme: standard, merchant: m, secrets_env: [UNSET_VAR]}]", "UNSET_VAR"},
+		{"abacatepay without any secret", "endpoints: [{name: a, scheme: abacatepay, merchant: m}]", "a secret is required"},
 		{"current secret unset, previous set", "endpoints: [{name: a, scheme: hodle, merchant: m, secrets_env: [UNSET_VAR, HODLE_SECRET]}]", "UNSET_VAR, the current secret"},
 		{"unknown key", "endpoints: [{name: a, scheme: hodle, merchant: m, secret_env: [HODLE_SECRET]}]", "line 1: unknown key \"secret_env\" in an endpoint"},
 		{"bad standard secret", "endpoints: [{name: a, scheme: standard, merchant: m, secrets_env: [STD_BAD]}]", "endpoint a"},

@@ -357,6 +357,15 @@ func TestPayoutEffectiveAt(t *testing.T) {
 		t.Fatalf("event_at %s, effective_at %v; want %s kept", at, m["effective_at"], made)
 	}
 
+	// The same key again: stating the same time is a replay, another time
+	// a conflict, like another amount.
+	if code, m := payout("late", `{"amount":500,"allow_over_owed":true,"effective_at":"2020-11-20T18:00:00Z"}`); code != http.StatusCreated && code != http.StatusOK || m["posting_set_id"] == nil {
+		t.Fatalf("retry stating the same time: %d %v", code, m)
+	}
+	if code, m := payout("late", `{"amount":500,"allow_over_owed":true,"effective_at":"2020-11-21T15:00:00-03:00"}`); code != http.StatusUnprocessableEntity {
+		t.Fatalf("the same key stating another time: %d %v; want 422 idempotency-conflict", code, m)
+	}
+
 	// Made in an open month: booked on its own date in São Paulo.
 	code, m = payout("open", `{"amount":300,"allow_over_owed":true,"effective_at":"2021-01-01T01:30:00Z"}`)
 	if code != http.StatusCreated || m["competence"] != "2020-12-31" {

@@ -100,7 +100,7 @@ func (c *calendarFlags) calendar(getenv func(string) string) (postings.Calendar,
 	if err != nil {
 		return postings.Calendar{}, fmt.Errorf("config: %w", err)
 	}
-	goLive, err := postings.ParseGoLive(first(c.goLive, getenv("RAZAO_GO_LIVE"), file.GoLive))
+	goLive, err := postings.ParseGoLive(first(c.goLive, getenv("RAZAO_GO_LIVE"), file.GoLive), time.Now())
 	if err != nil {
 		return postings.Calendar{}, fmt.Errorf("config: %w", err)
 	}

@@ -499,6 +499,9 @@ func TestTLSAndMTLSConfigErrorsNameTheKey(t *testing.T) {
 		{"header without trusted proxies", behind + pix(", client_ca_file: "+caFile+", client_cert_header: X-Client-Cert"), "endpoint pix-1: client_cert_header needs trusted_proxies"},
 		{"trusted proxies without header", behind + pix(", client_ca_file: "+caFile+", trusted_proxies: [10.0.0.0/8]"), "endpoint pix-1: trusted_proxies without client_cert_header"},
 		{"bad CIDR", behind + pix(", client_ca_file: "+caFile+", client_cert_header: X-Client-Cert, trusted_proxies: [10.0.0.300/8]"), `endpoint pix-1: trusted_proxies: "10.0.0.300/8"`},
+		{"a proxy CIDR of every IPv4 address", behind + pix(", client_ca_file: "+caFile+", client_cert_header: X-Client-Cert, trusted_proxies: [0.0.0.0/0]"), `trusts every address`},
+		{"a proxy CIDR of every IPv6 address", behind + pix(", client_ca_file: "+caFile+", client_cert_header: X-Client-Cert, trusted_proxies: [\"::/0\"]"), `trusts every address`},
+		{"a header name with a space", behind + pix(", client_ca_file: "+caFile+", client_cert_header: \"X Client Cert\", trusted_proxies: [10.0.0.0/8]"), `is not a header name`},
 		{"mTLS without TLS or proxy header", pix(", client_ca_file: " + caFile), "endpoint pix-1: client_ca_file needs razao to end TLS"},
 	}
 	for _, tc := range tests {

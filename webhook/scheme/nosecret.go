@@ -12,26 +12,21 @@ type withoutSecret struct {
 
 // NewWithoutSecret returns the scheme called name with no secret yet: its
 // IsTest still spots the PSP's registration test, and Authenticate refuses
-// everything. bcb-pix has no such state (no secret is its mutual-TLS-only
-// configuration) and is refused here.
+// everything. Only Hodle has that registration flow; for any other scheme
+// an endpoint without a secret would refuse every delivery forever, so it
+// is a configuration error.
 func NewWithoutSecret(name string, cfg Config) (Scheme, error) {
 	if len(cfg.Secrets) != 0 {
 		return nil, fmt.Errorf("%w: %s: NewWithoutSecret given secrets", ErrConfig, name)
 	}
-	var inner Scheme
 	switch name {
 	case hodleName:
-		inner = &hodle{}
-	case standardName:
-		inner = &standard{}
-	case abacatepayName:
-		inner = &abacatepay{}
-	case bcbPixName:
-		return nil, fmt.Errorf("%w: %s: a secret is required", ErrConfig, name)
+		return withoutSecret{&hodle{}}, nil
+	case standardName, abacatepayName, bcbPixName:
+		return nil, fmt.Errorf("%w: %s: a secret is required (only hodle may start without one, to answer its registration test)", ErrConfig, name)
 	default:
 		return nil, fmt.Errorf("%w: unknown scheme %.40q", ErrConfig, name)
 	}
-	return withoutSecret{inner}, nil
 }
 
 // Authenticate implements Scheme: without a secret nothing is genuine.
