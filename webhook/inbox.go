@@ -98,11 +98,15 @@ func (k Key) String() string {
 
 func entriesFor(ep *Endpoint, evs []scheme.Event, body []byte) []entry {
 	out := make([]entry, 0, len(evs))
+	var bodyID string // hashed once, for however many events lack an id
 	for _, ev := range evs {
 		id := ev.EventID
 		if id == "" {
 			// An ignored event may carry no id: key it by its bytes.
-			id = "sha256:" + bodyHash(body)
+			if bodyID == "" {
+				bodyID = "sha256:" + bodyHash(body)
+			}
+			id = bodyID
 		}
 		ref := ev.ChargeID
 		if ref == "" {

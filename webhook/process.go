@@ -570,7 +570,7 @@ var finishSQL = `
 	)
 	UPDATE inbox SET status = 'pending', next_attempt_at = now()
 	WHERE status = 'parked' AND charge_ref IN (
-		SELECT unnest(ARRAY[c.id, c.psp_ref, c.paid_ref]) FROM charges c WHERE c.id = ANY($3))
+		SELECT unnest(ARRAY[c.id, c.psp_ref]) FROM charges c WHERE c.id = ANY($3))
 	RETURNING id`
 
 // finish appends the events, marks every delivery with its final status
