@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -193,10 +192,10 @@ func TestHodleEndpointWithoutSecretAnswersOnlyItsTest(t *testing.T) {
 		t.Fatalf("an endpoint without its secret yet must start: %v", err)
 	}
 	_, url := pgtest.NewWithURL(t)
-	var logs bytes.Buffer
+	logs := &syncBuffer{} // written by the serving goroutine while read here
 	cfg := serveConfig{db: dbFlags{url: url}, timeZone: "America/Sao_Paulo", migrate: true, workerInterval: time.Second, endpoints: parsed.endpoints}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := newServer(ctx, cfg, slog.New(slog.NewJSONHandler(&logs, nil)), time.Now)
+	srv, err := newServer(ctx, cfg, slog.New(slog.NewJSONHandler(logs, nil)), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
