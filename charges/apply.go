@@ -65,7 +65,7 @@ type Outcome struct {
 	Result   Result
 	ChargeID string
 	// Reason and Detail explain a divergence.
-	Reason string
+	Reason Reason
 	Detail string
 	// Events are the outbox events the change makes, in order, for the
 	// caller to append in the same transaction.
@@ -83,19 +83,33 @@ const (
 	Divergence Result = "divergence" // permanent: recorded for finance, never retried
 )
 
+// Reason says why a delivery is a divergence. Every reason a divergence
+// may carry is here, the ones the inbox decides too, and the list is the
+// database's ck_divergences_reason constraint, word for word (a test
+// compares them).
+type Reason string
+
 // Reasons for a divergence.
 const (
-	ReasonUnknownCharge        = "unknown_charge"
-	ReasonAmountMismatch       = "amount_mismatch"
-	ReasonCurrencyMismatch     = "currency_mismatch"
-	ReasonRefundExceedsPaid    = "refund_exceeds_paid"
-	ReasonRefundAmountMissing  = "refund_amount_missing"
-	ReasonSecondPayment        = "second_payment"
-	ReasonMalformed            = "malformed"
-	ReasonRefundOfOtherPayment = "refund_of_other_payment"
-	ReasonRefundAmountChanged  = "refund_amount_changed"
-	ReasonMerchantMismatch     = "merchant_mismatch"
+	ReasonUnknownCharge        Reason = "unknown_charge"
+	ReasonAmountMismatch       Reason = "amount_mismatch"
+	ReasonCurrencyMismatch     Reason = "currency_mismatch"
+	ReasonRefundExceedsPaid    Reason = "refund_exceeds_paid"
+	ReasonRefundAmountMissing  Reason = "refund_amount_missing"
+	ReasonMalformed            Reason = "malformed"
+	ReasonDisputed             Reason = "disputed"
+	ReasonSecondPayment        Reason = "second_payment"
+	ReasonProcessingFailed     Reason = "processing_failed"
+	ReasonRefundOfOtherPayment Reason = "refund_of_other_payment"
+	ReasonRefundAmountChanged  Reason = "refund_amount_changed"
+	ReasonRefundWithoutPayment Reason = "refund_without_payment"
+	ReasonMerchantMismatch     Reason = "merchant_mismatch"
 )
+
+// Reasons lists every divergence reason.
+var Reasons = []Reason{ReasonUnknownCharge, ReasonAmountMismatch, ReasonCurrencyMismatch, ReasonRefundExceedsPaid,
+	ReasonRefundAmountMissing, ReasonMalformed, ReasonDisputed, ReasonSecondPayment, ReasonProcessingFailed,
+	ReasonRefundOfOtherPayment, ReasonRefundAmountChanged, ReasonRefundWithoutPayment, ReasonMerchantMismatch}
 
 // eventRefPrefix marks a PaymentRef made of an event id (EventPaymentRef),
 // so that it is never compared with a PSP's payment reference.
@@ -147,7 +161,7 @@ type Applier struct {
 	AfterSale func() error
 
 	// The statements of every delivery, prepared once.
-	lock, lockSkip, readGrantsRefunds, write *sqlstmt.Stmt
+	lock, lockSkip, exist, readGrantsRefunds, write *sqlstmt.Stmt
 }
 
 // NewApplier returns an applier writing to ledger, with its statements
@@ -156,6 +170,7 @@ func NewApplier(db *sqlx.DB, ledger *postings.Ledger) *Applier {
 	return &Applier{Ledger: ledger,
 		lock:              sqlstmt.New(db, lockChargesSQL),
 		lockSkip:          sqlstmt.New(db, lockChargesSQL+` SKIP LOCKED`),
+		exist:             sqlstmt.New(db, `SELECT id, psp_ref FROM charges WHERE id = ANY($1) OR psp_ref = ANY($2)`),
 		readGrantsRefunds: sqlstmt.New(db, readGrantsRefundsSQL),
 		write:             sqlstmt.New(db, writeChargesSQL),
 	}
@@ -206,7 +221,7 @@ func query(ctx context.Context, tx *sqlx.Tx, dest any, s *sqlstmt.Stmt, args ...
 	return stmt.SelectContext(ctx, dest, args...)
 }
 
-func diverge(chargeID, reason, format string, args ...any) Outcome {
+func diverge(chargeID string, reason Reason, format string, args ...any) Outcome {
 	return Outcome{Result: Divergence, ChargeID: chargeID, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
 
@@ -222,6 +237,9 @@ type Locked struct {
 	booked map[refundKey]int64 // refunds booked, by charge and PSP refund id
 	sets   []postings.Set
 	sales  int
+	// busyIDs and busyRefs are charges that exist but were held by
+	// another transaction when LockTx skipped them.
+	busyIDs, busyRefs map[string]bool
 	// changed and grants keep the order things happened in, so writes
 	// are deterministic.
 	changed []*lockedCharge
@@ -242,8 +260,9 @@ const (
 	// Wait for charges another transaction holds.
 	Wait = false
 	// SkipLocked leaves out charges another transaction holds, without
-	// waiting: their events are not Applied here (see Has). A batch takes
-	// its charges so, and no delivery in it waits behind another's lock.
+	// waiting: their events are not to be applied here (see Busy). A batch
+	// takes its charges so, and no delivery in it waits behind another's
+	// lock.
 	SkipLocked = true
 )
 
@@ -280,9 +299,6 @@ func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event, skipLock
 	if err := query(ctx, tx, &rows, lock, pq.Array(ids), pq.Array(refs)); err != nil {
 		return nil, fmt.Errorf("lock charges %v: %w", ids, err)
 	}
-	if len(rows) == 0 {
-		return l, nil
-	}
 	locked := make([]string, len(rows))
 	for i := range rows {
 		c := &lockedCharge{Charge: rows[i]}
@@ -292,10 +308,48 @@ func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event, skipLock
 		}
 		locked[i] = c.ID
 	}
+	if skipLocked && l.missesAny(evs) {
+		if err := l.readBusy(ctx, tx, ids, refs); err != nil {
+			return nil, err
+		}
+	}
 	if !l.needsRead(evs) {
 		return l, nil
 	}
 	return l, l.readGrantsAndRefunds(ctx, tx, locked, refunds)
+}
+
+// missesAny reports whether some event names a charge not locked here.
+func (l *Locked) missesAny(evs []Event) bool {
+	for _, ev := range evs {
+		if (ev.ChargeID != "" || ev.PSPRef != "") && l.find(ev.ChargeID, ev.PSPRef) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// readBusy reads, without a lock, which of the charges named and not
+// locked exist: those another transaction holds. The others are unknown.
+func (l *Locked) readBusy(ctx context.Context, tx *sqlx.Tx, ids, refs []string) error {
+	var rows []struct {
+		ID     string  `db:"id"`
+		PSPRef *string `db:"psp_ref"`
+	}
+	if err := query(ctx, tx, &rows, l.a.exist, pq.Array(ids), pq.Array(refs)); err != nil {
+		return fmt.Errorf("read held charges of %v: %w", ids, err)
+	}
+	l.busyIDs, l.busyRefs = map[string]bool{}, map[string]bool{}
+	for _, r := range rows {
+		if _, ok := l.byID[r.ID]; ok {
+			continue
+		}
+		l.busyIDs[r.ID] = true
+		if r.PSPRef != nil {
+			l.busyRefs[*r.PSPRef] = true
+		}
+	}
+	return nil
 }
 
 // needsRead reports whether deciding evs needs to know grants and booked
@@ -351,18 +405,16 @@ func (l *Locked) find(id, pspRef string) *lockedCharge {
 	return nil
 }
 
-// Has reports whether the charge ev names is locked here, by the id it
-// names if it names one: locked with SkipLocked, a charge left out may be
-// held by another transaction or may not exist, and an event naming an id
-// left out must not fall back to another charge by its PSP reference. Such
-// an event is to be applied under a lock that waits.
-func (l *Locked) Has(ev Event) bool {
+// Busy reports whether the charge ev names, by the id it names if it
+// names one, exists but was held by another transaction when LockTx
+// skipped it: ev is to be decided later, never against another charge
+// found by its PSP reference. A charge that does not exist is not busy:
+// Apply decides ev as an unknown charge.
+func (l *Locked) Busy(ev Event) bool {
 	if ev.ChargeID != "" {
-		_, ok := l.byID[ev.ChargeID]
-		return ok
+		return l.busyIDs[ev.ChargeID]
 	}
-	_, ok := l.byRef[ev.PSPRef]
-	return ok && ev.PSPRef != ""
+	return ev.PSPRef != "" && l.busyRefs[ev.PSPRef]
 }
 
 // Apply decides what ev does to its charge, which LockTx must have locked,
@@ -618,7 +670,7 @@ func (l *Locked) writeCharges(ctx context.Context, tx *sqlx.Tx) error {
 	paid, fees, commissions, refunded := make([]*int64, n), make([]*int64, n), make([]int64, n), make([]int64, n)
 	paidAt, failedAt := make([]*time.Time, n), make([]*time.Time, n)
 	for i, c := range l.changed {
-		ids[i], states[i], refs[i] = c.ID, c.State, c.PaidRef
+		ids[i], states[i], refs[i] = c.ID, string(c.State), c.PaidRef
 		paid[i], fees[i], commissions[i], refunded[i] = c.PaidAmount, c.Fee, c.Commission, c.RefundedAmount
 		paidAt[i], failedAt[i] = c.PaidAt, c.FailedAt
 	}
