@@ -2,6 +2,8 @@ package webhook
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"sync/atomic"
 	"time"
 
@@ -14,9 +16,11 @@ const inboxChannel = "razao_inbox"
 
 // notifyInterval spaces the NOTIFYs a replica sends: rings in between
 // share the next one. Each NOTIFY is a transaction of its own, sent after
-// the commit it announces: inside it, NOTIFY would serialise every
-// writer's commit on one lock (see migration 0006).
-const notifyInterval = 20 * time.Millisecond
+// the commit it announces (inside it, NOTIFY would serialise every
+// writer's commit on one lock: see migration 0006), and wakes a worker of
+// every replica. A replica only asks for help while its own workers are
+// all busy, and they take what it stored within a batch or two anyway.
+const notifyInterval = 100 * time.Millisecond
 
 // doorbell wakes idle workers when deliveries become due, so that a
 // delivery is applied within milliseconds of its commit rather than at the
@@ -26,6 +30,7 @@ const notifyInterval = 20 * time.Millisecond
 // with a NOTIFY. The bell is only a hint: the inbox says what is due, and
 // every worker polls it anyway.
 type doorbell struct {
+	self   string        // this process's NOTIFY payload: its own are not rung again
 	wake   chan struct{} // one token: rings while no one waits are not lost
 	remote chan struct{} // one token: a NOTIFY is due
 	idle   atomic.Int32  // workers waiting on wake
@@ -33,7 +38,9 @@ type doorbell struct {
 }
 
 func newDoorbell() *doorbell {
-	return &doorbell{wake: make(chan struct{}, 1), remote: make(chan struct{}, 1)}
+	var id [8]byte
+	rand.Read(id[:])
+	return &doorbell{self: hex.EncodeToString(id[:]), wake: make(chan struct{}, 1), remote: make(chan struct{}, 1)}
 }
 
 // ring wakes an idle worker here, or, when none is idle, the replicas.
@@ -79,9 +86,9 @@ func (p *Processor) announceLoop(ctx context.Context) {
 	}
 }
 
-// announce rings the doorbells of every replica listening.
+// announce rings the doorbells of every other replica listening.
 func (p *Processor) announce(ctx context.Context) {
-	if _, err := p.db.ExecContext(ctx, `SELECT pg_notify($1, '')`, inboxChannel); err != nil && ctx.Err() == nil {
+	if _, err := p.db.ExecContext(ctx, `SELECT pg_notify($1, $2)`, inboxChannel, p.bell.self); err != nil && ctx.Err() == nil {
 		// The workers' poll finds the deliveries anyway, a little later.
 		p.log.Warn("inbox notify failed", "error", err)
 	}
@@ -105,7 +112,10 @@ func (p *Processor) listen(ctx context.Context, url string) {
 		l.Close()
 		return
 	}
-	for range l.Notify {
+	for n := range l.Notify {
+		if n != nil && n.Extra == p.bell.self {
+			continue // its own workers were busy: that is why it asked
+		}
 		select {
 		case p.bell.wake <- struct{}{}:
 		default:

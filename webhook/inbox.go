@@ -153,12 +153,14 @@ func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, h
 	if req.err != nil {
 		return nil, req.err
 	}
-	// Before the answer: once answered, the PSP will not ask again. Its
-	// own time: a repair half done is not left for a hung-up client.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.proc.Timeout)
-	defer cancel()
-	if err := in.proc.repairGrants(rctx, req.repair); err != nil {
-		return nil, err
+	if len(req.repair) > 0 {
+		// Before the answer: once answered, the PSP will not ask again.
+		// Its own time: a repair is not cut half way for a hung-up client.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.proc.Timeout)
+		defer cancel()
+		if err := in.proc.repairGrants(rctx, req.repair); err != nil {
+			return nil, err
+		}
 	}
 	return req.stored, nil
 }
@@ -237,7 +239,7 @@ func (r *putRequest) redelivers() bool {
 // reset, and its divergence resolved; and it returns the stored events of
 // the applied payments among them, by key, whose grants are to be
 // re-ensured. It returns a row per delivery made due, with NULLs.
-const redeliverSQL = `
+var redeliverSQL = `
 	WITH found AS (
 		SELECT i.id, i.status, i.kind, i.event, i.endpoint, i.event_type, i.event_id FROM inbox i
 		JOIN unnest($1::text[], $2::text[], $3::text[]) AS k (ep, t, e)
@@ -247,15 +249,7 @@ const redeliverSQL = `
 		WHERE id IN (SELECT id FROM inbox WHERE id IN (SELECT id FROM found WHERE status = 'pending')
 			AND next_attempt_at > now() FOR UPDATE SKIP LOCKED)
 		RETURNING id
-	), requeued AS (
-		UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = NULL
-		WHERE status = 'divergent' AND id IN (SELECT f.id FROM found f WHERE f.status = 'divergent' AND EXISTS (
-			SELECT 1 FROM divergences d WHERE d.inbox_id = f.id AND d.reason = 'processing_failed' AND d.status = 'open'))
-		RETURNING id
-	), resolved AS (
-		UPDATE divergences SET status = 'resolved', resolved_at = now(), resolution_note = 'requeued for processing'
-		WHERE inbox_id IN (SELECT id FROM requeued) AND reason = 'processing_failed'
-	)
+	), ` + requeueCTE(`SELECT id FROM found WHERE status = 'divergent'`) + `
 	SELECT endpoint, event_type, event_id, event FROM found WHERE status = 'processed' AND kind = 'paid'
 	UNION ALL SELECT NULL, NULL, NULL, NULL FROM due
 	UNION ALL SELECT NULL, NULL, NULL, NULL FROM requeued`

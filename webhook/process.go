@@ -203,8 +203,6 @@ func (p *Processor) repairGrant(ctx context.Context, raw json.RawMessage) error 
 	if missing, err := p.grantMissing(ctx, ev); err != nil || !missing {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
-	defer cancel()
 	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
 	if err != nil {
 		return fmt.Errorf("repair grant of %s: begin: %w", ev.ChargeID, err)
@@ -258,34 +256,37 @@ func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error
 	return nil
 }
 
-// Requeue makes a delivery that gave up (a processing_failed divergence)
-// due again with its attempts reset, and resolves that divergence with a
-// note: for after the cause (an outage, a bad deploy) is fixed. A PSP's
-// redelivery does the same.
+// requeueCTE makes the deliveries among ids (a subquery) that gave up
+// after their attempts (an open processing_failed divergence) due again
+// with their attempts reset, and resolves those divergences with a note,
+// as the common table expressions requeued (their ids) and resolved: the
+// one home of the rule, for a PSP's redelivery (redeliverSQL) and for
+// razao inbox retry (Requeue).
+func requeueCTE(ids string) string {
+	return `requeued AS (
+		UPDATE inbox i SET status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = NULL
+		FROM divergences d WHERE i.id IN (` + ids + `) AND i.status = 'divergent'
+			AND d.inbox_id = i.id AND d.reason = 'processing_failed' AND d.status = 'open'
+		RETURNING i.id
+	), resolved AS (
+		UPDATE divergences SET status = 'resolved', resolved_at = now(), resolution_note = 'requeued for processing'
+		WHERE inbox_id IN (SELECT id FROM requeued) AND reason = 'processing_failed'
+	)`
+}
+
+// Requeue makes a delivery that gave up (see requeueCTE) due again: for
+// after the cause (an outage, a bad deploy) is fixed. It reports whether
+// the delivery had given up.
 func (p *Processor) Requeue(ctx context.Context, id int64) (bool, error) {
-	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
-	if err != nil {
+	var n int
+	if err := p.db.GetContext(ctx, &n, `WITH `+requeueCTE(`SELECT $1::bigint`)+` SELECT count(*) FROM requeued`, id); err != nil {
 		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
 	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = NULL
-		WHERE id = $1 AND status = 'divergent'
-		  AND EXISTS (SELECT 1 FROM divergences d WHERE d.inbox_id = $1 AND d.reason = 'processing_failed' AND d.status = 'open')`, id)
-	if err != nil {
-		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return false, nil
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE divergences SET status = 'resolved', resolved_at = now(),
-		resolution_note = 'requeued for processing' WHERE inbox_id = $1 AND reason = 'processing_failed'`, id); err != nil {
-		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
-	}
-	// Outside the transaction (see doorbell): a running service's workers
-	// take it now rather than at their next poll.
+	// After the commit (see doorbell): a running service's workers take
+	// it now rather than at their next poll.
 	p.announce(ctx)
 	return true, nil
 }
