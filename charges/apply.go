@@ -231,11 +231,11 @@ func diverge(chargeID string, reason Reason, format string, args ...any) Outcome
 // writes them all: a batch of deliveries costs a handful of statements
 // whatever its size, and a single delivery no more than before.
 type Locked struct {
-	a      *Applier
-	byID   map[string]*lockedCharge
-	byRef  map[string]*lockedCharge
-	sets   []postings.Set
-	sales  int
+	a     *Applier
+	byID  map[string]*lockedCharge
+	byRef map[string]*lockedCharge
+	sets  []postings.Set
+	sales int
 	// busyIDs and busyRefs are charges that exist but were held by
 	// another transaction when LockTx skipped them.
 	busyIDs, busyRefs map[string]bool
