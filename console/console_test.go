@@ -18,7 +18,7 @@ import (
 
 func TestSignInExchangesTokenForAStrictCookieStoredHashed(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	for _, tls := range []bool{false, true} {
 		srv := httptest.NewUnstartedServer(f.router)
 		if tls {
@@ -62,7 +62,7 @@ func TestSignInExchangesTokenForAStrictCookieStoredHashed(t *testing.T) {
 
 func TestSignInRefusesBadTokensAndForgedForms(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	srv := httptest.NewServer(f.router)
 	defer srv.Close()
 	c := newClient(t, srv)
@@ -91,7 +91,7 @@ func TestSignInRefusesBadTokensAndForgedForms(t *testing.T) {
 
 func TestConsoleRefusesNoSessionForgedCSRFAndRevokedToken(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	div := divergence(t, f.db, "ev-1", "c9", "unknown charge")
 	srv := httptest.NewServer(f.router)
 	defer srv.Close()
@@ -154,7 +154,7 @@ func TestConsoleRefusesNoSessionForgedCSRFAndRevokedToken(t *testing.T) {
 
 func TestSignOutEndsTheSession(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	srv := httptest.NewServer(f.router)
 	defer srv.Close()
 	c := newClient(t, srv)
@@ -176,7 +176,7 @@ func TestSignOutEndsTheSession(t *testing.T) {
 // style or event-handler attributes.
 func TestEveryPageHasTheCSPAndNoInlineScriptOrStyle(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	divergence(t, f.db, "ev-1", "c9", "detail")
 	srv := httptest.NewServer(f.router)
 	defer srv.Close()
@@ -222,7 +222,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 // by line, and a download of each export equal to the API's.
 func TestMonthPageShowsTheAPIsFigures(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	srv := httptest.NewServer(f.router)
 	defer srv.Close()
 	c := newClient(t, srv)
@@ -296,7 +296,7 @@ func TestMonthPageShowsTheAPIsFigures(t *testing.T) {
 // functions.
 func TestChartAndSeriesShowTheAPIsFigures(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	srv := httptest.NewServer(f.router)
 	defer srv.Close()
 	c := newClient(t, srv)
@@ -347,7 +347,7 @@ func TestChartAndSeriesShowTheAPIsFigures(t *testing.T) {
 
 func TestDivergencesOpenFirstWithDeliveryResolvedByAdminOnly(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	first := divergence(t, f.db, "ev-1", `<img src=x onerror=alert(1)>`, `detail <script>alert("x")</script>`)
 	second := divergence(t, f.db, "ev-2", "c9", "second")
 	srv := httptest.NewServer(f.router)
@@ -404,7 +404,7 @@ func TestDivergencesOpenFirstWithDeliveryResolvedByAdminOnly(t *testing.T) {
 
 func TestClosingAMonthShowsWhatIsFrozenAndNeedsAdmin(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	srv := httptest.NewServer(f.router)
 	defer srv.Close()
 
@@ -462,7 +462,7 @@ func TestClosingAMonthShowsWhatIsFrozenAndNeedsAdmin(t *testing.T) {
 
 func TestPartnersShowTheAPIsSummariesAndPayouts(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t)
 	srv := httptest.NewServer(f.router)
 	defer srv.Close()
 	c := newClient(t, srv)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/razao/razao/api"
 	"github.com/razao/razao/auth"
+	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
 )
@@ -34,11 +35,12 @@ type fixture struct {
 	dbURL       string
 	ledger      *postings.Ledger
 	console     *Console
+	hub         *events.Hub
 	router      *mux.Router
 	admin, read string
 }
 
-func newFixture(t *testing.T, events http.Handler) *fixture {
+func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	db, dbURL := pgtest.NewWithURL(t)
 	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
@@ -48,15 +50,17 @@ func newFixture(t *testing.T, events http.Handler) *fixture {
 	now := func() time.Time { return afterSeptember }
 	ledger := postings.New(db, cal).WithClock(now)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := New(db, ledger, events, log, now)
+	// Not running until withHub: streams read only when they open.
+	hub := events.NewHub(db, dbURL, log)
+	c, err := New(db, ledger, hub, log, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := mux.NewRouter().SkipClean(true)
 	r.NotFoundHandler, r.MethodNotAllowedHandler = api.NotFound(), api.MethodNotAllowed(r)
-	(&api.API{DB: db, Ledger: ledger, Log: log, Now: now, Events: events}).Register(r)
+	(&api.API{DB: db, Ledger: ledger, Log: log, Now: now, Events: hub}).Register(r)
 	c.Register(r)
-	f := &fixture{db: db, dbURL: dbURL, ledger: ledger, console: c, router: r}
+	f := &fixture{db: db, dbURL: dbURL, ledger: ledger, console: c, hub: hub, router: r}
 	f.admin = newToken(t, db, "finance-admin", auth.Admin)
 	f.read = newToken(t, db, "finance-read", auth.Read)
 	postAugust(t, ledger)

@@ -21,6 +21,9 @@
   var source = new EventSource(url);
   source.onopen = function () { status.textContent = "Conectado."; };
   source.onerror = function () { status.textContent = "Reconectando…"; };
+  // Leaving the page ends its stream at once, rather than when the server
+  // next writes to it: a token has only so many streams (events.Hub).
+  window.addEventListener("pagehide", function () { source.close(); });
   Object.keys(labels).forEach(function (topic) {
     source.addEventListener(topic, function (ev) {
       try { sessionStorage.setItem(key, ev.lastEventId); } catch (e) { /* private mode: resume within the page only */ }
