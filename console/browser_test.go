@@ -134,7 +134,7 @@ func (b *browser) location() string {
 // screenshot saves the whole page as NAME.png.
 func (b *browser) screenshot(name string) {
 	b.t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
 	}
