@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/reports"
@@ -210,7 +211,7 @@ func TestEveryPageHasTheCSPAndNoInlineScriptOrStyle(t *testing.T) {
 	}
 }
 
-func mustURL(t *testing.T, s string) *url.URL {
+func mustURL(t testing.TB, s string) *url.URL {
 	u, err := url.Parse(s)
 	if err != nil {
 		t.Fatal(err)
@@ -483,6 +484,21 @@ func TestPartnersShowTheAPIsSummariesAndPayouts(t *testing.T) {
 	}
 	if strings.Contains(page, "<script>alert(1)") || !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Error("a payout description with HTML is not escaped")
+	}
+	// A second page past partnersPerPage partners.
+	for i := range partnersPerPage {
+		if _, err := accounts.Ensure(context.Background(), f.db, fmt.Sprintf("liabilities:commission-payable:q%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, page = c.get("/console/partners")
+	next := regexp.MustCompile(`href="(/console/partners\?after=[^"]+)"`).FindStringSubmatch(page)
+	if n := strings.Count(page, "<tr data-partner="); n != partnersPerPage || next == nil {
+		t.Fatalf("first page: %d partners, next %v", n, next)
+	}
+	_, page = c.get(next[1])
+	if n := strings.Count(page, "<tr data-partner="); n != 2 || !strings.Contains(page, `data-partner="q19"`) || strings.Contains(page, "Mais parceiros") {
+		t.Errorf("second page: %d partners", n)
 	}
 	for p, want := range map[string]int{"/console/partners/nobody": 404, "/console/partners/a:b": 404, "/console/partners?after=" + strings.Repeat("z", 300): 400} {
 		if res, _ := c.get(p); res.StatusCode != want {

@@ -42,6 +42,15 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	f := newBareFixture(t)
+	postAugust(t, f.ledger)
+	postSeptember(t, f.ledger)
+	return f
+}
+
+// newBareFixture is newFixture with nothing booked.
+func newBareFixture(t testing.TB) *fixture {
+	t.Helper()
 	db, dbURL := pgtest.NewWithURL(t)
 	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
 	if err != nil {
@@ -63,12 +72,10 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{db: db, dbURL: dbURL, ledger: ledger, console: c, hub: hub, router: r}
 	f.admin = newToken(t, db, "finance-admin", auth.Admin)
 	f.read = newToken(t, db, "finance-read", auth.Read)
-	postAugust(t, ledger)
-	postSeptember(t, ledger)
 	return f
 }
 
-func newToken(t *testing.T, db *sqlx.DB, name string, s auth.Scope) string {
+func newToken(t testing.TB, db *sqlx.DB, name string, s auth.Scope) string {
 	t.Helper()
 	tok, _, err := auth.Create(context.Background(), db, name, []auth.Scope{s})
 	if err != nil {
@@ -145,7 +152,7 @@ func postSeptember(t *testing.T, l *postings.Ledger) {
 
 // divergence stores an open divergence behind a webhook delivery, as the
 // webhook front does, with chargeID and detail as given, and returns its id.
-func divergence(t *testing.T, db *sqlx.DB, eventID, chargeID, detail string) int64 {
+func divergence(t testing.TB, db *sqlx.DB, eventID, chargeID, detail string) int64 {
 	t.Helper()
 	var inbox int64
 	err := db.Get(&inbox, `INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body, status)
@@ -165,12 +172,12 @@ func divergence(t *testing.T, db *sqlx.DB, eventID, chargeID, detail string) int
 // client is a browser-like HTTP client of a test server: a cookie jar,
 // no redirects followed (so each answer can be checked).
 type client struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 	hc  *http.Client
 }
 
-func newClient(t *testing.T, srv *httptest.Server) *client {
+func newClient(t testing.TB, srv *httptest.Server) *client {
 	jar, _ := cookiejar.New(nil)
 	hc := srv.Client()
 	hc.Jar = jar
@@ -229,7 +236,7 @@ func (c *client) api(token, path string, v any) {
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // csrfOf returns the first CSRF value of a page's forms.
-func csrfOf(t *testing.T, page string) string {
+func csrfOf(t testing.TB, page string) string {
 	t.Helper()
 	m := csrfRE.FindStringSubmatch(page)
 	if m == nil {
