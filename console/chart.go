@@ -117,6 +117,8 @@ func (c *Console) writeSVG(w http.ResponseWriter, r *http.Request, title string,
 		ticks = append(ticks, plot.Tick{Value: float64(i), Label: monthNames[m.Month-1] + "/" + strconv.Itoa(m.Year%100)})
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	// Half a month of room each side, so the first and last labels show whole.
+	p.X.Min, p.X.Max = -0.5, float64(len(ms))-0.5
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = true
