@@ -2,7 +2,6 @@ package console
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"image/color"
 	"net/http"
@@ -36,18 +35,23 @@ func months(to postings.Month) []postings.Month {
 	return out
 }
 
-// trend is a year of income statements, read by reports.IncomeStatement
-// as GET /v1/reports/income-statement/{month} reads each.
-func (c *Console) trend(ctx context.Context, to postings.Month) ([]reports.Income, error) {
+// trend is the year of income statements to the request's ?to=, read by
+// reports.IncomeStatement as GET /v1/reports/income-statement/{month}
+// reads each.
+func (c *Console) trend(r *http.Request) (postings.Month, []reports.Income, error) {
+	to, err := monthParam(r, "to", c.currentMonth())
+	if err != nil {
+		return to, nil, err
+	}
 	var out []reports.Income
 	for _, m := range months(to) {
-		inc, err := reports.IncomeStatement(ctx, c.DB, m)
+		inc, err := reports.IncomeStatement(r.Context(), c.DB, m)
 		if err != nil {
-			return nil, err
+			return to, nil, err
 		}
 		out = append(out, inc)
 	}
-	return out, nil
+	return to, out, nil
 }
 
 type chartPage struct {
@@ -57,12 +61,7 @@ type chartPage struct {
 }
 
 func (c *Console) chart(w http.ResponseWriter, r *http.Request) {
-	to, err := monthParam(r, "to", c.currentMonth())
-	if err != nil {
-		c.failWith(w, r, err)
-		return
-	}
-	incs, err := c.trend(r.Context(), to)
+	to, incs, err := c.trend(r)
 	if err != nil {
 		c.failWith(w, r, err)
 		return
@@ -81,12 +80,7 @@ type series struct {
 }
 
 func (c *Console) chartSVG(w http.ResponseWriter, r *http.Request) {
-	to, err := monthParam(r, "to", c.currentMonth())
-	if err != nil {
-		c.failWith(w, r, err)
-		return
-	}
-	incs, err := c.trend(r.Context(), to)
+	to, incs, err := c.trend(r)
 	if err != nil {
 		c.failWith(w, r, err)
 		return

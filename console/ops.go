@@ -150,17 +150,7 @@ type closePage struct {
 }
 
 func (c *Console) closeConfirm(w http.ResponseWriter, r *http.Request) {
-	m, err := monthParam(r, "month", c.currentMonth())
-	if err != nil {
-		c.failWith(w, r, err)
-		return
-	}
-	tb, err := reports.TrialBalance(r.Context(), c.DB, m)
-	if err != nil {
-		c.failWith(w, r, err)
-		return
-	}
-	inc, err := reports.IncomeStatement(r.Context(), c.DB, m)
+	m, tb, inc, err := c.books(r)
 	if err != nil {
 		c.failWith(w, r, err)
 		return

@@ -211,18 +211,24 @@ type monthPage struct {
 	Exports           []exportLink
 }
 
-func (c *Console) month(w http.ResponseWriter, r *http.Request) {
+// books reads the month of the request's {month}: its trial balance and
+// income statement, as GET /v1/reports/trial-balance/{month} and
+// /v1/reports/income-statement/{month} read them.
+func (c *Console) books(r *http.Request) (postings.Month, reports.TrialBalanceReport, reports.Income, error) {
 	m, err := monthParam(r, "month", c.currentMonth())
 	if err != nil {
-		c.failWith(w, r, err)
-		return
+		return m, reports.TrialBalanceReport{}, reports.Income{}, err
 	}
 	tb, err := reports.TrialBalance(r.Context(), c.DB, m)
 	if err != nil {
-		c.failWith(w, r, err)
-		return
+		return m, tb, reports.Income{}, err
 	}
 	inc, err := reports.IncomeStatement(r.Context(), c.DB, m)
+	return m, tb, inc, err
+}
+
+func (c *Console) month(w http.ResponseWriter, r *http.Request) {
+	m, tb, inc, err := c.books(r)
 	if err != nil {
 		c.failWith(w, r, err)
 		return

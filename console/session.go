@@ -107,6 +107,9 @@ func (c *Console) lookup(ctx context.Context, plaintext string) (session, error)
 		return session{}, fmt.Errorf("look up console session: %w", err)
 	}
 	t, err := auth.Get(ctx, c.DB, tokenID)
+	if errors.Is(err, auth.ErrNotFound) {
+		return session{}, fmt.Errorf("%w: token %d does not exist", errNoSession, tokenID)
+	}
 	if err != nil {
 		return session{}, err
 	}

@@ -7,7 +7,10 @@
 
 CREATE TABLE console_sessions (
     session_hash bytea       PRIMARY KEY,
-    token_id     bigint      NOT NULL REFERENCES api_tokens (id),
+    -- api_tokens.id. No foreign key: tokens are never deleted (their
+    -- trigger refuses it), and a reference would make TRUNCATE api_tokens
+    -- fail on the reference before that trigger could refuse it.
+    token_id     bigint      NOT NULL,
     created_at   timestamptz NOT NULL DEFAULT now(),
     expires_at   timestamptz NOT NULL,
     CONSTRAINT ck_console_sessions_hash CHECK (octet_length(session_hash) = 32),
