@@ -10,6 +10,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gorilla/mux"
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
@@ -504,5 +507,67 @@ func TestPartnersShowTheAPIsSummariesAndPayouts(t *testing.T) {
 		if res, _ := c.get(p); res.StatusCode != want {
 			t.Errorf("%s: %d, want %d", p, res.StatusCode, want)
 		}
+	}
+}
+
+func TestASessionExpires(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := httptest.NewServer(f.router)
+	defer srv.Close()
+	c := newClient(t, srv)
+	c.signIn(f.read)
+	f.later.Store(int64(SessionTTL - time.Second))
+	if res, _ := c.get("/console/periods"); res.StatusCode != http.StatusOK {
+		t.Fatalf("a second before expiry: %d", res.StatusCode)
+	}
+	f.later.Store(int64(SessionTTL))
+	if res, _ := c.get("/console/periods"); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/console/login" {
+		t.Errorf("at expiry: %d %s", res.StatusCode, res.Header.Get("Location"))
+	}
+	// The next sign-in sweeps the expired row.
+	c.signIn(f.read)
+	var n int
+	f.db.Get(&n, `SELECT count(*) FROM console_sessions`)
+	if n != 1 {
+		t.Errorf("%d sessions after a sign-in past an expired one, want 1", n)
+	}
+}
+
+// The reconciliation page is a hook: absent until a handler is set, then
+// served behind the session with its token in the context.
+func TestReconciliationHook(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := httptest.NewServer(f.router)
+	defer srv.Close()
+	c := newClient(t, srv)
+	c.signIn(f.read)
+	if res, page := c.get("/console/reconciliation"); res.StatusCode != http.StatusNotFound || strings.Contains(page, "Conciliação") {
+		t.Fatalf("without the hook: %d", res.StatusCode)
+	}
+	_, page := c.get("/console/periods")
+	if strings.Contains(page, "/console/reconciliation") {
+		t.Error("the menu links a reconciliation page that is not there")
+	}
+
+	f.console.Reconciliation = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := auth.FromContext(r.Context())
+		fmt.Fprintf(w, "runs for %s", tok.Name)
+	})
+	r := mux.NewRouter()
+	f.console.Register(r)
+	hooked := httptest.NewServer(r)
+	defer hooked.Close()
+	h := newClient(t, hooked)
+	if res, _ := h.get("/console/reconciliation"); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("hook without a session: %d", res.StatusCode)
+	}
+	h.signIn(f.read)
+	if res, body := h.get("/console/reconciliation"); res.StatusCode != 200 || body != "runs for finance-read" {
+		t.Errorf("hook: %d %q", res.StatusCode, body)
+	}
+	if _, page := h.get("/console/periods"); !strings.Contains(page, `href="/console/reconciliation"`) {
+		t.Error("the menu does not link the reconciliation page")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,8 @@ type fixture struct {
 	hub         *events.Hub
 	router      *mux.Router
 	admin, read string
+	// later moves the console's clock forward, in nanoseconds.
+	later atomic.Int64
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -56,7 +59,9 @@ func newBareFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := func() time.Time { return afterSeptember }
+	f := &fixture{}
+	// The clock moves only when a test says so (fixture.later).
+	now := func() time.Time { return afterSeptember.Add(time.Duration(f.later.Load())) }
 	ledger := postings.New(db, cal).WithClock(now)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	// Not running until withHub: streams read only when they open.
@@ -69,7 +74,7 @@ func newBareFixture(t testing.TB) *fixture {
 	r.NotFoundHandler, r.MethodNotAllowedHandler = api.NotFound(), api.MethodNotAllowed(r)
 	(&api.API{DB: db, Ledger: ledger, Log: log, Now: now, Events: hub}).Register(r)
 	c.Register(r)
-	f := &fixture{db: db, dbURL: dbURL, ledger: ledger, console: c, hub: hub, router: r}
+	f.db, f.dbURL, f.ledger, f.console, f.hub, f.router = db, dbURL, ledger, c, hub, r
 	f.admin = newToken(t, db, "finance-admin", auth.Admin)
 	f.read = newToken(t, db, "finance-read", auth.Read)
 	return f
