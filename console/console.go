@@ -68,6 +68,9 @@ type Console struct {
 	// the session's token in the context (auth.FromContext); it renders
 	// its own body.
 	Reconciliation http.Handler
+	// BehindTLSProxy says TLS ends at a proxy in front (behind_proxy):
+	// the cookies are Secure although the request reached us in clear.
+	BehindTLSProxy bool
 
 	pages map[string]*template.Template
 }

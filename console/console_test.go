@@ -23,9 +23,11 @@ import (
 func TestSignInExchangesTokenForAStrictCookieStoredHashed(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	for _, tls := range []bool{false, true} {
+	for _, mode := range []string{"http", "tls", "behind-proxy"} {
+		tls := mode != "http"
+		f.console.BehindTLSProxy = mode == "behind-proxy"
 		srv := httptest.NewUnstartedServer(f.router)
-		if tls {
+		if mode == "tls" {
 			srv.StartTLS()
 		} else {
 			srv.Start()

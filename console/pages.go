@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -91,7 +92,7 @@ func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) showLogin(w http.ResponseWriter, r *http.Request, status int, problem string) {
 	value := newSecret()
-	setCookie(w, r, loginCookie, value, 10*60*1e9)
+	c.setCookie(w, r, loginCookie, value, 10*time.Minute)
 	c.renderStatus(w, r, status, "login", "Entrar", struct{ CSRF, Problem string }{value, problem})
 }
 
@@ -117,8 +118,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Log.InfoContext(r.Context(), "console sign-in", "token", t.Name)
-	clearCookie(w, r, loginCookie)
-	setCookie(w, r, sessionCookie, plaintext, SessionTTL)
+	c.clearCookie(w, r, loginCookie)
+	c.setCookie(w, r, sessionCookie, plaintext, SessionTTL)
 	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
 }
 
@@ -128,7 +129,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		c.failWith(w, r, err)
 		return
 	}
-	clearCookie(w, r, sessionCookie)
+	c.clearCookie(w, r, sessionCookie)
 	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 }
 

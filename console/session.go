@@ -127,20 +127,18 @@ func (c *Console) signOut(ctx context.Context, plaintext string) error {
 	return nil
 }
 
-// setCookie writes a console cookie scoped to the console's paths.
-func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge time.Duration) {
+// setCookie writes a console cookie scoped to the console's paths:
+// Secure when the browser reached us over TLS, ours or a proxy's.
+func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge time.Duration) {
 	http.SetCookie(w, &http.Cookie{
 		Name: name, Value: value, Path: Prefix, MaxAge: int(maxAge / time.Second),
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+		HttpOnly: true, Secure: r.TLS != nil || c.BehindTLSProxy, SameSite: http.SameSiteStrictMode,
 	})
 }
 
 // clearCookie removes a console cookie.
-func clearCookie(w http.ResponseWriter, r *http.Request, name string) {
-	http.SetCookie(w, &http.Cookie{
-		Name: name, Value: "", Path: Prefix, MaxAge: -1,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
-	})
+func (c *Console) clearCookie(w http.ResponseWriter, r *http.Request, name string) {
+	c.setCookie(w, r, name, "", -time.Second)
 }
 
 type sessionKey struct{}

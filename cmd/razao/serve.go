@@ -219,6 +219,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		db.Close()
 		return nil, err
 	}
+	con.BehindTLSProxy = cfg.behindProxy
 	s.http = &http.Server{
 		Handler:           reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, con, m.Handler()))),
 		ReadHeaderTimeout: cfg.timeouts.ReadHeader,
