@@ -124,8 +124,10 @@ func New(cfg Config) (*Client, error) {
 	// carries the mutual-TLS client, whose Timeout bounds each fetch.
 	tokenCtx := context.WithValue(context.Background(), oauth2.HTTPClient, mtls)
 	ts := oauth2.ReuseTokenSource(nil, cc.TokenSource(tokenCtx))
+	// Each attempt is bounded by its context (see once); a Client.Timeout
+	// here would ask oauth2's Transport for the CancelRequest it lacks.
 	return &Client{cfg: cfg, base: base, http: &http.Client{
-		Transport: &oauth2.Transport{Source: ts, Base: tr}, Timeout: cfg.Timeout}}, nil
+		Transport: &oauth2.Transport{Source: ts, Base: tr}}}, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
