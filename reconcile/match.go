@@ -11,10 +11,13 @@ import (
 // statement moved (an item added between two fetches) lists items twice.
 // The last copy wins: it is the freshest.
 const dedupeSQL = `
-	DELETE FROM reconciliation_lines l USING reconciliation_lines d
-	WHERE l.run_id = $1 AND d.run_id = $1 AND l.outcome IS NULL AND d.outcome IS NULL
-	  AND l.kind <> 'invalid' AND d.kind <> 'invalid'
-	  AND l.event_type = d.event_type AND l.event_id = d.event_id AND d.line > l.line`
+	DELETE FROM reconciliation_lines l USING (
+		SELECT line FROM (
+			SELECT line, row_number() OVER (PARTITION BY event_type, event_id ORDER BY line DESC) AS copy
+			FROM reconciliation_lines WHERE run_id = $1 AND outcome IS NULL AND kind <> 'invalid'
+		) c WHERE c.copy > 1
+	) d
+	WHERE l.run_id = $1 AND l.line = d.line`
 
 // matchPaidSQL decides every payment line not yet decided. A payment is
 // found by its PSP id first (the charge's paid_ref, in the scheme's form:
@@ -156,6 +159,16 @@ func match(ctx context.Context, db *sqlx.DB, run Run, ep endpointInfo) error {
 			sql  string
 			args []any
 		}{"phantoms", phantomsSQL, []any{run.ID, ep.name, run.From, run.To}})
+	}
+	// The run's lines were just copied in: without fresh statistics the
+	// planner takes them for a handful and joins them by nested loops.
+	// The keep-one-copy sort and the hash joins fit in memory at a
+	// million lines.
+	if _, err := tx.ExecContext(ctx, `SET LOCAL work_mem = '64MB'`); err != nil {
+		return fmt.Errorf("match run %d: %w", run.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `ANALYZE reconciliation_lines`); err != nil {
+		return fmt.Errorf("match run %d: analyze: %w", run.ID, err)
 	}
 	for _, s := range steps {
 		if _, err := tx.ExecContext(ctx, s.sql, s.args...); err != nil {
