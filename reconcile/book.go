@@ -57,7 +57,7 @@ func (r *Reconciler) book(ctx context.Context, run Run, ep *endpoint) (int, erro
 	stored := 0
 	for {
 		var lines []toBook
-		err := r.db.SelectContext(ctx, &lines, `SELECT line, kind, event_type, event_id, psp_id, charge_ref, refund_id,
+		err := r.sel(ctx, &lines, `SELECT line, kind, event_type, event_id, psp_id, charge_ref, refund_id,
 				amount, fee, at FROM reconciliation_lines
 			WHERE run_id = $1 AND outcome = 'booked' AND inbox_id IS NULL ORDER BY line LIMIT $2`,
 			run.ID, min(bookChunk, ep.hook.MaxItems))
@@ -107,7 +107,7 @@ func (r *Reconciler) events(lines []toBook, ep *endpoint) ([]scheme.Event, map[i
 
 func (r *Reconciler) refuse(ctx context.Context, run int64, refused map[int64]string) error {
 	for line, why := range refused {
-		if _, err := r.db.ExecContext(ctx, `UPDATE reconciliation_lines SET outcome = 'divergence', reason = 'invalid_line',
+		if _, err := r.exec(ctx, `UPDATE reconciliation_lines SET outcome = 'divergence', reason = 'invalid_line',
 			detail = left($3, 500) WHERE run_id = $1 AND line = $2`, run, line, why); err != nil {
 			return fmt.Errorf("book run %d: refuse line %d: %w", run, line, err)
 		}
@@ -119,7 +119,7 @@ func (r *Reconciler) refuse(ctx context.Context, run int64, refused map[int64]st
 // just stored, or the one that was there (a webhook that came meanwhile,
 // or this run's own before it died).
 func (r *Reconciler) noteInbox(ctx context.Context, run int64, endpoint string, lines []int64) error {
-	_, err := r.db.ExecContext(ctx, `UPDATE reconciliation_lines l SET inbox_id = i.id
+	_, err := r.exec(ctx, `UPDATE reconciliation_lines l SET inbox_id = i.id
 		FROM inbox i WHERE l.run_id = $1 AND l.line = ANY($3) AND i.endpoint = $2
 		  AND i.event_type = l.event_type AND i.event_id = l.event_id`, run, endpoint, pq.Array(lines))
 	if err != nil {

@@ -142,9 +142,12 @@ func (c *csvReader) next() (Line, error) {
 		return Line{}, io.EOF
 	}
 	c.line++
+	// A record that is not CSV (a bare quote, too few fields) is one
+	// invalid line; the reader goes on at the next. Our own limit on a
+	// record's length is not a ParseError: it ends the file.
 	var pe *csv.ParseError
-	if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrFieldCount) {
-		return invalid("wrong number of fields"), nil
+	if errors.As(err, &pe) && !errors.Is(err, ErrInput) {
+		return invalid(pe.Err.Error()), nil
 	}
 	if err != nil {
 		return Line{}, fmt.Errorf("%w: csv line %d: %w", ErrInput, c.line, err)

@@ -38,6 +38,13 @@ const (
 // now is the tests' clock: statement items are dated hours before it.
 var now = time.Now().UTC().Truncate(time.Second)
 
+// goLive is the first day of the month before now's, in São Paulo.
+var goLive = func() time.Time {
+	loc, _ := time.LoadLocation(postings.DefaultTimeZone)
+	n := now.In(loc)
+	return time.Date(n.Year(), n.Month()-1, 1, 0, 0, 0, 0, time.UTC)
+}()
+
 // window is a final window (its end is over final_after before now).
 var winFrom, winTo = now.Add(-6 * time.Hour), now.Add(-2 * time.Hour)
 
@@ -46,6 +53,7 @@ var winFrom, winTo = now.Add(-6 * time.Hour), now.Add(-2 * time.Hour)
 type env struct {
 	t      *testing.T
 	db     *sqlx.DB
+	url    string
 	inbox  *webhook.Inbox
 	proc   *webhook.Processor
 	ledger *postings.Ledger
@@ -91,12 +99,14 @@ var brPixCSV = reconcile.CSVMapping{Dialect: "br", PSPID: "e2e", ChargeRef: "txi
 // a fake PSP, "hodle" and "abacate" from CSV files.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	db := pgtest.New(t)
-	e := &env{t: t, db: db, psp: newFakePSP(t), waits: &waits{}}
+	db, dbURL := pgtest.NewWithURL(t)
+	e := &env{t: t, db: db, url: dbURL, psp: newFakePSP(t), waits: &waits{}}
 	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Go-live at the start of last month: a test can close that month.
+	cal = cal.WithGoLive(goLive)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e.ledger = postings.New(db, cal)
 	applier := charges.NewApplier(db, e.ledger)
@@ -134,7 +144,13 @@ func newEnv(t *testing.T) *env {
 // secret as given.
 func (e *env) reconciler(secret string) *reconcile.Reconciler {
 	e.t.Helper()
-	rec, err := reconcile.New(reconcile.Options{DB: e.db, Inbox: e.inbox, Ledger: e.ledger, Hooks: e.hooks,
+	return e.reconcilerOn(e.db, secret, nil)
+}
+
+// reconcilerOn is reconciler with its own pool and metrics.
+func (e *env) reconcilerOn(db *sqlx.DB, secret string, m *reconcile.Metrics) *reconcile.Reconciler {
+	e.t.Helper()
+	rec, err := reconcile.New(reconcile.Options{DB: db, Metrics: m, Inbox: e.inbox, Ledger: e.ledger, Hooks: e.hooks,
 		Endpoints: e.cfgs, Getenv: func(k string) string {
 			if k == secretEnv {
 				return secret

@@ -100,7 +100,11 @@ func (lw *lineWriter) row(cells ...string) {
 		if i > 0 {
 			b.WriteString(lw.sep)
 		}
-		if c != "" && strings.ContainsRune("=+-@\t\r", rune(c[0])) && !isNumber(c) {
+		if lw.isNumber(c) {
+			b.WriteString(c) // an amount, written as the dialect writes numbers
+			continue
+		}
+		if c != "" && strings.ContainsRune("=+-@\t\r", rune(c[0])) {
 			c = "'" + c
 		}
 		if strings.ContainsAny(c, ",;\t\"\r\n") {
@@ -114,10 +118,14 @@ func (lw *lineWriter) row(cells ...string) {
 	}
 }
 
-// isNumber keeps a negative amount a number, not a guarded text cell.
-func isNumber(c string) bool {
-	_, err := strconv.ParseFloat(strings.Replace(c, ",", ".", 1), 64)
-	return err == nil
+// isNumber reports whether c is a number in the dialect's own form
+// (digits and its decimal separator): left bare, a spreadsheet reads it as
+// one.
+func (lw *lineWriter) isNumber(c string) bool {
+	if c == "" || strings.Trim(c, "0123456789"+string(lw.decimal)) != "" || strings.Count(c, string(lw.decimal)) > 1 {
+		return false
+	}
+	return c[0] != byte(lw.decimal) && c[len(c)-1] != byte(lw.decimal)
 }
 
 func (lw *lineWriter) flush() error {

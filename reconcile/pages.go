@@ -36,7 +36,7 @@ func (r *Reconciler) nextPage(ctx context.Context, run int64) (position, error) 
 		PageCount int  `db:"page_count"`
 		Moved     bool `db:"moved"`
 	}
-	err := r.db.GetContext(ctx, &last, `SELECT p.pass, p.page, p.page_count,
+	err := r.get(ctx, &last, `SELECT p.pass, p.page, p.page_count,
 			EXISTS (SELECT 1 FROM reconciliation_pages o WHERE o.run_id = p.run_id AND o.pass = p.pass
 				AND (o.total <> p.total OR o.page_count <> p.page_count)) AS moved
 		FROM reconciliation_pages p WHERE p.run_id = $1 ORDER BY p.pass DESC, p.page DESC LIMIT 1`, run)
@@ -81,7 +81,7 @@ func (r *Reconciler) loadPages(ctx context.Context, run *Run, ep *endpoint) erro
 			return errStopped
 		}
 	}
-	if _, err := r.db.ExecContext(ctx, `UPDATE reconciliation_runs SET loaded = true WHERE id = $1`, run.ID); err != nil {
+	if _, err := r.exec(ctx, `UPDATE reconciliation_runs SET loaded = true WHERE id = $1`, run.ID); err != nil {
 		return fmt.Errorf("run %d: %w", run.ID, err)
 	}
 	run.Loaded = true

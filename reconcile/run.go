@@ -180,7 +180,7 @@ func (r *Reconciler) isFinal(ep *endpoint, to time.Time) bool {
 
 func (r *Reconciler) create(ctx context.Context, ep *endpoint, from, to time.Time, final, scheduled bool) (Run, error) {
 	var run Run
-	err := r.db.GetContext(ctx, &run, `INSERT INTO reconciliation_runs
+	err := r.get(ctx, &run, `INSERT INTO reconciliation_runs
 			(endpoint, source, window_from, window_to, final, scheduled, claimed_by, lease_until)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 second')
 		RETURNING `+runColumns, ep.hook.Name, ep.cfg.Source, from, to, final, scheduled, r.replica, r.lease.Seconds())
@@ -223,15 +223,16 @@ func (r *Reconciler) finish(ctx context.Context, run Run, ep *endpoint, err erro
 	if err != nil {
 		status, msg = "failed", sql.NullString{String: truncate(err.Error(), 2000), Valid: true}
 	}
-	if terr := tally(ctx, r.db, run.ID); terr != nil && err == nil {
+	if terr := r.pinned(ctx, func(tx *sqlx.Tx) error { return tally(ctx, tx, run.ID) }); terr != nil && err == nil {
 		err, status, msg = terr, "failed", sql.NullString{String: terr.Error(), Valid: true}
 	}
-	_, uerr := r.db.ExecContext(ctx, `UPDATE reconciliation_runs SET status = $2, last_error = $3, finished_at = now(),
+	_, uerr := r.exec(ctx, `UPDATE reconciliation_runs SET status = $2, last_error = $3, finished_at = now(),
 		duration_ms = (extract(epoch FROM now() - started_at) * 1000)::bigint WHERE id = $1`, run.ID, status, msg)
 	if uerr != nil && err == nil {
 		err = fmt.Errorf("finish reconciliation run %d: %w", run.ID, uerr)
 	}
-	done, gerr := GetRun(ctx, r.db, run.ID)
+	var done Run
+	gerr := r.pinned(ctx, func(tx *sqlx.Tx) error { var err error; done, err = GetRun(ctx, tx, run.ID); return err })
 	if gerr != nil {
 		done = run
 	}

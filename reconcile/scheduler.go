@@ -110,7 +110,7 @@ func (r *Reconciler) RunSlot(ctx context.Context, endpoint string, slot time.Tim
 // lease ran out, or one that failed with attempts left.
 func (r *Reconciler) claim(ctx context.Context, ep *endpoint, from, to time.Time, final bool) (Run, bool, error) {
 	var run Run
-	err := r.db.GetContext(ctx, &run, `INSERT INTO reconciliation_runs
+	err := r.get(ctx, &run, `INSERT INTO reconciliation_runs
 			(endpoint, source, window_from, window_to, final, scheduled, claimed_by, lease_until)
 		VALUES ($1, $2, $3, $4, $5, true, $6, now() + $7 * interval '1 second')
 		ON CONFLICT (endpoint, window_from, window_to, final) WHERE scheduled DO NOTHING
@@ -122,7 +122,7 @@ func (r *Reconciler) claim(ctx context.Context, ep *endpoint, from, to time.Time
 		return run, false, fmt.Errorf("claim %s [%s, %s): %w", ep.hook.Name, from, to, err)
 	}
 	var id int64
-	err = r.db.GetContext(ctx, &id, `SELECT id FROM reconciliation_runs
+	err = r.get(ctx, &id, `SELECT id FROM reconciliation_runs
 		WHERE endpoint = $1 AND window_from = $2 AND window_to = $3 AND final = $4 AND scheduled`, ep.hook.Name, from, to, final)
 	if err != nil {
 		return run, false, fmt.Errorf("claim %s [%s, %s): %w", ep.hook.Name, from, to, err)
@@ -141,7 +141,7 @@ const takeOverSQL = `UPDATE reconciliation_runs SET status = 'running', claimed_
 
 func (r *Reconciler) takeOver(ctx context.Context, id int64) (Run, bool, error) {
 	var run Run
-	err := r.db.GetContext(ctx, &run, takeOverSQL, id, r.replica, r.lease.Seconds(), MaxAttempts)
+	err := r.get(ctx, &run, takeOverSQL, id, r.replica, r.lease.Seconds(), MaxAttempts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return run, false, nil
 	}
@@ -158,7 +158,7 @@ func (r *Reconciler) takeOver(ctx context.Context, id int64) (Run, bool, error) 
 // again.
 func (r *Reconciler) ResumeDue(ctx context.Context) error {
 	var ids []int64
-	err := r.db.SelectContext(ctx, &ids, `SELECT id FROM reconciliation_runs
+	err := r.sel(ctx, &ids, `SELECT id FROM reconciliation_runs
 		WHERE (status = 'running' AND lease_until < now())
 		   OR (status = 'failed' AND scheduled AND attempts < $1 AND finished_at <= $2::timestamptz - attempts * interval '1 minute')
 		ORDER BY id LIMIT 20`, MaxAttempts, r.now())
@@ -174,7 +174,7 @@ func (r *Reconciler) ResumeDue(ctx context.Context) error {
 		}
 		ep, known := r.eps[run.Endpoint]
 		if !known {
-			_, err := r.db.ExecContext(ctx, `UPDATE reconciliation_runs SET status = 'failed', finished_at = now(),
+			_, err := r.exec(ctx, `UPDATE reconciliation_runs SET status = 'failed', finished_at = now(),
 				last_error = 'the endpoint is no longer reconciled' WHERE id = $1`, id)
 			errs = append(errs, err)
 			continue

@@ -193,3 +193,36 @@ func Lines(ctx context.Context, db sqlx.QueryerContext, run int64, unmatched boo
 	}
 	return out, nil
 }
+
+// The reconciler's statements outside a transaction of their own each run
+// in a short one with the search path pinned (see pinSearchPath).
+
+func (r *Reconciler) pinned(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := begin(ctx, r.db)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (r *Reconciler) get(ctx context.Context, dest any, q string, args ...any) error {
+	return r.pinned(ctx, func(tx *sqlx.Tx) error { return tx.GetContext(ctx, dest, q, args...) })
+}
+
+func (r *Reconciler) sel(ctx context.Context, dest any, q string, args ...any) error {
+	return r.pinned(ctx, func(tx *sqlx.Tx) error { return tx.SelectContext(ctx, dest, q, args...) })
+}
+
+func (r *Reconciler) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	err := r.pinned(ctx, func(tx *sqlx.Tx) error {
+		var err error
+		res, err = tx.ExecContext(ctx, q, args...)
+		return err
+	})
+	return res, err
+}
