@@ -62,6 +62,7 @@ type serveConfig struct {
 	configPath     string
 	listen         string
 	tls            *tlsServing // nil: plain HTTP
+	behindProxy    bool        // TLS ends at a proxy in front
 	timeZone       string
 	goLive         time.Time
 	migrate        bool
@@ -150,7 +151,8 @@ func (cfg *serveConfig) checkServing(file fileConfig, behindProxy bool) error {
 	if cfg.tls, err = file.TLS.build(); err != nil {
 		return err
 	}
-	if err := checkExposure(cfg.listen, cfg.tls != nil, behindProxy || file.BehindProxy); err != nil {
+	cfg.behindProxy = behindProxy || file.BehindProxy
+	if err := checkExposure(cfg.listen, cfg.tls != nil, cfg.behindProxy); err != nil {
 		return err
 	}
 	return checkMTLSReachable(cfg.endpoints, cfg.tls != nil)

@@ -23,6 +23,7 @@ import (
 	"github.com/razao/razao"
 	"github.com/razao/razao/api"
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/console"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/exports"
 	"github.com/razao/razao/internal/httplog"
@@ -209,6 +210,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	s.hub.MaxSubscribers = cfg.events.MaxStreams
 	s.hub.MaxPerToken = cfg.events.MaxStreamsPerToken
 	s.hub.MaxReaders = cfg.events.DBConnections
+	m.EventStreams(s.hub.Wakes, s.hub.Reads)
 	s.inbox = webhook.NewInbox(db, proc)
 	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, proc, now, logger)
 	hooks.Metrics = m
@@ -218,8 +220,15 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	}
 	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub, Merchants: webhook.Merchants(cfg.endpoints),
 		Reconciler: s.recon}
+	// The finance console reads through the same functions as v1.
+	con, err := console.New(db, ledger, s.hub, logger, now)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	con.BehindTLSProxy = cfg.behindProxy
 	s.http = &http.Server{
-		Handler:           reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, m.Handler()))),
+		Handler:           reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, con, m.Handler()))),
 		ReadHeaderTimeout: cfg.timeouts.ReadHeader,
 		ReadTimeout:       cfg.timeouts.Read,
 		WriteTimeout:      cfg.timeouts.Write,
@@ -235,7 +244,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	return s, nil
 }
 
-func (s *server) routes(hooks http.Handler, v1 *api.API, metrics http.Handler) http.Handler {
+func (s *server) routes(hooks http.Handler, v1 *api.API, con *console.Console, metrics http.Handler) http.Handler {
 	// No path cleaning: a path with .. is not redirected anywhere; it
 	// simply matches no route.
 	r := mux.NewRouter().SkipClean(true)
@@ -252,6 +261,9 @@ func (s *server) routes(hooks http.Handler, v1 *api.API, metrics http.Handler) h
 	r.Handle("/webhooks/{endpoint}", hooks)
 	r.Handle("/webhooks/{endpoint}/pix", hooks) // bcb-pix: the Pix API appends /pix to the URL it was given
 	v1.Register(r)
+	if con != nil {
+		con.Register(r)
+	}
 	return r
 }
 
