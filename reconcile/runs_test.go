@@ -128,3 +128,38 @@ func TestTwoReplicasRunAWindowOnce(t *testing.T) {
 		t.Fatalf("slot run again: %+v %v", again, err)
 	}
 }
+
+// TestRunDueRunsTheLatestSlotOnce: on start the scheduler runs the
+// schedule's latest slot (its window that just ended and the one that just
+// became final), and the next call, before the next slot, runs nothing.
+func TestRunDueRunsTheLatestSlotOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.cfgs[0].Schedule = "0 * * * *"
+	rec := e.reconciler(fakeClientSecret)
+	next := map[string]time.Time{}
+	if err := rec.RunDue(context.Background(), next); err != nil {
+		t.Fatal(err)
+	}
+	var runs []struct {
+		From  time.Time `db:"window_from"`
+		To    time.Time `db:"window_to"`
+		Final bool      `db:"final"`
+	}
+	if err := e.db.Select(&runs, `SELECT window_from, window_to, final FROM reconciliation_runs WHERE scheduled ORDER BY window_to`); err != nil {
+		t.Fatal(err)
+	}
+	slot := now.Truncate(time.Hour)
+	if len(runs) != 2 || !runs[1].To.Equal(slot) || runs[1].Final || !runs[0].To.Equal(slot.Add(-time.Hour)) || !runs[0].Final {
+		t.Fatalf("runs %+v for the slot %s", runs, slot)
+	}
+	if !next["bcb"].Equal(slot.Add(time.Hour)) {
+		t.Fatalf("next slot %s", next["bcb"])
+	}
+	if err := rec.RunDue(context.Background(), next); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM reconciliation_runs`); n != 2 {
+		t.Fatalf("%d runs after a second call", n)
+	}
+}
