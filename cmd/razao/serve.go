@@ -227,6 +227,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		return nil, err
 	}
 	con.BehindTLSProxy = cfg.behindProxy
+	con.Reconciliation = reconciliationPage(db, logger)
 	s.http = &http.Server{
 		Handler:           reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, con, m.Handler()))),
 		ReadHeaderTimeout: cfg.timeouts.ReadHeader,
