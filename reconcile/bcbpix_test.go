@@ -160,3 +160,26 @@ func TestPixRunWithAWrongSecretFails(t *testing.T) {
 		t.Fatalf("run %+v: %v", run, err)
 	}
 }
+
+// TestPixOneDoubt: GET /pix/{e2eid} through the reconciler reads the item
+// as the statement's lines are read, and books nothing.
+func TestPixOneDoubt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.psp.add(pixItem{E2E: e2e(7), Txid: "d1", Valor: "12.34", Horario: at(1),
+		Devolucoes: []devolucao{{ID: "R7", Valor: "1.00", Status: "DEVOLVIDO", Liquidacao: at(2)}}})
+	raw, lines, err := e.rec.Pix(context.Background(), "bcb", e2e(7))
+	if err != nil || !strings.Contains(string(raw), `"txid":"d1"`) || len(lines) != 2 ||
+		lines[0].Amount != 1234 || lines[1].RefundID != "R7" || lines[1].EventID != e2e(7)+":R7:DEVOLVIDO" {
+		t.Fatalf("%s %+v %v", raw, lines, err)
+	}
+	if _, _, err := e.rec.Pix(context.Background(), "bcb", e2e(8)); !errors.Is(err, bcbpix.ErrNotFound) {
+		t.Fatalf("unknown e2eid: %v", err)
+	}
+	if _, _, err := e.rec.Pix(context.Background(), "bcb", "short|\x00"); err == nil {
+		t.Fatal("a hostile e2eid was sent")
+	}
+	if e.count(`SELECT count(*) FROM inbox`) != 0 {
+		t.Fatal("settling a doubt stored something")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,22 @@ import (
 // statementAPI is what a run needs of the Pix API.
 type statementAPI interface {
 	Page(ctx context.Context, inicio, fim time.Time, number int) (bcbpix.Page, error)
+	Pix(ctx context.Context, e2eid string) (json.RawMessage, error)
+}
+
+// Pix asks endpoint's Pix API for one Pix by its endToEndId (GET
+// /pix/{e2eid}): the way to settle one doubt about a line, read as
+// the statement's lines are.
+func (r *Reconciler) Pix(ctx context.Context, endpoint, e2eid string) (json.RawMessage, []Line, error) {
+	ep, ok := r.eps[endpoint]
+	if !ok || ep.api == nil {
+		return nil, nil, fmt.Errorf("%w: %q has no bcb-pix statement", ErrUnknownEndpoint, endpoint)
+	}
+	raw, err := ep.api.Pix(ctx, e2eid)
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, pixLines(ep.hook.Scheme, raw), nil
 }
 
 // Options is what a Reconciler is built from.

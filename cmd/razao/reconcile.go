@@ -44,12 +44,13 @@ func cmdReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	file := fs.String("file", "", "a CSV statement file of an endpoint whose source is csv")
 	fromS := fs.String("from", "", "start of the window, RFC 3339 (bcb-pix: required; csv: default the file's first line)")
 	toS := fs.String("to", "", "end of the window, excluded, RFC 3339")
+	e2eid := fs.String("e2eid", "", "bcb-pix: print one Pix by its endToEndId (GET /pix/{e2eid}) and its lines, booking nothing")
 	cfg, err := parseServeConfig(args, fs, os.Getenv)
 	if err != nil {
 		return err
 	}
 	if *endpoint == "" {
-		return fmt.Errorf("usage: razao reconcile -config FILE -endpoint NAME (-file STATEMENT.csv | -from T -to T)")
+		return fmt.Errorf("usage: razao reconcile -config FILE -endpoint NAME (-file STATEMENT.csv | -from T -to T | -e2eid ID)")
 	}
 	from, to, err := parseWindow(*fromS, *toS)
 	if err != nil {
@@ -63,6 +64,17 @@ func cmdReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	rec, err := cliReconciler(cfg, db, stderr)
 	if err != nil {
 		return err
+	}
+	if *e2eid != "" {
+		raw, lines, err := rec.Pix(ctx, *endpoint, *e2eid)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", raw)
+		for _, l := range lines {
+			fmt.Fprintf(stdout, "  %s %s:%s charge_ref=%q refund_id=%q amount=%d %s\n", l.Kind, l.EventType, l.EventID, l.ChargeRef, l.RefundID, l.Amount, l.Detail)
+		}
+		return nil
 	}
 	bar := newBar(stderr, *file)
 	var run reconcile.Run
