@@ -56,6 +56,9 @@ const bookChunk = 500
 func (r *Reconciler) book(ctx context.Context, run Run, ep *endpoint) (int, error) {
 	stored := 0
 	for {
+		if err := r.renew(ctx, run.ID); err != nil {
+			return stored, err
+		}
 		var lines []toBook
 		err := r.sel(ctx, &lines, `SELECT line, kind, event_type, event_id, psp_id, charge_ref, refund_id,
 				amount, fee, at FROM reconciliation_lines
@@ -119,11 +122,15 @@ func (r *Reconciler) refuse(ctx context.Context, run int64, refused map[int64]st
 // just stored, or the one that was there (a webhook that came meanwhile,
 // or this run's own before it died).
 func (r *Reconciler) noteInbox(ctx context.Context, run int64, endpoint string, lines []int64) error {
-	_, err := r.exec(ctx, `UPDATE reconciliation_lines l SET inbox_id = i.id
+	res, err := r.exec(ctx, `UPDATE reconciliation_lines l SET inbox_id = i.id
 		FROM inbox i WHERE l.run_id = $1 AND l.line = ANY($3) AND i.endpoint = $2
 		  AND i.event_type = l.event_type AND i.event_id = l.event_id`, run, endpoint, pq.Array(lines))
 	if err != nil {
 		return fmt.Errorf("book run %d: note inbox rows: %w", run, err)
+	}
+	// A line left without its row would be stored again and again.
+	if n, _ := res.RowsAffected(); n != int64(len(lines)) {
+		return fmt.Errorf("book run %d: %d of %d lines stored have no inbox row", run, int64(len(lines))-n, len(lines))
 	}
 	return nil
 }

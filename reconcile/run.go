@@ -220,6 +220,9 @@ func (r *Reconciler) execute(ctx context.Context, run *Run, ep *endpoint, file i
 			return err
 		}
 	}
+	if err := r.renew(ctx, run.ID); err != nil {
+		return err
+	}
 	if err := match(ctx, r.db, *run, ep.info()); err != nil {
 		return err
 	}
@@ -306,6 +309,12 @@ func (r *Reconciler) loadFile(ctx context.Context, run *Run, ep *endpoint, file 
 			cp.stmt.Close()
 			return err
 		}
+		if cp.n%100_000 == 0 {
+			if err := r.renew(ctx, run.ID); err != nil {
+				cp.stmt.Close()
+				return err
+			}
+		}
 		if r.Progress != nil && cp.n%10000 == 0 {
 			r.Progress("lines", cp.n)
 		}
@@ -355,4 +364,15 @@ func (r *Reconciler) checkLine(l Line) Line {
 		}
 	}
 	return l
+}
+
+// renew extends the run's lease, from a transaction of its own, while a
+// long load, match or booking holds no page boundary to renew it at: a
+// replica takes over only a run whose claimant stopped renewing.
+func (r *Reconciler) renew(ctx context.Context, run int64) error {
+	if _, err := r.exec(ctx, `UPDATE reconciliation_runs SET lease_until = now() + $2 * interval '1 second'
+		WHERE id = $1 AND status = 'running'`, run, r.lease.Seconds()); err != nil {
+		return fmt.Errorf("renew the lease of run %d: %w", run, err)
+	}
+	return nil
 }
