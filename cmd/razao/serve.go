@@ -30,6 +30,7 @@ import (
 	"github.com/razao/razao/internal/reqid"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/webhook"
 )
 
@@ -117,7 +118,8 @@ type server struct {
 	hub      *events.Hub
 	notifier *events.Notifier
 	applier  *charges.Applier
-	exports  *exports.Scheduler // nil without a schedule
+	exports  *exports.Scheduler    // nil without a schedule
+	recon    *reconcile.Reconciler // nil without a reconciliation section
 	inbox    *webhook.Inbox
 	proc     *webhook.Processor
 	certs    *certReloader    // nil: plain HTTP
@@ -202,7 +204,12 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	s.inbox = webhook.NewInbox(db, proc)
 	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, proc, now, logger)
 	hooks.Metrics = m
-	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub, Merchants: webhook.Merchants(cfg.endpoints)}
+	if s.recon, err = newReconciler(cfg, db, s.inbox, ledger, now, logger, m); err != nil {
+		db.Close()
+		return nil, err
+	}
+	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub, Merchants: webhook.Merchants(cfg.endpoints),
+		Reconciler: s.recon}
 	// The finance console reads through the same functions as v1.
 	con, err := console.New(db, ledger, s.hub, logger, now)
 	if err != nil {
@@ -210,6 +217,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		return nil, err
 	}
 	con.BehindTLSProxy = cfg.behindProxy
+	con.Reconciliation = reconciliationPage(db, logger)
 	s.http = &http.Server{
 		Handler:           reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, con, m.Handler()))),
 		ReadHeaderTimeout: cfg.timeouts.ReadHeader,
@@ -310,6 +318,10 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.exports != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.exports.Run(bg, 30*time.Second) }()
+	}
+	if s.recon != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.recon.Run(bg, 30*time.Second) }()
 	}
 	if s.certs != nil {
 		wg.Add(1)
