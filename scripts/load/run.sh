@@ -167,14 +167,18 @@ if grep -qE '^ +token ' <<<"$commands"; then
 	API_TOKEN=$(DATABASE_URL=$LOAD_URL timeout 60 bin/razao token create -name load-test -scope read,write 2>/dev/null)
 	echo "created API token 'load-test' (read,write) in $DB"
 fi
-# scripts/dev.yaml plus a bcb-pix endpoint for the bcb-memory scenario
-# (endpoints is the file's last key), its URL secret fresh for this run.
+# scripts/dev.yaml plus a bcb-pix endpoint for the bcb-memory scenario,
+# its URL secret fresh for this run: inserted as the first item of the
+# endpoints list, wherever that list is in the file.
 RAZAO_LOAD_BCB_SECRET=$(head -c 48 /dev/urandom | base64 | tr -d '\n/+=' | head -c 40)
 export RAZAO_LOAD_BCB_SECRET
-{
-	cat scripts/dev.yaml
-	printf '  - name: bcbpix          # the bcb-memory scenario of scripts/load\n    scheme: bcb-pix\n    merchant: loja-dev\n    secrets_env: [RAZAO_LOAD_BCB_SECRET]\n'
-} >"$WORK/load.yaml"
+grep -q '^endpoints:$' scripts/dev.yaml || die "scripts/dev.yaml has no top-level 'endpoints:' line"
+awk '{ print } /^endpoints:$/ {
+	print "  - name: bcbpix          # the bcb-memory scenario of scripts/load"
+	print "    scheme: bcb-pix"
+	print "    merchant: loja-dev"
+	print "    secrets_env: [RAZAO_LOAD_BCB_SECRET]"
+}' scripts/dev.yaml >"$WORK/load.yaml"
 DATABASE_URL=$LOAD_URL RAZAO_CONFIG=$WORK/load.yaml RAZAO_LISTEN=127.0.0.1:0 \
 	bin/razao serve -migrate=false >"$OUTDIR/serve.out" 2>"$OUTDIR/serve.log" &
 SERVER_PID=$!
