@@ -16,6 +16,7 @@ import (
 	"github.com/razao/razao/internal/problem"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/partners"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -66,14 +67,14 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		writeProblem(w, http.StatusNotFound, "not-found", "Not found", err.Error())
 	case errors.Is(err, reports.ErrAlreadyResolved):
 		writeProblem(w, http.StatusConflict, "already-resolved", "Divergence already resolved", err.Error())
-	case errors.Is(err, postings.ErrMonthNotOver):
+	case errors.Is(err, periods.ErrMonthNotOver):
 		writeProblem(w, http.StatusConflict, "month-not-over", "Month has not ended", err.Error())
-	case errors.Is(err, postings.ErrEarlierMonthOpen):
+	case errors.Is(err, periods.ErrEarlierMonthOpen):
 		writeProblem(w, http.StatusConflict, "earlier-month-open", "An earlier month is still open", err.Error())
-	case errors.Is(err, postings.ErrCloseBusy):
+	case errors.Is(err, periods.ErrCloseBusy):
 		w.Header().Set("Retry-After", "5")
 		writeProblem(w, http.StatusServiceUnavailable, "close-busy", "Postings in flight held the close lock", err.Error())
-	case errors.Is(err, postings.ErrAlreadyClosed):
+	case errors.Is(err, periods.ErrAlreadyClosed):
 		writeProblem(w, http.StatusConflict, "already-closed", "Month already closed", err.Error())
 	case errors.Is(err, charges.ErrInvalid):
 		writeProblem(w, http.StatusBadRequest, "invalid-charge", "Invalid charge", err.Error())

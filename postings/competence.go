@@ -163,6 +163,15 @@ func ParseMonth(s string) (Month, error) {
 	return Month{Year: t.Year(), Month: t.Month()}, nil
 }
 
+// Check refuses a Month that ParseMonth would not have produced (a
+// literal or a zero Month built in Go).
+func (m Month) Check() error {
+	if m.Year < 1900 || m.Year > 9999 || m.Month < 1 || m.Month > 12 {
+		return fmt.Errorf("%w: %04d-%02d", ErrInvalidMonth, m.Year, int(m.Month))
+	}
+	return nil
+}
+
 // MonthOf returns the month of a date.
 func MonthOf(t time.Time) Month { return Month{Year: t.Year(), Month: t.Month()} }
 

@@ -1,17 +1,17 @@
 // Package reports reads the ledger for finance, by competence month: trial
 // balances with parents rolled up, an account's monthly series, the income
-// statement, the journal, divergences, month close with its snapshot, and
-// streamed CSV exports. Every amount is int64 centavos, signed debit
+// statement, the journal, divergences, the figures of a closing month's
+// snapshot, and streamed CSV exports. Every amount is int64 centavos, signed debit
 // positive unless a field says otherwise.
 //
 // A closed month never changes (the database refuses postings into it), so
 // closing one stores its trial balance and income statement
 // (month_snapshots, trial_balance_snapshots): its reports are lookups, and an
 // open month's opening balances start from the latest snapshot rather than
-// from the beginning of the ledger. Close months with CloseMonth, which
-// writes the snapshot in the closing transaction; a month closed another way
-// is still reported right, only computed from its postings (BackfillSnapshots
-// repairs that).
+// from the beginning of the ledger. Months are closed by package periods,
+// which has WriteSnapshot store the figures in the closing transaction; a
+// closed month without a snapshot (closed before snapshots existed) is
+// still reported right, only computed from its postings.
 //
 // The read functions take a sqlx.QueryerContext. Given a *sqlx.DB, each
 // runs its statements in a read-only REPEATABLE READ transaction of its
@@ -61,11 +61,6 @@ var (
 	ErrNotFound = errors.New("divergence not found")
 	// ErrAlreadyResolved: the divergence was resolved before.
 	ErrAlreadyResolved = errors.New("divergence already resolved")
-
-	// Month close refusals, from the ledger.
-	ErrMonthNotOver     = postings.ErrMonthNotOver
-	ErrEarlierMonthOpen = postings.ErrEarlierMonthOpen
-	ErrAlreadyClosed    = postings.ErrAlreadyClosed
 )
 
 // Page sizes of the paginated listings.
@@ -76,14 +71,6 @@ const (
 
 // MaxSeriesMonths bounds AccountSeries.
 const MaxSeriesMonths = 240
-
-// checkMonth refuses a Month that ParseMonth would not have produced.
-func checkMonth(m postings.Month) error {
-	if m.Year < 1900 || m.Year > 9999 || m.Month < 1 || m.Month > 12 {
-		return fmt.Errorf("%w: %04d-%02d", ErrInvalidMonth, m.Year, int(m.Month))
-	}
-	return nil
-}
 
 // clampLimit maps a requested page size to one served.
 func clampLimit(limit int) int {

@@ -32,6 +32,7 @@ import (
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/partners"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
 	"github.com/razao/razao/webhook"
 )
@@ -800,7 +801,7 @@ var schemaTypes = map[string]struct {
 	"JournalPosting":     {value: reports.JournalPosting{}},
 	"Series":             {value: reports.Series{}},
 	"SeriesPoint":        {value: reports.SeriesPoint{}},
-	"Period":             {value: reports.Period{}},
+	"Period":             {value: periods.Period{}},
 	"Divergence":         {value: reports.Divergence{}},
 	"DivergencePage":     {value: reports.DivergencePage{}},
 	"Event":              {value: events.Event{}},

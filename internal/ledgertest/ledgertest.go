@@ -1,0 +1,93 @@
+// Package ledgertest holds the fixtures the ledger's tests share: a
+// ledger over its own cloned database, posting that fails the test, São
+// Paulo wall-clock times, and the closed months. Only tests import it.
+package ledgertest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/postings"
+)
+
+// New returns a ledger in the default time zone over a database of the
+// test's own (pgtest.New), and that database.
+func New(t testing.TB) (*postings.Ledger, *sqlx.DB) {
+	t.Helper()
+	db := pgtest.New(t)
+	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return postings.New(db, cal), db
+}
+
+var saoPaulo = mustLoad("America/Sao_Paulo")
+
+func mustLoad(name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		panic(fmt.Sprintf("ledgertest: %v", err))
+	}
+	return loc
+}
+
+// SaoPaulo is a wall-clock time in São Paulo, the default time zone.
+func SaoPaulo(y int, m time.Month, d, hh, mm int) time.Time {
+	return time.Date(y, m, d, hh, mm, 0, 0, saoPaulo)
+}
+
+// Post posts s, built with err, and fails the test if either failed.
+func Post(t testing.TB, l *postings.Ledger, s postings.Set, err error) postings.Posted {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("build %s: %v", s.IdempotencyKey, err)
+	}
+	p, err := l.Post(context.Background(), s)
+	if err != nil {
+		t.Fatalf("post %s: %v", s.IdempotencyKey, err)
+	}
+	return p
+}
+
+// ClosedMonths lists the closed months in order.
+func ClosedMonths(t testing.TB, q sqlx.QueryerContext) []postings.Month {
+	t.Helper()
+	var ts []time.Time
+	if err := sqlx.SelectContext(context.Background(), q, &ts, `SELECT month FROM closed_periods ORDER BY month`); err != nil {
+		t.Fatalf("closed months: %v", err)
+	}
+	ms := make([]postings.Month, len(ts))
+	for i, tm := range ts {
+		ms[i] = postings.MonthOf(tm)
+	}
+	return ms
+}
+
+// WaitForLockWaiters blocks until n sessions of this database wait on a
+// lock, so the test knows the overlap it wants has happened.
+func WaitForLockWaiters(t testing.TB, db interface {
+	Get(any, string, ...any) error
+}, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		if err := db.Get(&waiting, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`); err != nil {
+			t.Fatal(err)
+		}
+		if waiting >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d sessions waiting on the lock", waiting, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
