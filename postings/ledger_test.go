@@ -53,7 +53,7 @@ func TestLedgerTablesAreAppendOnlyForSuperuser(t *testing.T) {
 		t.Fatal("DELETE under session_replication_role=replica succeeded")
 	}
 	db.Exec(`SET session_replication_role = origin`)
-	if n := count(t, db, `SELECT count(*) FROM postings`); n != 2 {
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM postings`); n != 2 {
 		t.Fatalf("postings = %d, want 2 untouched", n)
 	}
 }
@@ -95,7 +95,7 @@ func TestGoRefusesBadSets(t *testing.T) {
 			}
 		})
 	}
-	if n := count(t, db, `SELECT count(*) FROM posting_sets`); n != 0 {
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets`); n != 0 {
 		t.Fatalf("%d sets written, want 0", n)
 	}
 }
@@ -183,7 +183,7 @@ func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
 			t.Fatalf("got %v, want ErrSealed", err)
 		}
 	})
-	if n := count(t, db, `SELECT count(*) FROM posting_sets WHERE kind = 'adjustment'`); n != 0 {
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets WHERE kind = 'adjustment'`); n != 0 {
 		t.Fatalf("%d raw sets committed, want 0", n)
 	}
 }
@@ -249,10 +249,10 @@ func TestSameIdempotencyKeyFromFiftyGoroutinesWritesOneSet(t *testing.T) {
 			t.Fatalf("caller %d got set %d, caller 0 got %d", i, ids[i], ids[0])
 		}
 	}
-	if got := count(t, db, `SELECT count(*) FROM posting_sets WHERE charge_id = 'ch-race'`); got != 1 {
+	if got := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets WHERE charge_id = 'ch-race'`); got != 1 {
 		t.Fatalf("%d posting sets, want 1", got)
 	}
-	if got := count(t, db, `SELECT count(*) FROM postings p JOIN posting_sets s ON s.id = p.posting_set_id WHERE s.charge_id = 'ch-race'`); got != 2 {
+	if got := ledgertest.Count(t, db, `SELECT count(*) FROM postings p JOIN posting_sets s ON s.id = p.posting_set_id WHERE s.charge_id = 'ch-race'`); got != 2 {
 		t.Fatalf("%d postings, want 2", got)
 	}
 }
@@ -302,7 +302,7 @@ func TestPostAllWritesSetsInOneStatementEachIfAbsent(t *testing.T) {
 	if !ps[0].Replayed || ps[1].Replayed || ps[1].ID == 0 {
 		t.Fatalf("posted %+v, want the sale replayed and the commission new", ps)
 	}
-	if n := count(t, db, `SELECT count(*) FROM postings`); n != 4 {
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM postings`); n != 4 {
 		t.Fatalf("%d postings, want 4", n)
 	}
 	// An unbalanced set among good ones fails the whole call.

@@ -50,7 +50,7 @@ func TestLedgerRefusesAmountsAboveItsLimit(t *testing.T) {
 	if _, err := limited.Post(ctx, adjustment("at-limit", 5000)); err != nil {
 		t.Fatalf("a set at the limit: %v", err)
 	}
-	if n := count(t, db, `SELECT count(*) FROM posting_sets`); n != 1 {
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets`); n != 1 {
 		t.Fatalf("%d sets, want the one at the limit", n)
 	}
 }

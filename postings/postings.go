@@ -8,7 +8,6 @@ package postings
 
 import (
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -224,5 +223,3 @@ func (s *Set) contentHash() string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
-
-var txReadOnlySnapshot = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}

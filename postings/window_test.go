@@ -63,7 +63,7 @@ func TestLedgerRefusesSetsOutsideTheEventWindow(t *testing.T) {
 			t.Errorf("adjustment on %s: %v, want ErrOutsideWindow", competence.Format(time.DateOnly), err)
 		}
 	}
-	if n := count(t, db, `SELECT count(*) FROM posting_sets`); n != 0 {
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets`); n != 0 {
 		t.Fatalf("%d sets written outside the window", n)
 	}
 

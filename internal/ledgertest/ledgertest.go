@@ -91,3 +91,13 @@ func WaitForLockWaiters(t testing.TB, db interface {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Count runs a query that returns one number and returns it.
+func Count(t testing.TB, db *sqlx.DB, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := db.Get(&n, query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}

@@ -1,4 +1,4 @@
-package postings_test
+package verify_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/verify"
 )
 
 // The tests below corrupt a real ledger the way only its owner can
@@ -23,6 +24,9 @@ import (
 // it, with the charges rows the webhook front would leave: ch-1 paid with
 // a 10% commission and refunded 2000 of 4990, ch-2 paid with a PSP fee and
 // no partner, a payout to partner-42.
+// aug is a time in August 2026, the month the verify tests book in.
+var aug = time.Date(2026, 8, 10, 15, 0, 0, 0, time.UTC)
+
 func seedVerified(t *testing.T, l *postings.Ledger, db *sqlx.DB) {
 	t.Helper()
 	sep := aug.AddDate(0, 1, 0)
@@ -45,9 +49,9 @@ func seedVerified(t *testing.T, l *postings.Ledger, db *sqlx.DB) {
 }
 
 // verifyText runs verify and returns its report as razao verify prints it.
-func verifyText(t *testing.T, db *sqlx.DB) (postings.Report, string) {
+func verifyText(t *testing.T, db *sqlx.DB) (verify.Report, string) {
 	t.Helper()
-	r, err := postings.Verify(context.Background(), db)
+	r, err := verify.Run(context.Background(), db)
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
@@ -135,7 +139,7 @@ func triggersOff(t *testing.T, tx *sqlx.Tx, tables ...string) (restore func()) {
 
 func setID(t *testing.T, db *sqlx.DB, key string) int64 {
 	t.Helper()
-	return count(t, db, `SELECT id FROM posting_sets WHERE idempotency_key = $1`, key)
+	return ledgertest.Count(t, db, `SELECT id FROM posting_sets WHERE idempotency_key = $1`, key)
 }
 
 func TestVerifyFindsSeededLedgerClean(t *testing.T) {
@@ -508,7 +512,7 @@ func TestVerifyNamesNeuteredTriggers(t *testing.T) {
 			}
 			if c.act != "" {
 				db.MustExec(c.act)
-				if n := count(t, db, `SELECT count(*) FROM posting_sets WHERE idempotency_key = 'sale:ch-2'`); n != 0 {
+				if n := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets WHERE idempotency_key = 'sale:ch-2'`); n != 0 {
 					t.Fatalf("the sale is still there")
 				}
 			}
