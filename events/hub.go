@@ -184,14 +184,6 @@ func NewHub(db *sqlx.DB, dbURL string, logger *slog.Logger) *Hub {
 	}
 }
 
-// Reads is how many times the hub has read the outbox, and Wakes how many
-// times it has woken its streams: with every stream at one cursor, at most
-// one read per wake, whatever their number.
-func (h *Hub) Reads() uint64 { return h.reads.Load() }
-
-// Wakes: see Reads.
-func (h *Hub) Wakes() uint64 { return h.wakes.Load() }
-
 // Run listens for outbox notifications until ctx ends or LISTEN is refused,
 // reconnecting as needed. When Run returns the hub is closed: open streams
 // end, so an http.Server's Shutdown is not held up by them.

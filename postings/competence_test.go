@@ -26,19 +26,12 @@ func TestCompetenceIsTheSaoPauloDate(t *testing.T) {
 func TestSeptemberRefundLeavesAugustUnchanged(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	ctx := context.Background()
 	s, err := postings.Sale("ch-1", "BRL", 4990, 0, ledgertest.SaoPaulo(2026, 8, 31, 22, 30))
 	p := ledgertest.Post(t, l, s, err)
 	if got := p.Competence.Format(time.DateOnly); got != "2026-08-31" {
 		t.Fatalf("sale booked on %s, want 2026-08-31", got)
 	}
-	augRevenue := func() int64 {
-		v, err := accounts.MonthChange(ctx, db, accounts.Revenue, "2026-08-01")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	augRevenue := func() int64 { return ledgertest.MonthChange(t, db, accounts.Revenue, "2026-08-01") }
 	before := augRevenue()
 	r, err := postings.Refund("ch-1", "rf-1", "BRL", 4990, ledgertest.SaoPaulo(2026, 9, 2, 10, 0))
 	p = ledgertest.Post(t, l, r, err)
@@ -48,7 +41,7 @@ func TestSeptemberRefundLeavesAugustUnchanged(t *testing.T) {
 	if after := augRevenue(); after != before || after != -4990 {
 		t.Fatalf("August revenue %d before, %d after the refund; want -4990 both", before, after)
 	}
-	sep, _ := accounts.MonthChange(ctx, db, accounts.Revenue, "2026-09-01")
+	sep := ledgertest.MonthChange(t, db, accounts.Revenue, "2026-09-01")
 	if sep != 4990 {
 		t.Fatalf("September revenue change %d, want +4990 (the refund)", sep)
 	}

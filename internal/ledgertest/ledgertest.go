@@ -101,3 +101,39 @@ func Count(t testing.TB, db *sqlx.DB, query string, args ...any) int64 {
 	}
 	return n
 }
+
+// Balance returns the signed balance (debits positive) of code and all its
+// descendants, in centavos, over every posting whose competence month is
+// before the month given as YYYY-MM-01; an empty before means all time.
+func Balance(t testing.TB, q sqlx.QueryerContext, code string, before string) int64 {
+	t.Helper()
+	return sum(t, q, code, "", before)
+}
+
+// MonthChange returns the signed sum of postings on code and its
+// descendants whose competence month is month (YYYY-MM-01).
+func MonthChange(t testing.TB, q sqlx.QueryerContext, code string, month string) int64 {
+	t.Helper()
+	m, err := time.Parse(time.DateOnly, month)
+	if err != nil {
+		t.Fatalf("change of %s: month %q: %v", code, month, err)
+	}
+	return sum(t, q, code, month, m.AddDate(0, 1, 0).Format(time.DateOnly))
+}
+
+// sum adds the postings on code and its descendants whose competence month
+// is in [from, before); an empty bound is open.
+func sum(t testing.TB, q sqlx.QueryerContext, code, from, before string) int64 {
+	t.Helper()
+	var total int64
+	err := sqlx.GetContext(context.Background(), q, &total, `
+		SELECT coalesce(sum(p.amount), 0)::bigint
+		FROM postings p JOIN accounts a ON a.id = p.account_id
+		WHERE (a.code = $1 OR starts_with(a.code, $1 || ':'))
+		  AND ($2 = '' OR p.competence_month >= $2::date)
+		  AND ($3 = '' OR p.competence_month < $3::date)`, code, from, before)
+	if err != nil {
+		t.Fatalf("sum of %s in [%s, %s): %v", code, from, before, err)
+	}
+	return total
+}
