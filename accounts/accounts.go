@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/razao/razao/internal/kind"
 )
 
 // Type is an account's place in the accounting equation.
@@ -43,7 +44,7 @@ const DefaultCurrency = "BRL"
 // Errors returned by this package; callers test them with errors.Is.
 var (
 	ErrInvalidCode    = errors.New("invalid account code")
-	ErrUnknownAccount = errors.New("unknown account")
+	ErrUnknownAccount = kind.New(kind.NotFound, "not-found", "Not found", "unknown account")
 )
 
 // Account is one node of the chart.

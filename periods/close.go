@@ -16,19 +16,21 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
 
 // Refusals of a close. Nothing changed when one is returned.
 var (
-	ErrMonthNotOver     = errors.New("month has not ended yet")
-	ErrEarlierMonthOpen = errors.New("an earlier month is still open")
-	ErrAlreadyClosed    = errors.New("month is already closed")
+	ErrMonthNotOver     = kind.New(kind.Conflict, "month-not-over", "Month has not ended", "month has not ended yet")
+	ErrEarlierMonthOpen = kind.New(kind.Conflict, "earlier-month-open", "An earlier month is still open", "an earlier month is still open")
+	ErrAlreadyClosed    = kind.New(kind.Conflict, "already-closed", "Month already closed", "month is already closed")
 	// ErrCloseBusy: posting transactions held the close lock for longer
 	// than CloseLockTimeout. The close gave up rather than queue every new
 	// posting behind it; it can be tried again.
-	ErrCloseBusy = errors.New("postings in flight held the close lock; nothing was closed, try again")
+	ErrCloseBusy = kind.New(kind.Unavailable, "close-busy", "Postings in flight held the close lock",
+		"postings in flight held the close lock; nothing was closed, try again").After(5 * time.Second)
 )
 
 // CloseLockTimeout bounds how long a close waits for the posting

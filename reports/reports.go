@@ -24,7 +24,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -32,6 +31,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/postings"
 )
 
@@ -41,26 +41,26 @@ var (
 	ErrInvalidMonth = postings.ErrInvalidMonth
 	// ErrInvalidRange: a series whose from is after to, or longer than
 	// MaxSeriesMonths.
-	ErrInvalidRange = errors.New("invalid month range")
+	ErrInvalidRange = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid month range")
 	// ErrUnknownAccount: no account has the code.
 	ErrUnknownAccount = accounts.ErrUnknownAccount
 	// ErrInvalidCursor: a cursor this package did not issue for the same
 	// listing (another month, another status).
-	ErrInvalidCursor = errors.New("invalid cursor")
+	ErrInvalidCursor = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid cursor")
 	// ErrUnknownKind: a CSV export kind other than journal,
 	// trial-balance and income-statement.
-	ErrUnknownKind = errors.New("unknown export kind")
+	ErrUnknownKind = kind.New(kind.NotFound, "unknown-export", "No such export", "unknown export kind")
 	// ErrUnknownDialect: a CSV dialect other than rfc4180 and br.
-	ErrUnknownDialect = errors.New("unknown CSV dialect")
+	ErrUnknownDialect = kind.New(kind.NotFound, "unknown-export", "No such export", "unknown CSV dialect")
 	// ErrInvalidStatus: a divergence status filter other than open,
 	// resolved or empty.
-	ErrInvalidStatus = errors.New("invalid divergence status")
+	ErrInvalidStatus = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid divergence status")
 	// ErrInvalidNote: an empty or overlong resolution note.
-	ErrInvalidNote = errors.New("invalid resolution note")
+	ErrInvalidNote = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid resolution note")
 	// ErrNotFound: no divergence has the id.
-	ErrNotFound = errors.New("divergence not found")
+	ErrNotFound = kind.New(kind.NotFound, "not-found", "Not found", "divergence not found")
 	// ErrAlreadyResolved: the divergence was resolved before.
-	ErrAlreadyResolved = errors.New("divergence already resolved")
+	ErrAlreadyResolved = kind.New(kind.Conflict, "already-resolved", "Divergence already resolved", "divergence already resolved")
 )
 
 // Page sizes of the paginated listings.
