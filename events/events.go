@@ -199,6 +199,11 @@ const horizon = `(
 // safe event it returns one row of NULLs carrying held. held is asked
 // after the given cursor, not after the batch: below a batch that is not
 // full, every row under the horizon is in it, so the answer is the same.
+// held is the first row in cursor order rather than an EXISTS: PostgreSQL
+// drops ORDER BY and LIMIT from an EXISTS and then chose a scan of the
+// whole outbox for it (the horizon is unknown when planning), a cost that
+// grew with every event ever written and was paid on every read of every
+// wake.
 const readSQL = `
 WITH h AS MATERIALIZED (SELECT ` + horizon + ` AS x),
 ev AS (
@@ -208,7 +213,8 @@ ev AS (
   ORDER BY xid, id
   LIMIT $3)
 SELECT ev.xid::text AS xid, ev.id, ev.topic, ev.charge_id, ev.payload, ev.created_at,
-  EXISTS (SELECT 1 FROM outbox o WHERE (o.xid, o.id) > ($1::xid8, $2::bigint) AND o.xid >= (SELECT x FROM h)) AS held
+  (SELECT o.id FROM outbox o WHERE (o.xid, o.id) > ($1::xid8, $2::bigint) AND o.xid >= (SELECT x FROM h)
+   ORDER BY o.xid, o.id LIMIT 1) IS NOT NULL AS held
 FROM (SELECT) AS one LEFT JOIN ev ON true
 ORDER BY ev.xid, ev.id`
 

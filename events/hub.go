@@ -79,9 +79,12 @@ type Hub struct {
 	perToken map[int64]int
 	// batches are the reads started since the last wake, by cursor.
 	batches map[string]*batch
-	// within finds, by an event's cursor, the read since the last wake
-	// that returned that event and more after it: a stream behind the
-	// others takes the rest of that read instead of reading again.
+	// within finds, by an event's cursor, a read of this wake or the one
+	// before that returned that event and more after it: a stream behind
+	// the others takes the rest of that read instead of reading again.
+	// Events a read returned are final (nothing can commit before them any
+	// more), so the rest stays true across wakes; only "nothing after the
+	// last event" is forgotten at the next wake.
 	within map[string]suffix
 	// started counts reads started, to tell a stream that subscribed after
 	// a read began not to share it.
@@ -125,6 +128,7 @@ type subscriber struct {
 // at that cursor until the next wake.
 type batch struct {
 	seq    uint64
+	wake   uint64 // the wake during which it was read
 	done   chan struct{}
 	frames []byte // the events, encoded once as SSE frames
 	n      int    // how many
@@ -144,11 +148,13 @@ type suffix struct {
 	i int
 }
 
-// rest is the part of b after its event i, as a batch of its own.
-func (b *batch) rest(i int) *batch {
+// rest is the part of b after its event i, as a batch of its own. A rest
+// of a read of an earlier wake says more may follow at once (full): the
+// commit this wake announces may be after it.
+func (b *batch) rest(i int, wake uint64) *batch {
 	done := make(chan struct{})
 	close(done)
-	rest := &batch{seq: b.seq, done: done, n: b.n - i - 1, last: b.last, held: b.held, full: b.full}
+	rest := &batch{seq: b.seq, wake: b.wake, done: done, n: b.n - i - 1, last: b.last, held: b.held, full: b.full || b.wake != wake}
 	if i+1 < b.n {
 		rest.frames = b.frames[b.offs[i+1]:]
 	}
@@ -184,6 +190,13 @@ func NewHub(db *sqlx.DB, dbURL string, logger *slog.Logger) *Hub {
 	}
 }
 
+// Reads is how many times the hub has read the outbox, and Wakes how many
+// times it has woken its streams: with every stream at one cursor, at most
+// one read per wake, whatever their number.
+func (h *Hub) Reads() uint64 { return h.reads.Load() }
+
+// Wakes: see Reads.
+func (h *Hub) Wakes() uint64 { return h.wakes.Load() }
 // Run listens for outbox notifications until ctx ends or LISTEN is refused,
 // reconnecting as needed. When Run returns the hub is closed: open streams
 // end, so an http.Server's Shutdown is not held up by them.
@@ -343,14 +356,20 @@ func (h *Hub) unsubscribe(sub *subscriber) {
 }
 
 // wakeAll tells every stream to read the outbox again. The reads of the
-// last wake are forgotten: a read that began before the wake may have
-// missed the commit it announces.
+// last wake are no longer shared, and what they said about the end of the
+// outbox is forgotten: a read that began before the wake may have missed
+// the commit it announces. What they returned stays in within for one more
+// wake, for the streams still behind.
 func (h *Hub) wakeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.wakes.Add(1)
+	wake := h.wakes.Add(1)
 	clear(h.batches)
-	clear(h.within)
+	for cursor, sfx := range h.within {
+		if sfx.i == sfx.b.n-1 || sfx.b.wake+1 < wake {
+			delete(h.within, cursor)
+		}
+	}
 	if !h.heldSeen {
 		h.retryDelay = 0
 	}
@@ -397,11 +416,11 @@ func (h *Hub) read(ctx context.Context, cursor string, after uint64) (*batch, er
 	b := h.batches[cursor]
 	if sfx, ok := h.within[cursor]; (b == nil || b.seq <= after) && ok && sfx.b.seq > after {
 		h.mu.Unlock()
-		return sfx.b.rest(sfx.i), nil
+		return sfx.b.rest(sfx.i, h.wakes.Load()), nil
 	}
 	if b == nil || b.seq <= after {
 		h.started++
-		b = &batch{seq: h.started, done: make(chan struct{})}
+		b = &batch{seq: h.started, wake: h.wakes.Load(), done: make(chan struct{})}
 		h.batches[cursor] = b
 		go h.fill(b, cursor)
 	}

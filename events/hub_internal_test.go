@@ -8,10 +8,10 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 )
 
-// A stream behind the others, at an event a read of this wake returned,
-// takes the rest of that read instead of reading the outbox again (nothing,
-// at its last event: it is as if it had read then); after
-// the next wake it reads again (the read may have missed what the wake
+// A stream behind the others, at an event a recent read returned, takes
+// the rest of that read instead of reading the outbox again (nothing, at
+// its last event within the same wake: it is as if it had read then; after
+// a wake it reads again, the read may have missed what the wake
 // announces).
 func TestStreamBehindTakesTheRestOfARead(t *testing.T) {
 	t.Parallel()
@@ -42,11 +42,22 @@ func TestStreamBehindTakesTheRestOfARead(t *testing.T) {
 	if err != nil || caughtUp.n != 0 || h.Reads() != 1 {
 		t.Fatalf("a stream at the read's last event: %v, %d events, %d reads; want none and no new read", err, caughtUp.n, h.Reads())
 	}
+	// After a wake, the events of the first read are still final: a stream
+	// behind takes their rest without reading, told to read again at once
+	// (the commit the wake announces may follow them), while a stream at
+	// the read's last event must read.
 	h.wakeAll()
-	if _, err := h.read(ctx, all.cursors[1], 0); err != nil {
-		t.Fatal(err)
+	late, err := h.read(ctx, all.cursors[1], 0)
+	if err != nil || h.Reads() != 1 || late.n != 3 || !late.full {
+		t.Fatalf("behind, after a wake: %v, %d events, full %v, %d reads; want the 3 after %s, full, no new read", err, late.n, late.full, h.Reads(), all.cursors[1])
 	}
-	if h.Reads() != 2 {
-		t.Fatalf("%d reads after a wake, want 2", h.Reads())
+	if _, err := h.read(ctx, all.last, 0); err != nil || h.Reads() != 2 {
+		t.Fatalf("at the last event, after a wake: %v, %d reads, want 2", err, h.Reads())
+	}
+	// Two wakes later the first read is forgotten.
+	h.wakeAll()
+	h.wakeAll()
+	if _, err := h.read(ctx, all.cursors[1], 0); err != nil || h.Reads() != 3 {
+		t.Fatalf("behind, two wakes later: %v, %d reads, want 3", err, h.Reads())
 	}
 }

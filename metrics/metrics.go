@@ -154,3 +154,22 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(parkedDesc, prometheus.GaugeValue, float64(row.Parked))
 	ch <- prometheus.MustNewConstMetric(openDesc, prometheus.GaugeValue, float64(row.Open))
 }
+
+// EventStreams exposes how often the event hub woke its streams and how
+// often it read the outbox for them: with every stream at one cursor, reads
+// stay near wakes whatever the number of streams, and a gap between the two
+// that grows with the streams is a regression.
+func (m *Metrics) EventStreams(wakes, reads func() uint64) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "razao_event_stream_wakes_total",
+			Help: "Times the event hub woke its open streams (a notification, the poll, or events held back).",
+		}, func() float64 { return float64(wakes()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "razao_event_stream_reads_total",
+			Help: "Reads of the outbox made by the event hub for its streams.",
+		}, func() float64 { return float64(reads()) }))
+}

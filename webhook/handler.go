@@ -30,7 +30,7 @@ type Handler struct {
 	proc      *Processor
 	now       func() time.Time
 	log       *slog.Logger
-	large     gate
+	large     *gate
 	refusals  *refusalLog
 	// Metrics counts deliveries by endpoint and outcome; nil counts nothing.
 	Metrics *metrics.Metrics
@@ -302,15 +302,19 @@ func reply(w http.ResponseWriter, code int, body Response) {
 // is a registration test. A large body holds one of the gate's slots
 // until it is authenticated.
 func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, ep *Endpoint) (scheme.Request, bool) {
-	leave, ok := h.large.enter(r.Context(), r)
+	in, leave, ok := h.large.enter(r)
 	if !ok {
-		h.reply(w, ep.Name, "busy", http.StatusServiceUnavailable, Response{Status: "error", Error: "too many large deliveries at once; send it again"})
+		h.busy(w, ep)
 		return scheme.Request{}, false
 	}
 	defer leave()
-	body, err := readBody(w, r, ep.MaxBody)
+	body, err := readBody(w, r, in, ep.MaxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
+		if errors.Is(err, errGateBusy) {
+			h.busy(w, ep)
+			return scheme.Request{}, false
+		}
 		if errors.As(err, &tooBig) {
 			h.reply(w, ep.Name, "too_large", http.StatusRequestEntityTooLarge, Response{Status: "error", Error: "body too large"})
 			return scheme.Request{}, false
@@ -342,10 +346,16 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, ep *Endpo
 	return req, true
 }
 
-// readBody reads at most limit bytes of r's body, in one allocation when
-// the request states its length.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	rd := http.MaxBytesReader(w, r.Body, limit)
+// busy answers a large body that found no slot or budget in time.
+func (h *Handler) busy(w http.ResponseWriter, ep *Endpoint) {
+	h.reply(w, ep.Name, "busy", http.StatusServiceUnavailable, Response{Status: "error", Error: "too many large deliveries at once; send it again"})
+}
+
+// readBody reads at most limit bytes of r's body from in (r.Body, or the
+// gate's budgeted reader of it), in one allocation when the request states
+// its length.
+func readBody(w http.ResponseWriter, r *http.Request, in io.Reader, limit int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, io.NopCloser(in), limit)
 	if r.ContentLength < 0 || r.ContentLength > limit {
 		return io.ReadAll(rd)
 	}

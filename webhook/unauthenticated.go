@@ -2,53 +2,102 @@ package webhook
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Until a delivery is authenticated, its bytes are anyone's. A flood of
 // forged bodies must cost the genuine deliveries as little as possible,
-// so what runs before authentication is bounded three ways:
+// so what runs before authentication is bounded four ways:
 //   - nothing costlier than reading the body, a bounded byte scan and the
 //     MAC runs before Authenticate (see ServeHTTP);
 //   - bodies larger than a genuine single delivery (smallBody) are read
 //     and authenticated at most largeSlots at a time: a flood of them
 //     then competes with the genuine deliveries for two goroutines'
 //     worth of CPU, not for as many as it opens connections;
+//   - those large bodies are read at most largeRate bytes a second in all.
+//     Two slots alone still let a flood on the same machine push about
+//     380 MB/s through them (read, MAC'd and refused), and the flood's
+//     sender and the kernel's copies took the CPU the genuine deliveries
+//     needed. What is not read stays in the sender's socket: TCP slows
+//     the sender down instead of razao speeding it up. largeRate is
+//     far above what genuine large deliveries need (a 2,000-item bcb-pix
+//     callback is about 250 KB, and PSPs send a few a second at most);
 //   - refusals are logged at most 20 a second per endpoint, with how many
 //     were not logged: a flood must not also be a flood of log lines.
 const (
 	smallBody  = 32 << 10
 	largeSlots = 2
-	// largeWait bounds how long a large body waits for a slot before it
-	// is answered 503, which a PSP retries.
+	largeRate  = 16 << 20
+	// largeBurst lets the first large bodies after a quiet spell be read
+	// at once; largeChunk is the most read per wait for the budget.
+	largeBurst = 1 << 20
+	largeChunk = 32 << 10
+	// largeWait bounds how long a large body waits for a slot and for the
+	// budget to read it before it is answered 503, which a PSP retries.
 	largeWait = 5 * time.Second
 )
 
-// gate holds the slots of large unauthenticated bodies.
-type gate chan struct{}
+// errGateBusy says a large unauthenticated body could not be read within
+// largeWait: too many large bodies at once.
+var errGateBusy = errors.New("too many large deliveries at once")
 
-func newGate() gate { return make(gate, largeSlots) }
+// gate holds the slots and the read budget of large unauthenticated bodies.
+type gate struct {
+	slots  chan struct{}
+	budget *rate.Limiter
+	wait   time.Duration
+}
 
-// enter takes a slot for r if its body may be large (over smallBody, or of
-// unknown length) and returns the function that gives it back; ok is false
-// when no slot freed up within largeWait or the request ended.
-func (g gate) enter(ctx context.Context, r *http.Request) (leave func(), ok bool) {
-	if r.ContentLength >= 0 && r.ContentLength <= smallBody {
-		return func() {}, true
+func newGate() *gate {
+	return &gate{slots: make(chan struct{}, largeSlots), budget: rate.NewLimiter(largeRate, largeBurst), wait: largeWait}
+}
+
+// large says whether r's body may be large: over smallBody, or of unknown
+// length.
+func large(r *http.Request) bool { return r.ContentLength < 0 || r.ContentLength > smallBody }
+
+// enter takes a slot for r if its body may be large and returns the
+// function that gives it back and the body to read, which for a large body
+// waits for the budget; ok is false when no slot freed up within the
+// gate's wait or the request ended.
+func (g *gate) enter(r *http.Request) (body io.Reader, leave func(), ok bool) {
+	if !large(r) {
+		return r.Body, func() {}, true
 	}
-	t := time.NewTimer(largeWait)
-	defer t.Stop()
+	ctx, cancel := context.WithTimeout(r.Context(), g.wait)
 	select {
-	case g <- struct{}{}:
-		return func() { <-g }, true
-	case <-t.C:
-		return nil, false
+	case g.slots <- struct{}{}:
+		return &budgeted{r: r.Body, g: g, ctx: ctx}, func() { cancel(); <-g.slots }, true
 	case <-ctx.Done():
-		return nil, false
+		cancel()
+		return nil, nil, false
 	}
+}
+
+// budgeted reads r no faster than its gate's budget allows, failing with
+// errGateBusy once the budget cannot be had before ctx's deadline (the gate's
+// wait, counted from entering it).
+type budgeted struct {
+	r   io.Reader
+	g   *gate
+	ctx context.Context
+}
+
+func (b *budgeted) Read(p []byte) (int, error) {
+	if len(p) > largeChunk {
+		p = p[:largeChunk]
+	}
+	if err := b.g.budget.WaitN(b.ctx, len(p)); err != nil {
+		return 0, errGateBusy // the wait would outlast the deadline, or the request ended
+	}
+	return b.r.Read(p)
 }
 
 // refusalLog logs at most burst refused deliveries per endpoint and

@@ -1,0 +1,80 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/razao/razao/internal/pgtest"
+)
+
+// Every read of the hub asks whether committed events are held back. That
+// question once planned as a scan of the whole outbox (an EXISTS, whose
+// ORDER BY and LIMIT PostgreSQL drops, against a horizon unknown at
+// planning time): a cost that grew with every event ever written, paid on
+// every read of every wake, and with 1,000 open streams the statement the
+// database was busiest with. On an analysed outbox of 20,000 events, the
+// read as the driver sends it (parameters, not literals) must touch the
+// outbox only through its cursor index.
+func TestReadFindsHeldEventsThroughTheCursorIndex(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	// One xid per event, as deliveries write them (only the plan is
+	// looked at, so whether these xids are past or future does not
+	// matter).
+	if _, err := db.ExecContext(ctx, `INSERT INTO outbox (xid, topic, charge_id, payload)
+		SELECT g::text::xid8, 'charge.paid', 'c' || g, '{}'
+		FROM generate_series(1, 20000) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `ANALYZE outbox`); err != nil {
+		t.Fatal(err)
+	}
+	var xid string
+	var id int64
+	if err := db.QueryRowContext(ctx, `SELECT xid::text, id FROM outbox ORDER BY xid, id OFFSET 19990 LIMIT 1`).Scan(&xid, &id); err != nil {
+		t.Fatal(err)
+	}
+	var plan string
+	if err := db.QueryRowContext(ctx, `EXPLAIN (FORMAT JSON) `+readSQL, xid, id, MaxLimit).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []map[string]any
+	if err := json.Unmarshal([]byte(plan), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	var scans []string
+	walkPlan(nodes[0]["Plan"], func(n map[string]any) {
+		if n["Relation Name"] == "outbox" {
+			scans = append(scans, n["Node Type"].(string)+" using "+stringOf(n["Index Name"]))
+		}
+	})
+	if len(scans) == 0 {
+		t.Fatalf("no scan of outbox in the plan:\n%s", plan)
+	}
+	for _, s := range scans {
+		if !strings.HasSuffix(s, "using ix_outbox_cursor") {
+			t.Errorf("the read scans outbox as %q, want only the cursor index (ix_outbox_cursor); plan:\n%s", s, plan)
+		}
+	}
+}
+
+// walkPlan calls f on every node of an EXPLAIN (FORMAT JSON) plan.
+func walkPlan(node any, f func(map[string]any)) {
+	n, ok := node.(map[string]any)
+	if !ok {
+		return
+	}
+	f(n)
+	kids, _ := n["Plans"].([]any)
+	for _, k := range kids {
+		walkPlan(k, f)
+	}
+}
+
+func stringOf(v any) string {
+	s, _ := v.(string)
+	return s
+}
