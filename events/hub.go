@@ -197,6 +197,7 @@ func (h *Hub) Reads() uint64 { return h.reads.Load() }
 
 // Wakes: see Reads.
 func (h *Hub) Wakes() uint64 { return h.wakes.Load() }
+
 // Run listens for outbox notifications until ctx ends or LISTEN is refused,
 // reconnecting as needed. When Run returns the hub is closed: open streams
 // end, so an http.Server's Shutdown is not held up by them.
