@@ -21,6 +21,7 @@ import (
 	"github.com/razao/razao/internal/httplog"
 	"github.com/razao/razao/internal/strictjson"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/reports"
 )
 
@@ -40,6 +41,8 @@ type API struct {
 	// charge is registered to one of them (see
 	// charges.NewCharge.ResolveMerchant).
 	Merchants []string
+	// Reconciler takes uploaded statements; nil takes none.
+	Reconciler *reconcile.Reconciler
 }
 
 // Register mounts the /v1 routes on r. Every route needs a bearer token
@@ -66,6 +69,7 @@ func (a *API) Register(r *mux.Router) {
 	// Finance's call, not the selling app's: resolving needs admin.
 	route(http.MethodPost, "/divergences/{id}/resolve", auth.Admin, a.resolveDivergence)
 	route(http.MethodGet, "/exports/{kind}.csv", auth.Read, a.exportCSV)
+	a.registerReconciliations(route)
 	if a.Events != nil {
 		route(http.MethodGet, "/events", auth.Read, a.Events.ServeHTTP)
 	}

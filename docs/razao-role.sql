@@ -56,6 +56,9 @@ GRANT SELECT, INSERT, UPDATE ON charges, inbox, divergences, export_runs TO raza
 GRANT SELECT, INSERT ON access_grants TO razao;
 GRANT SELECT, INSERT ON api_tokens TO razao;
 GRANT UPDATE (revoked_at) ON api_tokens TO razao;
+-- Console sessions (sql/0026): created at sign-in, deleted at sign-out or
+-- once expired.
+GRANT SELECT, INSERT, DELETE ON console_sessions TO razao;
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO razao;
 

@@ -57,6 +57,13 @@ CREATE TABLE closed_periods (
     closed_xid xid8 DEFAULT pg_current_xact_id()
 );
 
+CREATE TABLE console_sessions (
+    session_hash bytea NOT NULL,
+    token_id bigint NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    expires_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE divergences (
     id bigint NOT NULL DEFAULT nextval('divergences_id_seq'::regclass),
     inbox_id bigint,
@@ -169,6 +176,64 @@ CREATE TABLE postings (
     competence_month date NOT NULL
 );
 
+CREATE TABLE reconciliation_lines (
+    run_id bigint NOT NULL,
+    line bigint NOT NULL,
+    side text NOT NULL DEFAULT 'statement'::text,
+    kind text NOT NULL,
+    event_type text NOT NULL DEFAULT ''::text,
+    event_id text NOT NULL DEFAULT ''::text,
+    psp_id text NOT NULL DEFAULT ''::text,
+    charge_ref text NOT NULL DEFAULT ''::text,
+    refund_id text NOT NULL DEFAULT ''::text,
+    amount bigint NOT NULL DEFAULT 0,
+    fee bigint,
+    at timestamp with time zone,
+    detail text NOT NULL DEFAULT ''::text,
+    outcome text,
+    reason text,
+    charge_id text,
+    ledger_amount bigint,
+    ledger_fee bigint,
+    inbox_id bigint
+);
+
+CREATE TABLE reconciliation_pages (
+    run_id bigint NOT NULL,
+    pass integer NOT NULL,
+    page integer NOT NULL,
+    total bigint NOT NULL,
+    items integer NOT NULL,
+    page_count integer NOT NULL,
+    body bytea NOT NULL,
+    fetched_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE reconciliation_runs (
+    id bigint NOT NULL DEFAULT nextval('reconciliation_runs_id_seq'::regclass),
+    endpoint text NOT NULL,
+    source text NOT NULL,
+    window_from timestamp with time zone NOT NULL,
+    window_to timestamp with time zone NOT NULL,
+    final boolean NOT NULL,
+    scheduled boolean NOT NULL DEFAULT false,
+    status text NOT NULL DEFAULT 'running'::text,
+    claimed_by text NOT NULL,
+    lease_until timestamp with time zone NOT NULL,
+    attempts integer NOT NULL DEFAULT 1,
+    pages integer NOT NULL DEFAULT 0,
+    lines bigint NOT NULL DEFAULT 0,
+    matched bigint NOT NULL DEFAULT 0,
+    booked bigint NOT NULL DEFAULT 0,
+    divergences bigint NOT NULL DEFAULT 0,
+    loaded boolean NOT NULL DEFAULT false,
+    file_sha256 text,
+    last_error text,
+    started_at timestamp with time zone NOT NULL DEFAULT now(),
+    finished_at timestamp with time zone,
+    duration_ms bigint
+);
+
 CREATE TABLE schema_migrations (
     version integer NOT NULL,
     name text NOT NULL,
@@ -213,6 +278,9 @@ ALTER TABLE charges ADD CONSTRAINT ck_charges_refunded CHECK (((refunded_amount 
 ALTER TABLE charges ADD CONSTRAINT ck_charges_state CHECK ((state = ANY (ARRAY['pending'::text, 'paid'::text, 'partially_refunded'::text, 'refunded'::text, 'failed'::text])));
 ALTER TABLE closed_periods ADD CONSTRAINT ck_closed_periods_first_day CHECK ((EXTRACT(day FROM month) = (1)::numeric));
 ALTER TABLE closed_periods ADD CONSTRAINT closed_periods_pkey PRIMARY KEY (month);
+ALTER TABLE console_sessions ADD CONSTRAINT ck_console_sessions_expiry CHECK ((expires_at > created_at));
+ALTER TABLE console_sessions ADD CONSTRAINT ck_console_sessions_hash CHECK ((octet_length(session_hash) = 32));
+ALTER TABLE console_sessions ADD CONSTRAINT console_sessions_pkey PRIMARY KEY (session_hash);
 ALTER TABLE divergences ADD CONSTRAINT ck_divergences_reason CHECK ((reason = ANY (ARRAY['unknown_charge'::text, 'amount_mismatch'::text, 'currency_mismatch'::text, 'refund_exceeds_paid'::text, 'refund_amount_missing'::text, 'malformed'::text, 'disputed'::text, 'second_payment'::text, 'processing_failed'::text, 'refund_of_other_payment'::text, 'refund_amount_changed'::text, 'refund_without_payment'::text, 'merchant_mismatch'::text])));
 ALTER TABLE divergences ADD CONSTRAINT ck_divergences_status CHECK ((status = ANY (ARRAY['open'::text, 'resolved'::text])));
 ALTER TABLE divergences ADD CONSTRAINT divergences_inbox_id_fkey FOREIGN KEY (inbox_id) REFERENCES inbox(id);
@@ -249,6 +317,18 @@ ALTER TABLE postings ADD CONSTRAINT ck_postings_amount_nonzero CHECK ((amount <>
 ALTER TABLE postings ADD CONSTRAINT fk_postings_account_currency FOREIGN KEY (account_id, currency) REFERENCES accounts(id, currency);
 ALTER TABLE postings ADD CONSTRAINT fk_postings_set_month FOREIGN KEY (posting_set_id, competence_month) REFERENCES posting_sets(id, competence_month);
 ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY (id);
+ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_kind CHECK ((kind = ANY (ARRAY['paid'::text, 'refunded'::text, 'refund_open'::text, 'invalid'::text])));
+ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_outcome CHECK ((outcome = ANY (ARRAY['matched'::text, 'booked'::text, 'divergence'::text])));
+ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_side CHECK ((side = ANY (ARRAY['statement'::text, 'ledger'::text])));
+ALTER TABLE reconciliation_lines ADD CONSTRAINT reconciliation_lines_pkey PRIMARY KEY (run_id, line);
+ALTER TABLE reconciliation_lines ADD CONSTRAINT reconciliation_lines_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE CASCADE;
+ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_pkey PRIMARY KEY (run_id, pass, page);
+ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE CASCADE;
+ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_endpoint CHECK (((length(endpoint) >= 1) AND (length(endpoint) <= 63)));
+ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_source CHECK ((source = ANY (ARRAY['bcb-pix'::text, 'csv'::text])));
+ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_status CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text])));
+ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_window CHECK ((window_from < window_to));
+ALTER TABLE reconciliation_runs ADD CONSTRAINT reconciliation_runs_pkey PRIMARY KEY (id);
 ALTER TABLE schema_migrations ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT ck_trial_balance_snapshots_closing CHECK ((closing = ((opening + debits) - credits)));
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT ck_trial_balance_snapshots_sides CHECK (((debits >= 0) AND (credits >= 0)));
@@ -258,7 +338,10 @@ ALTER TABLE trial_balance_snapshots ADD CONSTRAINT pk_trial_balance_snapshots PR
 
 -- Indexes that back no constraint
 
+CREATE INDEX ix_charges_paid_ref ON public.charges USING btree (paid_ref) WHERE (paid_ref IS NOT NULL);
 CREATE UNIQUE INDEX uq_charges_psp_ref ON public.charges USING btree (psp_ref) WHERE (psp_ref IS NOT NULL);
+CREATE INDEX ix_console_sessions_expires ON public.console_sessions USING btree (expires_at);
+CREATE INDEX ix_console_sessions_token ON public.console_sessions USING btree (token_id);
 CREATE INDEX ix_divergences_open ON public.divergences USING btree (created_at) WHERE (status = 'open'::text);
 CREATE INDEX ix_divergences_status_id ON public.divergences USING btree (status, id);
 CREATE INDEX ix_export_runs_retry ON public.export_runs USING btree (slot) WHERE (status <> 'succeeded'::text);
@@ -267,6 +350,7 @@ CREATE INDEX ix_inbox_parked ON public.inbox USING btree (charge_ref) WHERE (sta
 CREATE INDEX ix_outbox_cursor ON public.outbox USING btree (xid, id);
 CREATE INDEX ix_posting_sets_charge ON public.posting_sets USING btree (charge_id) WHERE (charge_id IS NOT NULL);
 CREATE INDEX ix_posting_sets_competence_month ON public.posting_sets USING btree (competence_month, id);
+CREATE INDEX ix_posting_sets_event_at ON public.posting_sets USING btree (event_at) WHERE (kind = ANY (ARRAY['sale'::text, 'refund'::text]));
 CREATE INDEX ix_posting_sets_partner ON public.posting_sets USING btree (partner) WHERE (partner IS NOT NULL);
 CREATE UNIQUE INDEX uq_commission_per_charge ON public.posting_sets USING btree (charge_id) WHERE (kind = 'commission'::text);
 CREATE UNIQUE INDEX uq_refund_per_psp_refund ON public.posting_sets USING btree (charge_id, refund_id) WHERE (kind = 'refund'::text);
@@ -274,6 +358,9 @@ CREATE UNIQUE INDEX uq_reversal_per_psp_refund ON public.posting_sets USING btre
 CREATE UNIQUE INDEX uq_sale_per_charge ON public.posting_sets USING btree (charge_id) WHERE (kind = 'sale'::text);
 CREATE INDEX ix_postings_account_month ON public.postings USING btree (account_id, competence_month) INCLUDE (amount);
 CREATE INDEX ix_postings_set ON public.postings USING btree (posting_set_id);
+CREATE INDEX ix_reconciliation_runs_endpoint ON public.reconciliation_runs USING btree (endpoint, id);
+CREATE INDEX ix_reconciliation_runs_unfinished ON public.reconciliation_runs USING btree (lease_until) WHERE (status = 'running'::text);
+CREATE UNIQUE INDEX uq_reconciliation_runs_window ON public.reconciliation_runs USING btree (endpoint, window_from, window_to, final) WHERE scheduled;
 
 -- Functions
 

@@ -18,6 +18,7 @@ import (
 	"github.com/razao/razao/exports"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/reports"
 	"github.com/razao/razao/webhook"
 )
@@ -35,6 +36,8 @@ type fileConfig struct {
 	Endpoints      []webhook.EndpointConfig `yaml:"endpoints"`
 	Exports        exportsConfig            `yaml:"exports"`
 	Events         eventsConfig             `yaml:"events"`
+	// Reconciliation names each endpoint's statement source.
+	Reconciliation []reconcile.EndpointConfig `yaml:"reconciliation"`
 }
 
 // eventsConfig sizes GET /v1/events; zero means the hub's default.
@@ -59,6 +62,7 @@ type serveConfig struct {
 	configPath     string
 	listen         string
 	tls            *tlsServing // nil: plain HTTP
+	behindProxy    bool        // TLS ends at a proxy in front
 	timeZone       string
 	goLive         time.Time
 	migrate        bool
@@ -68,6 +72,8 @@ type serveConfig struct {
 	timeouts       serverTimeouts
 	maxAmount      money.Limit // bounds every amount that enters (charges, payouts, sets, PSPs' amounts)
 	events         eventsConfig
+	reconciliation []reconcile.EndpointConfig
+	getenv         func(string) string // the environment the config was read with: reconciliation's secrets
 }
 
 // serverTimeouts bound how long a client may hold a connection: a slow
@@ -131,6 +137,9 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	if err := cfg.loadSecrets(file, getenv); err != nil {
 		return cfg, err
 	}
+	if err := cfg.checkReconciliation(file, cal, getenv); err != nil {
+		return cfg, err
+	}
 	return cfg, cfg.checkServing(file, *behindProxy)
 }
 
@@ -142,7 +151,8 @@ func (cfg *serveConfig) checkServing(file fileConfig, behindProxy bool) error {
 	if cfg.tls, err = file.TLS.build(); err != nil {
 		return err
 	}
-	if err := checkExposure(cfg.listen, cfg.tls != nil, behindProxy || file.BehindProxy); err != nil {
+	cfg.behindProxy = behindProxy || file.BehindProxy
+	if err := checkExposure(cfg.listen, cfg.tls != nil, cfg.behindProxy); err != nil {
 		return err
 	}
 	return checkMTLSReachable(cfg.endpoints, cfg.tls != nil)
@@ -175,9 +185,12 @@ var configSections = map[string]struct {
 	name string
 	typ  reflect.Type
 }{
-	"main.fileConfig":        {"at the top level", reflect.TypeFor[fileConfig]()},
-	"webhook.EndpointConfig": {"in an endpoint", reflect.TypeFor[webhook.EndpointConfig]()},
-	"main.exportsConfig":     {"in exports", reflect.TypeFor[exportsConfig]()},
+	"main.fileConfig":          {"at the top level", reflect.TypeFor[fileConfig]()},
+	"webhook.EndpointConfig":   {"in an endpoint", reflect.TypeFor[webhook.EndpointConfig]()},
+	"main.exportsConfig":       {"in exports", reflect.TypeFor[exportsConfig]()},
+	"reconcile.EndpointConfig": {"in a reconciliation", reflect.TypeFor[reconcile.EndpointConfig]()},
+	"reconcile.CSVMapping":     {"in a reconciliation's csv", reflect.TypeFor[reconcile.CSVMapping]()},
+	"reconcile.BCBPixConfig":   {"in a reconciliation's bcb_pix", reflect.TypeFor[reconcile.BCBPixConfig]()},
 }
 
 var (
@@ -233,6 +246,22 @@ func (cfg *serveConfig) loadSecrets(file fileConfig, getenv func(string) string)
 		}
 		seen[ep.Name] = true
 		cfg.endpoints = append(cfg.endpoints, ep)
+	}
+	return nil
+}
+
+// checkReconciliation checks the reconciliation section against the
+// endpoints, at start (and in config check), before anything runs: the
+// certificates and secrets it names are read now.
+func (cfg *serveConfig) checkReconciliation(file fileConfig, cal postings.Calendar, getenv func(string) string) error {
+	cfg.reconciliation, cfg.getenv = file.Reconciliation, getenv
+	if len(cfg.reconciliation) == 0 {
+		return nil
+	}
+	_, err := reconcile.New(reconcile.Options{Ledger: postings.New(nil, cal), Hooks: cfg.endpoints,
+		Endpoints: cfg.reconciliation, Getenv: getenv})
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@
 //	razao export    write one month's CSV export (journal, trial balance, income statement)
 //	razao token     create, list or revoke API bearer tokens
 //	razao inbox     retry a delivery that gave up after its attempts
+//	razao reconcile reconcile a PSP's statement against the ledger, booking what it lacks
 //	razao period    list the competence months, or close one
 //	razao demo      drive a running service like a PSP and print each answer
 //	razao psp send  sign one payment, refund or failure as an endpoint's PSP and send it
@@ -50,6 +51,7 @@ func commands() []command {
 		{"token", "create, list or revoke API bearer tokens", cmdToken},
 		{"inbox", "retry a delivery that gave up after its attempts", cmdInbox},
 		{"period", "list the competence months, or close one (with its snapshot)", cmdPeriod},
+		{"reconcile", "reconcile an endpoint's statement (a CSV file or a Pix API window) against the ledger", cmdReconcile},
 		{"demo", "drive a running service like a PSP would and print what happens", cmdDemo},
 		{"psp", "send: sign a payment, refund or failure as an endpoint's PSP would, and send it", cmdPSP},
 		{"config", "check: validate a config file and the environment it names, starting nothing", cmdConfig},

@@ -23,12 +23,14 @@ import (
 	"github.com/razao/razao"
 	"github.com/razao/razao/api"
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/console"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/exports"
 	"github.com/razao/razao/internal/httplog"
 	"github.com/razao/razao/internal/reqid"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/webhook"
 )
 
@@ -116,7 +118,8 @@ type server struct {
 	hub      *events.Hub
 	notifier *events.Notifier
 	applier  *charges.Applier
-	exports  *exports.Scheduler // nil without a schedule
+	exports  *exports.Scheduler    // nil without a schedule
+	recon    *reconcile.Reconciler // nil without a reconciliation section
 	inbox    *webhook.Inbox
 	proc     *webhook.Processor
 	certs    *certReloader    // nil: plain HTTP
@@ -211,9 +214,22 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	s.inbox = webhook.NewInbox(db, proc)
 	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, proc, now, logger)
 	hooks.Metrics = m
-	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub, Merchants: webhook.Merchants(cfg.endpoints)}
+	if s.recon, err = newReconciler(cfg, db, s.inbox, ledger, now, logger, m); err != nil {
+		db.Close()
+		return nil, err
+	}
+	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub, Merchants: webhook.Merchants(cfg.endpoints),
+		Reconciler: s.recon}
+	// The finance console reads through the same functions as v1.
+	con, err := console.New(db, ledger, s.hub, logger, now)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	con.BehindTLSProxy = cfg.behindProxy
+	con.Reconciliation = reconciliationPage(db, logger)
 	s.http = &http.Server{
-		Handler:           reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, m.Handler()))),
+		Handler:           reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, con, m.Handler()))),
 		ReadHeaderTimeout: cfg.timeouts.ReadHeader,
 		ReadTimeout:       cfg.timeouts.Read,
 		WriteTimeout:      cfg.timeouts.Write,
@@ -229,7 +245,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	return s, nil
 }
 
-func (s *server) routes(hooks http.Handler, v1 *api.API, metrics http.Handler) http.Handler {
+func (s *server) routes(hooks http.Handler, v1 *api.API, con *console.Console, metrics http.Handler) http.Handler {
 	// No path cleaning: a path with .. is not redirected anywhere; it
 	// simply matches no route.
 	r := mux.NewRouter().SkipClean(true)
@@ -246,6 +262,9 @@ func (s *server) routes(hooks http.Handler, v1 *api.API, metrics http.Handler) h
 	r.Handle("/webhooks/{endpoint}", hooks)
 	r.Handle("/webhooks/{endpoint}/pix", hooks) // bcb-pix: the Pix API appends /pix to the URL it was given
 	v1.Register(r)
+	if con != nil {
+		con.Register(r)
+	}
 	return r
 }
 
@@ -299,6 +318,10 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.exports != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.exports.Run(bg, 30*time.Second) }()
+	}
+	if s.recon != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.recon.Run(bg, 30*time.Second) }()
 	}
 	if s.certs != nil {
 		wg.Add(1)

@@ -1,0 +1,77 @@
+package console
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/razao/razao/internal/benchledger"
+	"github.com/razao/razao/postings"
+)
+
+// The console's pages on a large ledger: the reports benchmark's ledger
+// (internal/benchledger), by default at a tenth of its size:
+// 237,500 sales over 2024–2025, about 1 million postings, 500 partners,
+// months 2024-01 to 2025-09 closed with snapshots. Set
+// RAZAO_CONSOLE_BENCH_SALES=2375000 for the 10-million-posting ledger.
+//
+//	go test -run '^$' -bench Pages -benchtime 20x ./console/
+const benchPartners = 500
+
+var (
+	benchFirstMonth = postings.Month{Year: 2024, Month: time.January}
+	benchLastClosed = postings.Month{Year: 2025, Month: time.September}
+	benchLastMonth  = postings.Month{Year: 2025, Month: time.December}
+	benchSmallMonth = postings.Month{Year: 2024, Month: time.February}
+)
+
+func BenchmarkPages(b *testing.B) {
+	sales := 237_500
+	if s := os.Getenv("RAZAO_CONSOLE_BENCH_SALES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1000 {
+			b.Fatalf("RAZAO_CONSOLE_BENCH_SALES=%q: want a number of sales, at least 1000", s)
+		}
+		sales = n
+	}
+	f := newBareFixture(b)
+	benchledger.Build(b, f.db, sales, benchPartners)
+	f.console.Now = func() time.Time { return time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC) }
+	srv := httptest.NewServer(f.router)
+	defer srv.Close()
+	c := newClient(b, srv)
+	c.signIn(f.admin)
+	for i := 0; i < 30; i++ {
+		divergence(b, f.db, "bench-"+strconv.Itoa(i), "b"+strconv.Itoa(i), "bench")
+	}
+	for _, p := range []struct{ name, path string }{
+		{"month/open-2025-12", "/console/month/2025-12"},
+		{"month/closed-2025-06", "/console/month/2025-06"},
+		{"chart/12-months-to-2025-12", "/console/chart?to=2025-12"},
+		{"chart.svg/12-months-to-2025-12", "/console/chart.svg?to=2025-12"},
+		{"account/income:revenue", "/console/accounts/income:revenue?to=2025-12"},
+		{"account.svg/income:revenue", "/console/accounts/income:revenue/chart.svg?to=2025-12"},
+		{"divergences", "/console/divergences"},
+		{"periods", "/console/periods"},
+		{"close-confirm/2025-10", "/console/periods/2025-10/close"},
+		{"partners/first-20", "/console/partners"},
+		{"partner/bp-007", "/console/partners/bp-007"},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodGet, p.path, nil)
+			for _, ck := range c.hc.Jar.Cookies(mustURL(b, srv.URL+"/console/")) {
+				req.AddCookie(ck)
+			}
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				f.router.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("%s: %d", p.path, rec.Code)
+				}
+			}
+		})
+	}
+}

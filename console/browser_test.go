@@ -1,0 +1,170 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/browsertest"
+	"github.com/razao/razao/reports"
+)
+
+// The browser tests drive Debian's chromium, headless (internal/browsertest),
+// and save a screenshot of each page in console/testoutput/.
+
+func TestBrowser(t *testing.T) {
+	t.Parallel()
+	f := withHub(t)
+	first := divergence(t, f.db, "ev-browser-1", `<b>c-html</b>`, "cobrança desconhecida")
+	second := divergence(t, f.db, "ev-browser-2", "c-forged", "outra")
+	srv := httptest.NewServer(f.router)
+	// A cleanup, not a defer: the browsers (cleaned up first) close their
+	// event streams, which Close would otherwise wait for.
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+
+	b := browsertest.New(t, srv.URL, "testoutput")
+	b.Do("sign-in page", chromedp.Navigate(srv.URL+"/console/login"), chromedp.WaitVisible(chromedp.ID("token")))
+	b.Screenshot("01-login")
+	b.SignIn(f.admin)
+
+	// The month: pick August with the month field, read the figures.
+	b.Do("pick a month", chromedp.SetValue(chromedp.ID("pick-month"), "2026-08"), chromedp.Submit(chromedp.ID("pick-month")),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-account="income:revenue"]`)))
+	if loc := b.Location(); loc != "/console/month/2026-08" {
+		t.Fatalf("picked August, at %s", loc)
+	}
+	tb, err := reports.TrialBalance(ctx, f.db, aug2026)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range tb.Lines {
+		if !strings.HasPrefix(l.Account, "liabilities:commission-payable") { // inside a closed group: not visible yet
+			if got := b.Text(fmt.Sprintf(`tr[data-account=%q] td[data-field="closing"]`, l.Account)); got != brl(l.Closing) {
+				t.Errorf("browser shows %s closing %q, the report %s", l.Account, got, brl(l.Closing))
+			}
+		}
+	}
+	inc, _ := reports.IncomeStatement(ctx, f.db, aug2026)
+	if got := b.Text(`#income td[data-field="net_income"]`); got != brl(inc.NetIncome) {
+		t.Errorf("net income %q, want %s", got, brl(inc.NetIncome))
+	}
+	// Expand the partners' group with the keyboard.
+	group := `details.group:not([open]) > summary`
+	b.Do("expand with the keyboard", chromedp.Focus(chromedp.CSS(group)), chromedp.KeyEvent(" "),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-account="liabilities:commission-payable:p1"]`)))
+	if got := b.Text(`tr[data-account="liabilities:commission-payable:p1"] td[data-field="closing"]`); !strings.HasPrefix(got, "−R$ ") {
+		t.Errorf("p1's payable closing %q, want a credit balance", got)
+	}
+	b.Screenshot("02-month")
+	b.Do("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("income")))
+	b.Screenshot("03-month-phone")
+	b.Do("laptop", chromedp.EmulateViewport(1280, 900), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("income")))
+
+	// The chart: an SVG image the browser decoded.
+	b.Do("chart", chromedp.Navigate(srv.URL+"/console/chart?to=2026-09"), chromedp.WaitVisible(chromedp.ID("trend-chart")),
+		browsertest.Poll(`document.getElementById("trend-chart").complete`))
+	if w := b.Eval(`document.getElementById("trend-chart").naturalWidth`); w == nil || w.(float64) < 100 {
+		t.Errorf("the chart image did not load: naturalWidth %v", w)
+	}
+	b.Screenshot("04-chart")
+	b.Do("account", chromedp.Click(chromedp.CSS(`a[href="/console/month/2026-09"]`)), chromedp.WaitVisible(chromedp.ID("income")),
+		chromedp.Navigate(srv.URL+"/console/accounts/income:revenue?to=2026-09"), chromedp.WaitVisible(chromedp.ID("account-chart")),
+		browsertest.Poll(`document.getElementById("account-chart").complete && document.getElementById("account-chart").naturalWidth > 0`))
+	b.Screenshot("05-account")
+
+	// Resolve a divergence as admin; its charge id's HTML is text.
+	b.Do("divergences", chromedp.Navigate(srv.URL+"/console/divergences"), chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("note-%d", first))))
+	if got := b.Text(fmt.Sprintf("#divergence-%d code.charge", first)); got != "<b>c-html</b>" {
+		t.Errorf("charge id shown as %q, want the text <b>c-html</b>", got)
+	}
+	b.Screenshot("06-divergences")
+	b.Do("resolve", chromedp.SendKeys(chromedp.ID(fmt.Sprintf("note-%d", first)), "cobrança registrada depois"),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf("#divergence-%d button", first))),
+		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#divergence-%d[data-status="resolved"]`, first))))
+	if d, _ := reports.GetDivergence(ctx, f.db, first); d.Status != reports.DivergenceResolved || d.ResolutionNote != "cobrança registrada depois" {
+		t.Fatalf("after the browser resolved it: %+v", d)
+	}
+	b.NoConsoleErrors(nil)
+
+	// A forged CSRF value is refused, and nothing changes.
+	b.Do("forge", chromedp.SetAttributeValue(chromedp.CSS(fmt.Sprintf(`#divergence-%d input[name="csrf"]`, second)), "value", "forged"),
+		chromedp.SendKeys(chromedp.ID(fmt.Sprintf("note-%d", second)), "forjada"),
+		chromedp.Click(chromedp.CSS(fmt.Sprintf("#divergence-%d button", second))), chromedp.WaitVisible(chromedp.CSS(".problem")))
+	if got := b.Text(".problem"); !strings.Contains(got, "CSRF") {
+		t.Errorf("forged form answered %q", got)
+	}
+	if d, _ := reports.GetDivergence(ctx, f.db, second); d.Status != reports.DivergenceOpen {
+		t.Fatal("a forged form resolved a divergence")
+	}
+	b.Screenshot("07-csrf-refused")
+	b.NoConsoleErrors(func(m chromedp.ConsoleMessage) bool { return m.Source == "network" && strings.Contains(m.Text, "403") })
+
+	// Close August, through the confirmation.
+	b.Do("periods", chromedp.Navigate(srv.URL+"/console/periods"), chromedp.WaitVisible(chromedp.ID("periods")))
+	b.Screenshot("08-periods")
+	b.Do("confirm", chromedp.Click(chromedp.CSS(`a[href="/console/periods/2026-08/close"]`)), chromedp.WaitVisible(chromedp.ID("confirm-close")))
+	if got := b.Text(`#frozen-income td[data-field="net_income"]`); got != brl(inc.NetIncome) {
+		t.Errorf("confirmation shows net income %q, want %s", got, brl(inc.NetIncome))
+	}
+	b.Screenshot("09-close-confirm")
+	b.Do("close", chromedp.Click(chromedp.ID("confirm-close")), chromedp.WaitVisible(chromedp.CSS(`[role="status"].ok`)))
+	if got := b.Text(`tr[data-month="2026-08"] td[data-field="status"]`); got != "fechado" {
+		t.Errorf("August is %q after closing", got)
+	}
+	if tb, _ := reports.TrialBalance(ctx, f.db, aug2026); !tb.Closed || !tb.Snapshot {
+		t.Fatal("the browser did not close August")
+	}
+
+	// Partners.
+	b.Do("partners", chromedp.Navigate(srv.URL+"/console/partners"), chromedp.WaitVisible(chromedp.ID("partners")))
+	b.Screenshot("10-partners")
+	b.Do("partner", chromedp.Click(chromedp.CSS(`a[href="/console/partners/p1"]`)), chromedp.WaitVisible(chromedp.ID("payouts")))
+	b.Screenshot("11-partner")
+
+	// The live strip: an event committed now appears without a reload;
+	// on the next page the strip resumes after it, not from the start.
+	b.Do("live", chromedp.Navigate(srv.URL+"/console/month/2026-09"), chromedp.WaitVisible(chromedp.ID("income")),
+		browsertest.Poll(`document.getElementById("live-status").textContent === "Conectado."`))
+	appendEvent(t, f, events.TopicChargePaid, "order-<live>")
+	b.Do("event arrives", chromedp.WaitVisible(chromedp.CSS(`#live-events li[data-topic="charge.paid"]`)))
+	if got := b.Text(`#live-events li[data-topic="charge.paid"]`); !strings.HasSuffix(got, "Cobrança paga · order-<live>") {
+		t.Errorf("live strip shows %q", got)
+	}
+	b.Screenshot("12-live")
+	b.Do("next page", chromedp.Navigate(srv.URL+"/console/divergences"), chromedp.WaitVisible(chromedp.ID("open-title")),
+		browsertest.Poll(`document.getElementById("live-status").textContent === "Conectado."`))
+	appendEvent(t, f, events.TopicDivergenceOpened, "order-next")
+	b.Do("resumed", chromedp.WaitVisible(chromedp.CSS(`#live-events li[data-topic="divergence.opened"]`)))
+	if n := b.Eval(`document.querySelectorAll("#live-events li").length`); n != 1.0 {
+		t.Errorf("after navigating, the strip holds %v events, want only the new one (resumed after the last seen)", n)
+	}
+	b.NoConsoleErrors(nil)
+
+	// Sign out: the console asks for a token again.
+	b.Do("sign out", chromedp.Click(chromedp.CSS("form.who button")), chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.Navigate(srv.URL+"/console/month/2026-08"), chromedp.WaitVisible(chromedp.ID("token")))
+	if loc := b.Location(); loc != "/console/login" {
+		t.Errorf("after sign-out the month page is at %s", loc)
+	}
+
+	// A read token sees no admin buttons.
+	r := browsertest.New(t, srv.URL, "testoutput")
+	r.SignIn(f.read)
+	r.Do("divergences as reader", chromedp.Navigate(srv.URL+"/console/divergences"), chromedp.WaitVisible(chromedp.ID("open-title")))
+	if n := r.Eval(`document.querySelectorAll("form.resolve, textarea, button[type=submit]:not(form.who button)").length`); n != 0.0 {
+		t.Errorf("a read token is offered %v admin controls on divergences", n)
+	}
+	r.Screenshot("13-divergences-read-token")
+	r.Do("periods as reader", chromedp.Navigate(srv.URL+"/console/periods"), chromedp.WaitVisible(chromedp.ID("periods")))
+	if n := r.Eval(`document.querySelectorAll('a[href$="/close"]').length`); n != 0.0 {
+		t.Errorf("a read token is offered %v close buttons", n)
+	}
+	r.NoConsoleErrors(nil)
+	b.NoConsoleErrors(nil)
+}

@@ -1,0 +1,83 @@
+package console
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/razao/razao/postings"
+)
+
+// brl formats centavos as Brazilians write money: R$ 1.234,56, a minus
+// sign before the symbol for a negative amount. Every int64 is formatted,
+// the most negative included (its absolute value does not fit int64, so
+// the digits are taken from the unsigned value).
+func brl(centavos int64) string {
+	neg := centavos < 0
+	u := uint64(centavos)
+	if neg {
+		u = -u
+	}
+	digits := strconv.FormatUint(u/100, 10)
+	var b strings.Builder
+	if neg {
+		b.WriteString("−")
+	}
+	b.WriteString("R$ ")
+	b.WriteString(groupThousands(digits))
+	b.WriteByte(',')
+	cents := u % 100
+	b.WriteByte(byte('0' + cents/10))
+	b.WriteByte(byte('0' + cents%10))
+	return b.String()
+}
+
+// groupThousands puts a dot between each group of three digits.
+func groupThousands(digits string) string {
+	if len(digits) <= 3 {
+		return digits
+	}
+	var b strings.Builder
+	head := len(digits) % 3
+	if head > 0 {
+		b.WriteString(digits[:head])
+	}
+	for i := head; i < len(digits); i += 3 {
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(digits[i : i+3])
+	}
+	return b.String()
+}
+
+// count formats a whole number with Brazilian thousands dots.
+func count(n int64) string {
+	if n < 0 {
+		return "−" + groupThousands(strconv.FormatUint(uint64(-n), 10))
+	}
+	return groupThousands(strconv.FormatInt(n, 10))
+}
+
+// monthNames are the abbreviations Brazilian finance writes months with.
+var monthNames = [...]string{"jan", "fev", "mar", "abr", "mai", "jun", "jul", "ago", "set", "out", "nov", "dez"}
+
+// monthLabel writes a month as ago/2026.
+func monthLabel(m postings.Month) string {
+	return monthNames[m.Month-1] + "/" + strconv.Itoa(m.Year)
+}
+
+// monthText is monthLabel of a "YYYY-MM" string, or the string itself
+// when it is not one (never expected: the reports produce them).
+func monthText(s string) string {
+	m, err := postings.ParseMonth(s)
+	if err != nil {
+		return s
+	}
+	return monthLabel(m)
+}
+
+// dateTime writes t as 02/01/2006 15:04 in loc.
+func dateTime(loc *time.Location) func(time.Time) string {
+	return func(t time.Time) string { return t.In(loc).Format("02/01/2006 15:04") }
+}

@@ -1,0 +1,262 @@
+package console
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/lib/pq"
+
+	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/auth"
+	"github.com/razao/razao/partners"
+	"github.com/razao/razao/periods"
+	"github.com/razao/razao/reports"
+)
+
+// pageSize is how many rows a console listing shows per page.
+const pageSize = 50
+
+// partnersPerPage is smaller: each partner's summary is one partners.Get,
+// which sums the partner's postings since the beginning (about 4 ms each
+// on the 1-million-posting benchmark ledger).
+const partnersPerPage = 20
+
+// delivery is the webhook delivery a divergence was set aside from, as
+// the inbox holds it.
+type delivery struct {
+	ID         int64        `db:"id"`
+	Endpoint   string       `db:"endpoint"`
+	Scheme     string       `db:"scheme"`
+	EventType  string       `db:"event_type"`
+	EventID    string       `db:"event_id"`
+	Kind       string       `db:"kind"`
+	Status     string       `db:"status"`
+	Attempts   int          `db:"attempts"`
+	ReceivedAt time.Time    `db:"received_at"`
+	Processed  sql.NullTime `db:"processed_at"`
+}
+
+// divergenceRow is a divergence with its delivery, if it has one.
+type divergenceRow struct {
+	reports.Divergence
+	Delivery *delivery
+}
+
+type divergencesPage struct {
+	Open, Resolved         []divergenceRow
+	NextOpen, NextResolved string
+	Done                   string
+}
+
+// deliveries reads the inbox rows behind divs in one query.
+func (c *Console) deliveries(ctx context.Context, divs []reports.Divergence) ([]divergenceRow, error) {
+	var ids []int64
+	for _, d := range divs {
+		if d.InboxID != 0 {
+			ids = append(ids, d.InboxID)
+		}
+	}
+	byID := map[int64]*delivery{}
+	if len(ids) > 0 {
+		var rows []delivery
+		err := c.DB.SelectContext(ctx, &rows, `SELECT id, endpoint, scheme, event_type, event_id, kind, status,
+			attempts, received_at, processed_at FROM inbox WHERE id = ANY($1)`, pq.Array(ids))
+		if err != nil {
+			return nil, fmt.Errorf("deliveries of %d divergence(s): %w", len(divs), err)
+		}
+		for i := range rows {
+			byID[rows[i].ID] = &rows[i]
+		}
+	}
+	out := make([]divergenceRow, len(divs))
+	for i, d := range divs {
+		out[i] = divergenceRow{Divergence: d, Delivery: byID[d.InboxID]}
+	}
+	return out, nil
+}
+
+// divergences lists the open divergences first, then the resolved, each
+// read by reports.ListDivergences as GET /v1/divergences reads them.
+func (c *Console) divergences(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var pg divergencesPage
+	for _, part := range []struct {
+		status, cursor string
+		rows           *[]divergenceRow
+		next           *string
+	}{
+		{reports.DivergenceOpen, q.Get("open"), &pg.Open, &pg.NextOpen},
+		{reports.DivergenceResolved, q.Get("resolved"), &pg.Resolved, &pg.NextResolved},
+	} {
+		list, err := reports.ListDivergences(r.Context(), c.DB, part.status, part.cursor, pageSize)
+		if err != nil {
+			c.failWith(w, r, err)
+			return
+		}
+		if *part.rows, err = c.deliveries(r.Context(), list.Divergences); err != nil {
+			c.failWith(w, r, err)
+			return
+		}
+		if list.NextCursor != "" {
+			next := url.Values{part.status: {list.NextCursor}}
+			*part.next = Prefix + "/divergences?" + next.Encode()
+		}
+	}
+	pg.Done = q.Get("done")
+	c.render(w, r, "divergences", "Divergências", pg)
+}
+
+// resolve resolves a divergence (admin) as POST
+// /v1/divergences/{id}/resolve does.
+func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
+	id, ok := idParam(r)
+	if !ok {
+		c.failWith(w, r, reports.ErrNotFound)
+		return
+	}
+	if _, err := reports.ResolveDivergence(r.Context(), c.DB, id, r.PostForm.Get("note"), c.Now()); err != nil {
+		c.failWith(w, r, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/divergences?done="+fmt.Sprint(id), http.StatusSeeOther)
+}
+
+type periodsPage struct {
+	Periods []periods.Period
+	Done    string
+}
+
+// periods lists the months as GET /v1/periods does.
+func (c *Console) periods(w http.ResponseWriter, r *http.Request) {
+	ps, err := periods.List(r.Context(), c.DB, c.Ledger.Calendar(), c.Now())
+	if err != nil {
+		c.failWith(w, r, err)
+		return
+	}
+	c.render(w, r, "periods", "Períodos", periodsPage{Periods: ps, Done: r.URL.Query().Get("done")})
+}
+
+// closePage shows what closing a month freezes: its trial balance totals
+// and income statement, which become its snapshot.
+type closePage struct {
+	Month  string
+	TB     reports.TrialBalanceReport
+	Income reports.Income
+}
+
+func (c *Console) closeConfirm(w http.ResponseWriter, r *http.Request) {
+	m, tb, inc, err := c.books(r)
+	if err != nil {
+		c.failWith(w, r, err)
+		return
+	}
+	c.render(w, r, "close", "Fechar "+monthLabel(m), closePage{Month: m.String(), TB: tb, Income: inc})
+}
+
+// closeMonth closes a month (admin) as POST /v1/periods/{month}/close
+// does, the token's name recorded as who closed it.
+func (c *Console) closeMonth(w http.ResponseWriter, r *http.Request) {
+	m, err := monthParam(r, "month", c.currentMonth())
+	if err != nil {
+		c.failWith(w, r, err)
+		return
+	}
+	s, _ := sessionFrom(r.Context())
+	if err := periods.Close(r.Context(), c.DB, c.Ledger.Calendar(), m, c.Now(), s.token.Name); err != nil {
+		c.failWith(w, r, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/periods?done="+m.String(), http.StatusSeeOther)
+}
+
+type partnersPage struct {
+	Partners []partners.Summary
+	Next     string
+}
+
+// partnerList lists the partners (the commission-payable sub-accounts,
+// by code) with their summaries from partners.Get, as GET
+// /v1/partners/{id} reads each.
+func (c *Console) partnerList(w http.ResponseWriter, r *http.Request) {
+	after := r.URL.Query().Get("after")
+	if len(after) > 200 {
+		c.fail(w, r, http.StatusBadRequest, "Paginação inválida.")
+		return
+	}
+	prefix := accounts.CommissionPayable + ":"
+	var codes []string
+	err := c.DB.SelectContext(r.Context(), &codes, `SELECT code FROM accounts
+		WHERE starts_with(code, $1) AND strpos(substr(code, length($1) + 1), ':') = 0 AND code > ($1 || $2)
+		ORDER BY code LIMIT $3`, prefix, after, partnersPerPage+1)
+	if err != nil {
+		c.failWith(w, r, fmt.Errorf("list partners: %w", err))
+		return
+	}
+	var pg partnersPage
+	if len(codes) > partnersPerPage {
+		codes = codes[:partnersPerPage]
+		pg.Next = Prefix + "/partners?" + url.Values{"after": {strings.TrimPrefix(codes[partnersPerPage-1], prefix)}}.Encode()
+	}
+	for _, code := range codes {
+		s, err := partners.Get(r.Context(), c.DB, strings.TrimPrefix(code, prefix))
+		if err != nil {
+			c.failWith(w, r, err)
+			return
+		}
+		pg.Partners = append(pg.Partners, s)
+	}
+	c.render(w, r, "partners", "Parceiros", pg)
+}
+
+// payout is one payout set of a partner.
+type payout struct {
+	ID          int64     `db:"id"`
+	Key         string    `db:"idempotency_key"`
+	Amount      int64     `db:"amount"`
+	Currency    string    `db:"currency"`
+	Competence  time.Time `db:"competence"`
+	EventAt     time.Time `db:"event_at"`
+	Description string    `db:"description"`
+}
+
+type partnerPage struct {
+	Summary partners.Summary
+	Payouts []payout
+}
+
+// partner shows a partner's summary (partners.Get) and its latest
+// payouts, newest first. The payouts are a listing of the ledger's payout
+// sets, the same sets whose postings partners.Get sums as Paid.
+func (c *Console) partner(w http.ResponseWriter, r *http.Request) {
+	id := mux.Vars(r)["id"]
+	s, err := partners.Get(r.Context(), c.DB, id)
+	if err != nil {
+		c.failWith(w, r, err)
+		return
+	}
+	var ps []payout
+	err = c.DB.SelectContext(r.Context(), &ps, `SELECT id, idempotency_key, amount, currency, competence, event_at, description
+		FROM posting_sets WHERE partner = $1 AND kind = 'payout' ORDER BY id DESC LIMIT $2`, id, pageSize*2)
+	if err != nil {
+		c.failWith(w, r, fmt.Errorf("payouts of %s: %w", id, err))
+		return
+	}
+	c.render(w, r, "partner", "Parceiro "+id, partnerPage{Summary: s, Payouts: ps})
+}
+
+// events serves the live strip: the /v1/events stream, authenticated by
+// the session (its token is in the context, so the hub ends the stream
+// when the token is revoked, as for a bearer).
+func (c *Console) events(w http.ResponseWriter, r *http.Request) {
+	if _, ok := auth.FromContext(r.Context()); !ok {
+		c.fail(w, r, http.StatusUnauthorized, "Sessão ausente.")
+		return
+	}
+	c.Events.ServeHTTP(w, r)
+}

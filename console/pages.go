@@ -1,0 +1,295 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/auth"
+	"github.com/razao/razao/partners"
+	"github.com/razao/razao/periods"
+	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
+)
+
+// failWith answers err as an error page: the refusals a user can cause
+// with their own words, anything else as a 500 logged with its detail.
+func (c *Console) failWith(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := http.StatusInternalServerError, "Erro interno: tente de novo; se persistir, veja os logs do serviço."
+	switch {
+	case errors.Is(err, reports.ErrInvalidMonth):
+		status, msg = http.StatusBadRequest, "Mês inválido: use AAAA-MM."
+	case errors.Is(err, reports.ErrInvalidRange):
+		status, msg = http.StatusBadRequest, "Intervalo de meses inválido."
+	case errors.Is(err, reports.ErrInvalidCursor):
+		status, msg = http.StatusBadRequest, "Paginação inválida: volte à primeira página."
+	case errors.Is(err, reports.ErrUnknownAccount), errors.Is(err, accounts.ErrInvalidCode):
+		status, msg = http.StatusNotFound, "Conta desconhecida."
+	case errors.Is(err, partners.ErrNotFound):
+		status, msg = http.StatusNotFound, "Parceiro desconhecido."
+	case errors.Is(err, reports.ErrNotFound):
+		status, msg = http.StatusNotFound, "Divergência desconhecida."
+	case errors.Is(err, reports.ErrUnknownKind), errors.Is(err, reports.ErrUnknownDialect):
+		status, msg = http.StatusNotFound, "Exportação desconhecida."
+	case errors.Is(err, reports.ErrAlreadyResolved):
+		status, msg = http.StatusConflict, "Esta divergência já foi resolvida."
+	case errors.Is(err, reports.ErrInvalidNote):
+		status, msg = http.StatusBadRequest, "Escreva uma nota de resolução (até 2.000 caracteres)."
+	case errors.Is(err, periods.ErrMonthNotOver):
+		status, msg = http.StatusConflict, "Este mês ainda não terminou: não pode ser fechado."
+	case errors.Is(err, periods.ErrEarlierMonthOpen):
+		status, msg = http.StatusConflict, "Um mês anterior está aberto: feche os meses em ordem."
+	case errors.Is(err, periods.ErrAlreadyClosed):
+		status, msg = http.StatusConflict, "Este mês já está fechado."
+	}
+	if status == http.StatusInternalServerError && r.Context().Err() == nil {
+		c.Log.ErrorContext(r.Context(), "console page failed", "path", r.URL.Path, "error", err)
+	}
+	c.fail(w, r, status, msg)
+}
+
+// currentMonth is the competence month of now.
+func (c *Console) currentMonth() postings.Month {
+	return c.Ledger.Calendar().Month(c.Now())
+}
+
+// monthParam reads a month from the path or query variable name; absent,
+// def.
+func monthParam(r *http.Request, name string, def postings.Month) (postings.Month, error) {
+	v := mux.Vars(r)[name]
+	if v == "" {
+		v = r.URL.Query().Get(name)
+	}
+	if v == "" {
+		return def, nil
+	}
+	return postings.ParseMonth(v)
+}
+
+func (c *Console) home(w http.ResponseWriter, r *http.Request) {
+	http.Redirect(w, r, Prefix+"/month/"+c.currentMonth().String(), http.StatusSeeOther)
+}
+
+// pickMonth is the month picker's target: GET /console/month?month=.
+func (c *Console) pickMonth(w http.ResponseWriter, r *http.Request) {
+	m, err := monthParam(r, "month", c.currentMonth())
+	if err != nil {
+		c.failWith(w, r, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/month/"+m.String(), http.StatusSeeOther)
+}
+
+// loginForm shows the sign-in form with a fresh double-submit value.
+func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
+	c.showLogin(w, r, http.StatusOK, "")
+}
+
+func (c *Console) showLogin(w http.ResponseWriter, r *http.Request, status int, problem string) {
+	value := newSecret()
+	c.setCookie(w, r, loginCookie, value, 10*time.Minute)
+	c.renderStatus(w, r, status, "login", "Entrar", struct{ CSRF, Problem string }{value, problem})
+}
+
+// login exchanges the form's API token for a session cookie.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	if !c.parseForm(w, r) {
+		return
+	}
+	ck, err := r.Cookie(loginCookie)
+	if err != nil || !sameSecret(r.PostForm.Get("csrf"), ck.Value) {
+		c.fail(w, r, http.StatusForbidden, "Formulário recusado (CSRF): recarregue a página de entrada.")
+		return
+	}
+	plaintext, t, err := c.signIn(r.Context(), strings.TrimSpace(r.PostForm.Get("token")))
+	switch {
+	case errors.Is(err, auth.ErrUnauthenticated):
+		c.Log.DebugContext(r.Context(), "console sign-in refused", "reason", err)
+		c.showLogin(w, r, http.StatusUnauthorized, "Token inválido ou revogado.")
+		return
+	case err != nil:
+		c.Log.ErrorContext(r.Context(), "console sign-in failed", "error", err)
+		c.fail(w, r, http.StatusServiceUnavailable, "Não foi possível entrar agora.")
+		return
+	}
+	c.Log.InfoContext(r.Context(), "console sign-in", "token", t.Name)
+	c.clearCookie(w, r, loginCookie)
+	c.setCookie(w, r, sessionCookie, plaintext, SessionTTL)
+	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	s, _ := sessionFrom(r.Context())
+	if err := c.signOut(r.Context(), s.plaintext); err != nil {
+		c.failWith(w, r, err)
+		return
+	}
+	c.clearCookie(w, r, sessionCookie)
+	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
+}
+
+// tbNode is an account of the trial balance with the accounts rolled up
+// into it: leaves (no children shown) and groups (with children).
+type tbNode struct {
+	Line   reports.TrialBalanceLine
+	Root   bool
+	Leaves []reports.TrialBalanceLine
+	Groups []*tbNode
+}
+
+// tree arranges the trial balance's lines under their nearest shown
+// ancestor of the same currency, as rollUp summed them.
+func tree(lines []reports.TrialBalanceLine) []*tbNode {
+	nodes := make([]*tbNode, len(lines))
+	index := map[string]int{}
+	for i, l := range lines {
+		nodes[i] = &tbNode{Line: l}
+		index[l.Currency+"\x00"+l.Account] = i
+	}
+	parent := make([]int, len(lines))
+	children := make([]int, len(lines))
+	for i, l := range lines {
+		parent[i] = -1
+		for p := accounts.Parent(l.Account); p != ""; p = accounts.Parent(p) {
+			if j, ok := index[l.Currency+"\x00"+p]; ok {
+				parent[i] = j
+				children[j]++
+				break
+			}
+		}
+	}
+	var roots []*tbNode
+	for i, n := range nodes { // lines are ordered by code: parents come first
+		switch {
+		case parent[i] < 0:
+			n.Root = true
+			roots = append(roots, n)
+		case children[i] > 0:
+			nodes[parent[i]].Groups = append(nodes[parent[i]].Groups, n)
+		default:
+			nodes[parent[i]].Leaves = append(nodes[parent[i]].Leaves, n.Line)
+		}
+	}
+	return roots
+}
+
+// exportLink is one CSV download button.
+type exportLink struct {
+	Label, Dialect, URL string
+}
+
+var exportKinds = []struct {
+	kind  reports.ExportKind
+	label string
+}{
+	{reports.ExportJournal, "Diário"},
+	{reports.ExportTrialBalance, "Balancete"},
+	{reports.ExportIncomeStatement, "DRE"},
+}
+
+func exportLinks(m postings.Month) []exportLink {
+	var out []exportLink
+	for _, k := range exportKinds {
+		for _, d := range []struct{ name, label string }{{"br", "Excel BR (;)"}, {"rfc4180", "RFC 4180 (,)"}} {
+			q := url.Values{"month": {m.String()}, "dialect": {d.name}}
+			out = append(out, exportLink{Label: k.label, Dialect: d.label, URL: Prefix + "/exports/" + string(k.kind) + ".csv?" + q.Encode()})
+		}
+	}
+	return out
+}
+
+// monthPage is the month's books.
+type monthPage struct {
+	Month, Prev, Next postings.Month
+	TB                reports.TrialBalanceReport
+	Tree              []*tbNode
+	Income            reports.Income
+	Exports           []exportLink
+}
+
+// books reads the month of the request's {month}: its trial balance and
+// income statement, as GET /v1/reports/trial-balance/{month} and
+// /v1/reports/income-statement/{month} read them.
+func (c *Console) books(r *http.Request) (postings.Month, reports.TrialBalanceReport, reports.Income, error) {
+	m, err := monthParam(r, "month", c.currentMonth())
+	if err != nil {
+		return m, reports.TrialBalanceReport{}, reports.Income{}, err
+	}
+	tb, err := reports.TrialBalance(r.Context(), c.DB, m)
+	if err != nil {
+		return m, tb, reports.Income{}, err
+	}
+	inc, err := reports.IncomeStatement(r.Context(), c.DB, m)
+	return m, tb, inc, err
+}
+
+func (c *Console) month(w http.ResponseWriter, r *http.Request) {
+	m, tb, inc, err := c.books(r)
+	if err != nil {
+		c.failWith(w, r, err)
+		return
+	}
+	c.render(w, r, "month", "Mês "+monthLabel(m), monthPage{
+		Month: m, Prev: m.Prev(), Next: m.Next(), TB: tb, Tree: tree(tb.Lines), Income: inc, Exports: exportLinks(m),
+	})
+}
+
+// exportCSV streams a CSV export as GET /v1/exports/{kind}.csv does, from
+// the same function (reports.WriteCSV).
+func (c *Console) exportCSV(w http.ResponseWriter, r *http.Request) {
+	kind, err := reports.ParseExportKind(mux.Vars(r)["kind"])
+	if err != nil {
+		c.failWith(w, r, err)
+		return
+	}
+	m, err := monthParam(r, "month", c.currentMonth())
+	if err != nil {
+		c.failWith(w, r, err)
+		return
+	}
+	d, err := reports.ParseDialect(r.URL.Query().Get("dialect"))
+	if err != nil {
+		c.failWith(w, r, err)
+		return
+	}
+	out := &lazyHeader{w: w, header: func() {
+		w.Header().Set("Content-Type", d.ContentType())
+		w.Header().Set("Content-Disposition", `attachment; filename="`+reports.FileName(kind, m, d)+`"`)
+	}}
+	if _, err := reports.WriteCSV(r.Context(), c.DB, out, kind, m, d); err != nil {
+		if !out.started {
+			c.failWith(w, r, err)
+			return
+		}
+		c.Log.ErrorContext(r.Context(), "console export stream failed", "kind", kind, "month", m.String(), "error", err)
+		panic(http.ErrAbortHandler) // a cut download, not a short file that looks whole
+	}
+}
+
+// lazyHeader sets the CSV headers on the first write, so an error found
+// before any byte is still answered as a page.
+type lazyHeader struct {
+	w       http.ResponseWriter
+	header  func()
+	started bool
+}
+
+func (l *lazyHeader) Write(p []byte) (int, error) {
+	if !l.started {
+		l.started = true
+		l.header()
+	}
+	return l.w.Write(p)
+}
+
+// idParam parses a positive integer id from the path.
+func idParam(r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(mux.Vars(r)["id"], 10, 64)
+	return id, err == nil && id > 0
+}

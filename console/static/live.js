@@ -1,0 +1,44 @@
+// The live strip: the /console/events stream (the API's event stream,
+// authenticated by the session cookie). EventSource reconnects by itself
+// and sends Last-Event-ID, so the stream resumes where it stopped; the last
+// id is also kept for the tab, so the next page resumes from it too.
+(function () {
+  "use strict";
+  var list = document.getElementById("live-events");
+  var status = document.getElementById("live-status");
+  if (!list || !status || !window.EventSource) {
+    return;
+  }
+  var labels = {
+    "charge.paid": "Cobrança paga",
+    "charge.refunded": "Cobrança estornada",
+    "divergence.opened": "Divergência aberta"
+  };
+  var key = "razao.console.lastEventId";
+  var after = "";
+  try { after = sessionStorage.getItem(key) || ""; } catch (e) { after = ""; }
+  var url = "/console/events" + (after ? "?after=" + encodeURIComponent(after) : "");
+  var source = new EventSource(url);
+  source.onopen = function () { status.textContent = "Conectado."; };
+  source.onerror = function () { status.textContent = "Reconectando…"; };
+  // Leaving the page ends its stream at once, rather than when the server
+  // next writes to it: a token has only so many streams (events.Hub).
+  window.addEventListener("pagehide", function () { source.close(); });
+  Object.keys(labels).forEach(function (topic) {
+    source.addEventListener(topic, function (ev) {
+      try { sessionStorage.setItem(key, ev.lastEventId); } catch (e) { /* private mode: resume within the page only */ }
+      var data = {};
+      try { data = JSON.parse(ev.data); } catch (e) { data = {}; }
+      var item = document.createElement("li");
+      item.className = "event";
+      item.setAttribute("data-topic", topic);
+      var when = data.created_at ? new Date(data.created_at).toLocaleTimeString("pt-BR") : "";
+      // textContent, never innerHTML: a charge id is the selling app's text.
+      item.textContent = when + " · " + labels[topic] + (data.charge_id ? " · " + data.charge_id : "");
+      list.insertBefore(item, list.firstChild);
+      while (list.children.length > 50) {
+        list.removeChild(list.lastChild);
+      }
+    });
+  });
+}());

@@ -1,0 +1,187 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/razao/razao/charges"
+	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/postings"
+	"github.com/razao/razao/webhook"
+)
+
+// BenchmarkReconcileStatement reconciles a CSV statement of n lines
+// (RAZAO_BENCH_LINES, default 100,000) against a ledger holding the same
+// n Hodle payments, 1% of them missing (lost webhooks, booked from the
+// statement) and 1% differing in amount. It reports lines/s of load
+// (CSV read + COPY) + match, COPY's own rate for the same rows as the
+// ceiling, the time to book the missing 1% through the delivery path, and
+// the process's peak RSS.
+func BenchmarkReconcileStatement(b *testing.B) {
+	n := 100_000
+	if v, err := strconv.Atoi(os.Getenv("RAZAO_BENCH_LINES")); err == nil && v > 0 {
+		n = v
+	}
+	ctx := context.Background()
+	db := pgtest.New(b)
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	ledger := postings.New(db, cal)
+	log := slog.New(slog.DiscardHandler)
+	proc := webhook.NewProcessor(db, charges.NewApplier(db, ledger), log)
+	hook, err := webhook.NewEndpoint(webhook.EndpointConfig{Name: "hodle", Scheme: "hodle", Merchant: "m",
+		Secrets: []string{"example-secret-for-local-tests-only"}}, func(string) string { return "" })
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)
+	// Every 100th charge is unpaid (its webhook lost); every 100th from
+	// the 50th was paid another amount than the statement's.
+	db.MustExec(`INSERT INTO charges (id, psp_ref, amount, access, request_hash, merchant, state, paid_amount, fee, paid_at, paid_ref)
+		SELECT 'c' || i, NULL, 1000, 'x', 'h', 'm',
+			CASE WHEN i % 100 = 0 THEN 'pending' ELSE 'paid' END,
+			CASE WHEN i % 100 = 0 THEN NULL WHEN i % 100 = 50 THEN 999 ELSE 1000 END,
+			CASE WHEN i % 100 = 0 THEN NULL ELSE 0 END,
+			CASE WHEN i % 100 = 0 THEN NULL ELSE $1::timestamptz END,
+			CASE WHEN i % 100 = 0 THEN NULL ELSE 'hodle:t' || i END
+		FROM generate_series(1, $2) i`, at, n)
+	db.MustExec(`ANALYZE charges`)
+	r, err := New(Options{DB: db, Inbox: webhook.NewInbox(db, proc), Ledger: ledger, Hooks: []*webhook.Endpoint{hook},
+		Endpoints: []EndpointConfig{{Endpoint: "hodle", Source: "csv", CSV: CSVMapping{PSPID: "trackId", ChargeRef: "externalId",
+			Amount: "amount", AmountUnit: "centavos", Time: "date"}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ep := r.eps["hodle"]
+	stamp := at.Format(time.RFC3339)
+	statement := func() io.Reader {
+		pr, pw := io.Pipe()
+		go func() {
+			var sb strings.Builder
+			sb.WriteString("trackId,externalId,amount,date\n")
+			for i := 1; i <= n; i++ {
+				fmt.Fprintf(&sb, "t%d,c%d,1000,%s\n", i, i, stamp)
+				if sb.Len() > 64<<10 {
+					pw.Write([]byte(sb.String()))
+					sb.Reset()
+				}
+			}
+			pw.Write([]byte(sb.String()))
+			pw.Close()
+		}()
+		return pr
+	}
+	b.ResetTimer()
+	for range b.N {
+		run, err := r.create(ctx, ep, at.Add(-time.Hour), at.Add(time.Hour), false, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if err := r.loadFile(ctx, &run, ep, statement()); err != nil {
+			b.Fatal(err)
+		}
+		loaded := time.Since(start)
+		if os.Getenv("RAZAO_BENCH_EXPLAIN") != "" {
+			explain(b, r, run, ep)
+		}
+		if err := match(ctx, db, run, ep.info()); err != nil {
+			b.Fatal(err)
+		}
+		matched := time.Since(start)
+		booked, err := r.book(ctx, run, ep)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bookTime := time.Since(start) - matched
+		copyRate := rawCopyRate(b, r, ep, n, at)
+		b.ReportMetric(float64(n)/matched.Seconds(), "lines/s(load+match)")
+		b.ReportMetric(float64(n)/loaded.Seconds(), "lines/s(load)")
+		b.ReportMetric(copyRate, "lines/s(raw-COPY)")
+		b.ReportMetric(bookTime.Seconds(), "s(book-1%)")
+		b.ReportMetric(float64(booked), "booked")
+		b.ReportMetric(peakRSSMiB(), "MiB(peak-RSS)")
+		var div int
+		db.Get(&div, `SELECT count(*) FROM reconciliation_lines WHERE run_id = $1 AND outcome = 'divergence'`, run.ID)
+		if booked != n/100 || div != n/100 {
+			b.Fatalf("booked %d, %d divergences; want %d each", booked, div, n/100)
+		}
+	}
+}
+
+// rawCopyRate is COPY's own rate for n rows like the statement's, into
+// the same table, without reading any CSV: the ceiling of loading.
+func rawCopyRate(b *testing.B, r *Reconciler, ep *endpoint, n int, at time.Time) float64 {
+	ctx := context.Background()
+	run, err := r.create(ctx, ep, at.Add(-time.Hour), at.Add(time.Hour), false, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.db.MustExec(`DELETE FROM reconciliation_runs WHERE id = $1`, run.ID)
+	start := time.Now()
+	tx, err := begin(ctx, r.db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback()
+	cp, err := newCopier(ctx, tx, run.ID, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		id := "t" + strconv.Itoa(i)
+		if err := cp.add(ctx, Line{Kind: KindPaid, EventType: csvPaidType, EventID: id, PSPID: id,
+			ChargeRef: "c" + strconv.Itoa(i), Amount: 1000, At: at}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := cp.close(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+func peakRSSMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// explain prints the plans of matching, rolled back (RAZAO_BENCH_EXPLAIN).
+func explain(b *testing.B, r *Reconciler, run Run, ep *endpoint) {
+	ctx := context.Background()
+	tx, err := begin(ctx, r.db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback()
+	tx.ExecContext(ctx, `ANALYZE reconciliation_lines`)
+	info := ep.info()
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{{dedupeSQL, []any{run.ID}}, {matchPaidSQL, []any{run.ID, info.name, paymentRefPrefix(info.scheme), info.merchant}}} {
+		var plan []string
+		if err := tx.SelectContext(ctx, &plan, "EXPLAIN (ANALYZE, BUFFERS) "+q.sql, q.args...); err != nil {
+			b.Fatal(err)
+		}
+		b.Log(strings.Join(plan, "\n"))
+	}
+}

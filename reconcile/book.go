@@ -1,0 +1,136 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/lib/pq"
+
+	"github.com/razao/razao/webhook/scheme"
+)
+
+// toBook is a line the ledger lacks, as stored into the inbox.
+type toBook struct {
+	Line      int64     `db:"line"`
+	Kind      Kind      `db:"kind"`
+	EventType string    `db:"event_type"`
+	EventID   string    `db:"event_id"`
+	PSPID     string    `db:"psp_id"`
+	ChargeRef string    `db:"charge_ref"`
+	RefundID  string    `db:"refund_id"`
+	Amount    int64     `db:"amount"`
+	Fee       *int64    `db:"fee"`
+	At        time.Time `db:"at"`
+}
+
+// event is the line as the endpoint's webhook would have reported it: the
+// same key, the same PSP id (so the payment's paid_ref is the webhook's),
+// a fee only where the scheme states one (else a later webhook, without
+// it, would read as another figure for the same payment).
+func (b toBook) event(schemeName string) scheme.Event {
+	ev := scheme.Event{Kind: scheme.KindPaid, Type: b.EventType, EventID: b.EventID, ChargeID: b.ChargeRef,
+		PSPRef: b.PSPID, Amount: b.Amount, HasAmount: true, OccurredAt: b.At}
+	if b.Kind == KindRefunded {
+		ev.Kind, ev.RefundID = scheme.KindRefunded, b.RefundID
+	}
+	if schemeName == "standard" {
+		// Standard Webhooks name no PSP id: the payment is its event id.
+		ev.PSPRef = ""
+	}
+	if b.Fee != nil && schemeName == "abacatepay" {
+		ev.Fee, ev.HasFee = *b.Fee, true
+	}
+	return ev
+}
+
+// bookChunk is how many lines go into the inbox as one delivery.
+const bookChunk = 500
+
+// book stores every line decided "book" and not yet stored into the
+// inbox, as deliveries of the endpoint, a chunk at a time, and notes on
+// each line the inbox row that holds it. A line the ledger would refuse
+// at intake (a time outside its window, an amount over its limit) becomes
+// a divergence instead. It returns how many lines it stored.
+func (r *Reconciler) book(ctx context.Context, run Run, ep *endpoint) (int, error) {
+	stored := 0
+	for {
+		if err := r.renew(ctx, run.ID); err != nil {
+			return stored, err
+		}
+		var lines []toBook
+		err := r.sel(ctx, &lines, `SELECT line, kind, event_type, event_id, psp_id, charge_ref, refund_id,
+				amount, fee, at FROM reconciliation_lines
+			WHERE run_id = $1 AND outcome = 'booked' AND inbox_id IS NULL ORDER BY line LIMIT $2`,
+			run.ID, min(bookChunk, ep.hook.MaxItems))
+		if err != nil {
+			return stored, fmt.Errorf("book run %d: %w", run.ID, err)
+		}
+		if len(lines) == 0 {
+			return stored, nil
+		}
+		evs, refused, nums := r.events(lines, ep)
+		if err := r.refuse(ctx, run.ID, refused); err != nil {
+			return stored, err
+		}
+		if len(evs) > 0 {
+			body, _ := json.Marshal(map[string]any{"reconciliation_run": run.ID, "lines": nums})
+			if _, err := r.inbox.StoreVerified(ctx, ep.hook, evs, body); err != nil {
+				return stored, fmt.Errorf("book run %d: %w", run.ID, err)
+			}
+			stored += len(evs)
+		}
+		if err := r.noteInbox(ctx, run.ID, ep.hook.Name, nums); err != nil {
+			return stored, err
+		}
+	}
+}
+
+// events builds the inbox events of lines, apart the ones the ledger
+// would refuse, with why.
+func (r *Reconciler) events(lines []toBook, ep *endpoint) ([]scheme.Event, map[int64]string, []int64) {
+	now := r.now()
+	var evs []scheme.Event
+	var nums []int64
+	refused := map[int64]string{}
+	for _, l := range lines {
+		if err := r.ledger.Calendar().CheckEventTime(l.At, now); err != nil {
+			refused[l.Line] = err.Error()
+			continue
+		}
+		if err := r.ledger.Limit().Check("amount", l.Amount); err != nil {
+			refused[l.Line] = err.Error()
+			continue
+		}
+		evs, nums = append(evs, l.event(ep.hook.Scheme.Name())), append(nums, l.Line)
+	}
+	return evs, refused, nums
+}
+
+func (r *Reconciler) refuse(ctx context.Context, run int64, refused map[int64]string) error {
+	for line, why := range refused {
+		if _, err := r.exec(ctx, `UPDATE reconciliation_lines SET outcome = 'divergence', reason = 'invalid_line',
+			detail = left($3, 500) WHERE run_id = $1 AND line = $2`, run, line, why); err != nil {
+			return fmt.Errorf("book run %d: refuse line %d: %w", run, line, err)
+		}
+	}
+	return nil
+}
+
+// noteInbox sets on each stored line the inbox row of its key: the one
+// just stored, or the one that was there (a webhook that came meanwhile,
+// or this run's own before it died).
+func (r *Reconciler) noteInbox(ctx context.Context, run int64, endpoint string, lines []int64) error {
+	res, err := r.exec(ctx, `UPDATE reconciliation_lines l SET inbox_id = i.id
+		FROM inbox i WHERE l.run_id = $1 AND l.line = ANY($3) AND i.endpoint = $2
+		  AND i.event_type = l.event_type AND i.event_id = l.event_id`, run, endpoint, pq.Array(lines))
+	if err != nil {
+		return fmt.Errorf("book run %d: note inbox rows: %w", run, err)
+	}
+	// A line left without its row would be stored again and again.
+	if n, _ := res.RowsAffected(); n != int64(len(lines)) {
+		return fmt.Errorf("book run %d: %d of %d lines stored have no inbox row", run, int64(len(lines))-n, len(lines))
+	}
+	return nil
+}

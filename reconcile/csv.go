@@ -1,0 +1,281 @@
+package reconcile
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/razao/razao/money"
+	"github.com/razao/razao/reports"
+)
+
+// CSVMapping says which column of an endpoint's statement file holds what,
+// by header name, and how the file is written.
+type CSVMapping struct {
+	// Dialect is rfc4180 (',' and a decimal point) or br (';', a decimal
+	// comma, an optional BOM).
+	Dialect   string `yaml:"dialect"`
+	PSPID     string `yaml:"psp_id"`     // the PSP's id of the payment (required)
+	ChargeRef string `yaml:"charge_ref"` // our charge id as the PSP echoes it
+	// Kind is the column telling payments from refunds; with none, every
+	// line is a payment. PaidValues and RefundValues are its values
+	// (default "paid" and "refunded"); any other value is an invalid line.
+	Kind         string   `yaml:"kind"`
+	PaidValues   []string `yaml:"paid_values"`
+	RefundValues []string `yaml:"refund_values"`
+	Amount       string   `yaml:"amount"`      // required
+	AmountUnit   string   `yaml:"amount_unit"` // reais (default) or centavos, for amount and fee
+	Fee          string   `yaml:"fee"`
+	Time         string   `yaml:"time"`        // required
+	TimeLayout   string   `yaml:"time_layout"` // a Go time layout (default RFC 3339), read in the ledger's time zone
+	RefundID     string   `yaml:"refund_id"`   // required when refunds are listed
+}
+
+// csvMapping is a checked CSVMapping.
+type csvMapping struct {
+	CSVMapping
+	dialect reports.Dialect
+	cents   bool
+	loc     *time.Location
+}
+
+func (m CSVMapping) build(loc *time.Location) (*csvMapping, error) {
+	d, err := reports.ParseDialect(m.Dialect)
+	if err != nil {
+		return nil, fmt.Errorf("%w: csv dialect: %w", ErrConfig, err)
+	}
+	out := &csvMapping{CSVMapping: m, dialect: d, loc: loc}
+	switch m.AmountUnit {
+	case "", "reais":
+	case "centavos":
+		out.cents = true
+	default:
+		return nil, fmt.Errorf("%w: csv amount_unit %q (want reais or centavos)", ErrConfig, m.AmountUnit)
+	}
+	if m.PSPID == "" || m.Amount == "" || m.Time == "" {
+		return nil, fmt.Errorf("%w: csv needs the psp_id, amount and time columns", ErrConfig)
+	}
+	if m.Kind != "" && m.RefundID == "" {
+		return nil, fmt.Errorf("%w: csv with a kind column needs the refund_id column", ErrConfig)
+	}
+	if len(out.PaidValues) == 0 {
+		out.PaidValues = []string{"paid"}
+	}
+	if len(out.RefundValues) == 0 {
+		out.RefundValues = []string{"refunded"}
+	}
+	if out.TimeLayout == "" {
+		out.TimeLayout = time.RFC3339
+	}
+	return out, nil
+}
+
+// The inbox event types of CSV lines: a CSV carries no notification's
+// event id, so its lines are keyed by the PSP's ids under types of their
+// own, and a later webhook is recognised as the same payment by its PSP id
+// (the charge's paid_ref), not by its key.
+const (
+	csvPaidType   = "statement:paid"
+	csvRefundType = "statement:refunded"
+)
+
+// maxCSVFields bounds the columns of a statement file, and maxCSVRecord
+// the bytes of one record: a hostile file cannot make one line cost more.
+const (
+	maxCSVFields = 64
+	maxCSVRecord = 64 << 10
+)
+
+// csvReader reads statement lines from a CSV file, one at a time.
+type csvReader struct {
+	m    *csvMapping
+	r    *csv.Reader
+	col  map[string]int
+	line int64
+}
+
+var utf8BOM = []byte("\xEF\xBB\xBF")
+
+func newCSVReader(m *csvMapping, r io.Reader) (*csvReader, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if b, err := br.Peek(3); err == nil && bytes.Equal(b, utf8BOM) {
+		br.Discard(3)
+	}
+	cr := csv.NewReader(&recordLimit{r: br, max: maxCSVRecord})
+	cr.ReuseRecord = true
+	if m.dialect == reports.Brazil {
+		cr.Comma = ';'
+	}
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%w: csv header: %w", ErrInput, err)
+	}
+	if len(header) > maxCSVFields {
+		return nil, fmt.Errorf("%w: csv header has %d columns, more than %d", ErrInput, len(header), maxCSVFields)
+	}
+	c := &csvReader{m: m, r: cr, col: map[string]int{}}
+	for i, h := range header {
+		c.col[strings.TrimSpace(h)] = i
+	}
+	for _, name := range []string{m.PSPID, m.ChargeRef, m.Kind, m.Amount, m.Fee, m.Time, m.RefundID} {
+		if _, ok := c.col[name]; name != "" && !ok {
+			return nil, fmt.Errorf("%w: csv header has no column %.64q", ErrInput, name)
+		}
+	}
+	return c, nil
+}
+
+// next returns the next line, io.EOF after the last. A record that cannot
+// be read as a line is returned as an invalid line; an error is a file
+// that cannot be read on.
+func (c *csvReader) next() (Line, error) {
+	rec, err := c.r.Read()
+	if errors.Is(err, io.EOF) {
+		return Line{}, io.EOF
+	}
+	c.line++
+	// A record that is not CSV (a bare quote, too few fields) is one
+	// invalid line; the reader goes on at the next. Our own limit on a
+	// record's length is not a ParseError: it ends the file.
+	var pe *csv.ParseError
+	if errors.As(err, &pe) && !errors.Is(err, ErrInput) {
+		return invalid(pe.Err.Error()), nil
+	}
+	if err != nil {
+		return Line{}, fmt.Errorf("%w: csv line %d: %w", ErrInput, c.line, err)
+	}
+	l, err := c.parse(rec)
+	if err != nil {
+		return invalid(err.Error()), nil
+	}
+	return l, nil
+}
+
+func invalid(detail string) Line { return Line{Kind: KindInvalid, Detail: truncate(detail, 500)} }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
+
+func (c *csvReader) field(rec []string, name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	v := strings.TrimSpace(rec[c.col[name]])
+	switch {
+	case len(v) > maxIDLength:
+		return "", fmt.Errorf("column %.64q: longer than %d bytes", name, maxIDLength)
+	case strings.IndexByte(v, 0) >= 0:
+		return "", fmt.Errorf("column %.64q: holds a NUL character", name)
+	case !utf8.ValidString(v):
+		return "", fmt.Errorf("column %.64q: not valid UTF-8", name)
+	}
+	return v, nil
+}
+
+func (c *csvReader) parse(rec []string) (Line, error) {
+	var f [7]string
+	for i, name := range []string{c.m.PSPID, c.m.ChargeRef, c.m.Kind, c.m.Amount, c.m.Fee, c.m.Time, c.m.RefundID} {
+		v, err := c.field(rec, name)
+		if err != nil {
+			return Line{}, err
+		}
+		f[i] = v
+	}
+	psp, ref, kind, amount, fee, at, refund := f[0], f[1], f[2], f[3], f[4], f[5], f[6]
+	l := Line{Kind: KindPaid, PSPID: psp, ChargeRef: ref, EventType: csvPaidType, EventID: psp}
+	switch {
+	case c.m.Kind == "" || slices.Contains(c.m.PaidValues, kind):
+	case slices.Contains(c.m.RefundValues, kind):
+		l.Kind, l.RefundID, l.EventType, l.EventID = KindRefunded, refund, csvRefundType, refund
+	default:
+		return Line{}, fmt.Errorf("kind %.32q is neither a payment nor a refund", kind)
+	}
+	if l.EventID == "" {
+		return Line{}, fmt.Errorf("no %s id", map[Kind]string{KindPaid: "PSP", KindRefunded: "refund"}[l.Kind])
+	}
+	var err error
+	if l.Amount, err = c.amount(amount); err != nil {
+		return Line{}, fmt.Errorf("amount: %w", err)
+	}
+	if fee != "" {
+		if l.Fee, err = c.amountOrZero(fee); err != nil {
+			return Line{}, fmt.Errorf("fee: %w", err)
+		}
+		l.HasFee = true
+	}
+	if l.At, err = time.ParseInLocation(c.m.TimeLayout, at, c.m.loc); err != nil {
+		return Line{}, fmt.Errorf("time %.40q: not of the layout %s", at, c.m.TimeLayout)
+	}
+	if l.At.IsZero() {
+		// Go's zero time, which everything downstream reads as "no time".
+		return Line{}, fmt.Errorf("time %.40q is before the ledger's go-live", at)
+	}
+	return l, nil
+}
+
+// amount reads an amount in the mapping's unit and dialect.
+func (c *csvReader) amount(s string) (int64, error) {
+	if c.m.cents {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 || !allDigits(s) {
+			return 0, fmt.Errorf("%.24q is not a positive integer of centavos", s)
+		}
+		return n, nil
+	}
+	if c.m.dialect == reports.Brazil {
+		// 1.234,56: '.' groups thousands, ',' is the decimal separator.
+		s = strings.ReplaceAll(strings.ReplaceAll(s, ".", ""), ",", ".")
+	}
+	return money.ParseReais(s)
+}
+
+// amountOrZero is amount that also takes a zero (a fee).
+func (c *csvReader) amountOrZero(s string) (int64, error) {
+	if strings.Trim(s, "0.,") == "" && s != "" {
+		return 0, nil
+	}
+	return c.amount(s)
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// recordLimit refuses a file with a line longer than max bytes, so that
+// encoding/csv never buffers an unbounded record.
+type recordLimit struct {
+	r   *bufio.Reader
+	max int
+	run int // bytes since the last newline
+}
+
+func (l *recordLimit) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	for _, b := range p[:n] {
+		l.run++
+		if b == '\n' {
+			l.run = 0
+		}
+		if l.run > l.max {
+			return 0, fmt.Errorf("%w: a csv line longer than %d bytes", ErrInput, l.max)
+		}
+	}
+	return n, err
+}

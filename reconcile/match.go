@@ -1,0 +1,202 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// dedupeSQL keeps one line per inbox key: a page fetched again after the
+// statement moved (an item added between two fetches) lists items twice.
+// The last copy wins: it is the freshest.
+const dedupeSQL = `
+	DELETE FROM reconciliation_lines l USING (
+		SELECT line FROM (
+			SELECT line, row_number() OVER (PARTITION BY event_type, event_id ORDER BY line DESC) AS copy
+			FROM reconciliation_lines WHERE run_id = $1 AND outcome IS NULL AND kind <> 'invalid'
+		) c WHERE c.copy > 1
+	) d
+	WHERE l.run_id = $1 AND l.line = d.line`
+
+// matchPaidSQL decides every payment line not yet decided. A payment is
+// found by its PSP id first (the charge's paid_ref, in the scheme's form:
+// $3 is the prefix, "hodle:" or "standard:event:"), else its charge by our
+// id, else by the PSP reference the app registered. $2 is the endpoint,
+// $4 its merchant. A verdict names the outcome: matched, book (to store
+// into the inbox), in_inbox (stored and pending: the delivery path books
+// it), or a divergence's reason.
+const matchPaidSQL = `
+	UPDATE reconciliation_lines l SET
+		outcome = CASE WHEN v.verdict = 'matched' THEN 'matched' WHEN v.verdict IN ('book', 'in_inbox') THEN 'booked' ELSE 'divergence' END,
+		reason = CASE WHEN v.verdict IN ('matched', 'book') THEN NULL ELSE v.verdict END,
+		charge_id = v.c_id, ledger_amount = v.ledger_amount, ledger_fee = v.ledger_fee,
+		inbox_id = CASE WHEN v.verdict = 'in_inbox' THEN v.ib_id END
+	FROM (
+		SELECT y.line, y.c_id, y.ledger_amount, y.ledger_fee, y.ib_id, CASE
+			WHEN y.cr_id IS NOT NULL AND y.amount <> y.cr_paid THEN 'amount_mismatch'
+			WHEN y.cr_id IS NOT NULL AND y.fee IS NOT NULL AND y.fee <> coalesce(y.cr_fee, 0) THEN 'fee_mismatch'
+			WHEN y.cr_id IS NOT NULL THEN 'matched'
+			WHEN y.ib_status = 'divergent' THEN coalesce(y.dv_reason, 'divergent_in_inbox')
+			WHEN y.ib_status IN ('pending', 'parked') THEN 'in_inbox'
+			WHEN y.c_id IS NULL THEN 'unknown_charge'
+			WHEN y.c_merchant IS NOT NULL AND y.c_merchant <> $4 THEN 'merchant_mismatch'
+			WHEN y.c_state IN ('paid', 'partially_refunded', 'refunded') THEN 'second_payment'
+			WHEN y.amount <> y.c_amount THEN 'amount_mismatch'
+			ELSE 'book' END AS verdict
+		FROM (
+			SELECT x.line, x.amount, x.fee, cr.id AS cr_id, cr.paid_amount AS cr_paid, cr.fee AS cr_fee,
+				coalesce(cr.id, ci.id, cp.id) AS c_id,
+				coalesce(ci.merchant, cp.merchant) AS c_merchant,
+				coalesce(ci.state, cp.state) AS c_state,
+				coalesce(ci.amount, cp.amount) AS c_amount,
+				coalesce(cr.paid_amount, ci.paid_amount, cp.paid_amount, ci.amount, cp.amount) AS ledger_amount,
+				coalesce(cr.fee, ci.fee, cp.fee) AS ledger_fee,
+				ib.id AS ib_id, ib.status AS ib_status, dv.reason AS dv_reason
+			FROM reconciliation_lines x
+			LEFT JOIN charges cr ON cr.paid_ref = $3 || x.psp_id AND x.psp_id <> ''
+			LEFT JOIN charges ci ON ci.id = x.charge_ref
+			LEFT JOIN charges cp ON x.charge_ref = '' AND x.psp_id <> '' AND cp.psp_ref = x.psp_id
+			LEFT JOIN inbox ib ON ib.endpoint = $2 AND ib.event_type = x.event_type AND ib.event_id = x.event_id
+			LEFT JOIN divergences dv ON dv.inbox_id = ib.id
+			WHERE x.run_id = $1 AND x.outcome IS NULL AND x.kind = 'paid'
+		) y
+	) v
+	WHERE l.run_id = $1 AND l.line = v.line`
+
+// matchRefundsSQL decides every refund line not yet decided, after the
+// payments: a refund's charge is the one its payment's PSP id paid, else
+// our id, else the registered PSP reference, else the charge a payment
+// line of this run found (a payment booked by this very run).
+const matchRefundsSQL = `
+	UPDATE reconciliation_lines l SET
+		outcome = CASE WHEN v.verdict IN ('matched', 'not_settled') THEN 'matched' WHEN v.verdict IN ('book', 'in_inbox') THEN 'booked' ELSE 'divergence' END,
+		reason = CASE WHEN v.verdict IN ('matched', 'book') THEN NULL ELSE v.verdict END,
+		charge_id = v.c_id, ledger_amount = v.rs_amount,
+		inbox_id = CASE WHEN v.verdict = 'in_inbox' THEN v.ib_id END
+	FROM (
+		SELECT y.line, y.c_id, rs.amount AS rs_amount, y.ib_id, CASE
+			WHEN y.kind = 'refund_open' AND rs.id IS NOT NULL THEN 'refund_not_settled'
+			WHEN y.kind = 'refund_open' THEN 'not_settled'
+			WHEN rs.id IS NOT NULL AND rs.amount <> y.amount THEN 'refund_amount_mismatch'
+			WHEN rs.id IS NOT NULL THEN 'matched'
+			WHEN y.ib_status = 'divergent' THEN coalesce(y.dv_reason, 'divergent_in_inbox')
+			WHEN y.ib_status IN ('pending', 'parked') THEN 'in_inbox'
+			WHEN y.c_id IS NULL THEN 'unknown_charge'
+			WHEN y.c_merchant IS NOT NULL AND y.c_merchant <> $4 THEN 'merchant_mismatch'
+			ELSE 'book' END AS verdict
+		FROM (
+			SELECT x.line, x.kind, x.amount, x.refund_id,
+				coalesce(cr.id, ci.id, cp.id, pl.charge_id) AS c_id,
+				coalesce(cr.merchant, ci.merchant, cp.merchant) AS c_merchant,
+				ib.id AS ib_id, ib.status AS ib_status, dv.reason AS dv_reason
+			FROM reconciliation_lines x
+			LEFT JOIN charges cr ON cr.paid_ref = $3 || x.psp_id AND x.psp_id <> ''
+			LEFT JOIN charges ci ON ci.id = x.charge_ref
+			LEFT JOIN charges cp ON x.charge_ref = '' AND x.psp_id <> '' AND cp.psp_ref = x.psp_id
+			LEFT JOIN reconciliation_lines pl ON pl.run_id = $1 AND pl.kind = 'paid' AND x.psp_id <> '' AND pl.psp_id = x.psp_id
+			LEFT JOIN inbox ib ON ib.endpoint = $2 AND ib.event_type = x.event_type AND ib.event_id = x.event_id
+			LEFT JOIN divergences dv ON dv.inbox_id = ib.id
+			WHERE x.run_id = $1 AND x.outcome IS NULL AND x.kind IN ('refunded', 'refund_open')
+		) y
+		LEFT JOIN posting_sets rs ON rs.kind = 'refund' AND rs.charge_id = y.c_id AND rs.refund_id = y.refund_id
+	) v
+	WHERE l.run_id = $1 AND l.line = v.line`
+
+// phantomsSQL lists, for a final window, the endpoint's sales and refunds
+// booked in it ([$3, $4) by event time) that no line of the run names:
+// money the ledger has and the PSP does not. Recomputed whole each time.
+const phantomsSQL = `
+	INSERT INTO reconciliation_lines (run_id, line, side, kind, refund_id, amount, at, outcome, reason,
+		charge_id, ledger_amount, inbox_id, detail)
+	SELECT $1, base.n + row_number() OVER (ORDER BY s.id), 'ledger',
+		CASE s.kind WHEN 'sale' THEN 'paid' ELSE 'refunded' END, coalesce(s.refund_id, ''), 0, s.event_at,
+		'divergence', 'phantom', s.charge_id, s.amount, s.inbox_id,
+		'booked in the ledger, absent from the statement'
+	FROM posting_sets s
+	JOIN inbox i ON i.id = s.inbox_id AND i.endpoint = $2
+	CROSS JOIN (SELECT coalesce(max(line), 0) AS n FROM reconciliation_lines WHERE run_id = $1) base
+	WHERE s.kind IN ('sale', 'refund') AND s.event_at >= $3 AND s.event_at < $4
+	  AND NOT EXISTS (SELECT 1 FROM reconciliation_lines l
+		WHERE l.run_id = $1 AND l.side = 'statement' AND l.charge_id = s.charge_id
+		  AND ((s.kind = 'sale' AND l.kind = 'paid')
+		    OR (s.kind = 'refund' AND l.kind IN ('refunded', 'refund_open') AND l.refund_id = s.refund_id)))`
+
+// paymentRefPrefix is what the scheme puts before a PSP id in a charge's
+// paid_ref (see charges.SchemePaymentRef): standard names no PSP id, so
+// its payments are known by their event id.
+func paymentRefPrefix(scheme string) string {
+	if scheme == "standard" {
+		return "standard:event:"
+	}
+	return scheme + ":"
+}
+
+// match decides every line of the run not yet decided and, for a final
+// window, lists the phantoms, in one transaction: a run that dies in it
+// matches again from the same lines. A line once decided keeps its
+// outcome: a line booked by this run stays booked when the run goes on
+// after a crash, though the ledger has it by then.
+func match(ctx context.Context, db *sqlx.DB, run Run, ep endpointInfo) error {
+	tx, err := begin(ctx, db)
+	if err != nil {
+		return fmt.Errorf("match run %d: %w", run.ID, err)
+	}
+	defer tx.Rollback()
+	steps := []struct {
+		name string
+		sql  string
+		args []any
+	}{
+		{"dedupe", dedupeSQL, []any{run.ID}},
+		{"payments", matchPaidSQL, []any{run.ID, ep.name, paymentRefPrefix(ep.scheme), ep.merchant}},
+		{"refunds", matchRefundsSQL, []any{run.ID, ep.name, paymentRefPrefix(ep.scheme), ep.merchant}},
+		{"clear phantoms", `DELETE FROM reconciliation_lines WHERE run_id = $1 AND side = 'ledger'`, []any{run.ID}},
+	}
+	if run.Final {
+		steps = append(steps, struct {
+			name string
+			sql  string
+			args []any
+		}{"phantoms", phantomsSQL, []any{run.ID, ep.name, run.From, run.To}})
+	}
+	// The run's lines were just copied in: without fresh statistics the
+	// planner takes them for a handful and joins them by nested loops.
+	// The keep-one-copy sort and the hash joins fit in memory at a
+	// million lines.
+	if _, err := tx.ExecContext(ctx, `SET LOCAL work_mem = '64MB'`); err != nil {
+		return fmt.Errorf("match run %d: %w", run.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `ANALYZE reconciliation_lines`); err != nil {
+		return fmt.Errorf("match run %d: analyze: %w", run.ID, err)
+	}
+	for _, s := range steps {
+		if _, err := tx.ExecContext(ctx, s.sql, s.args...); err != nil {
+			return fmt.Errorf("match run %d: %s: %w", run.ID, s.name, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("match run %d: commit: %w", run.ID, err)
+	}
+	return nil
+}
+
+// endpointInfo is what matching needs of an endpoint.
+type endpointInfo struct {
+	name, scheme, merchant string
+}
+
+// tally counts a run's lines by outcome into its row.
+func tally(ctx context.Context, db sqlx.ExecerContext, run int64) error {
+	_, err := db.ExecContext(ctx, `UPDATE reconciliation_runs r SET
+			matched = t.matched, booked = t.booked, divergences = t.divergences
+		FROM (SELECT count(*) FILTER (WHERE outcome = 'matched') AS matched,
+			count(*) FILTER (WHERE outcome = 'booked') AS booked,
+			count(*) FILTER (WHERE outcome = 'divergence') AS divergences
+			FROM reconciliation_lines WHERE run_id = $1) t
+		WHERE r.id = $1`, run)
+	if err != nil {
+		return fmt.Errorf("tally run %d: %w", run, err)
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package reconcile
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/razao/razao/reconcile/bcbpix"
+	"github.com/razao/razao/webhook/scheme"
+)
+
+// maxPasses bounds how often a window's pages are read again because the
+// statement moved while they were read (an item added between two
+// fetches shifts every later page by one).
+const maxPasses = 3
+
+// maxPages bounds the pages of one window: 10 million items.
+const maxPages = 10_000
+
+// position is where a run's paging stands, from the pages it kept.
+type position struct {
+	pass, page int
+	done       bool
+}
+
+// nextPage reads the run's kept pages to find the next one to fetch: the
+// page after the last kept, or, when a pass is complete and the
+// statement moved during it (its pages stated different totals), page 0
+// of another pass.
+func (r *Reconciler) nextPage(ctx context.Context, run int64) (position, error) {
+	var last struct {
+		Pass      int  `db:"pass"`
+		Page      int  `db:"page"`
+		PageCount int  `db:"page_count"`
+		Moved     bool `db:"moved"`
+	}
+	err := r.get(ctx, &last, `SELECT p.pass, p.page, p.page_count,
+			EXISTS (SELECT 1 FROM reconciliation_pages o WHERE o.run_id = p.run_id AND o.pass = p.pass
+				AND (o.total <> p.total OR o.page_count <> p.page_count)) AS moved
+		FROM reconciliation_pages p WHERE p.run_id = $1 ORDER BY p.pass DESC, p.page DESC LIMIT 1`, run)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return position{}, nil
+	case err != nil:
+		return position{}, fmt.Errorf("run %d: kept pages: %w", run, err)
+	case last.Page+1 < last.PageCount:
+		return position{pass: last.Pass, page: last.Page + 1}, nil
+	case last.Moved && last.Pass+1 < maxPasses:
+		return position{pass: last.Pass + 1}, nil
+	}
+	return position{done: true}, nil
+}
+
+// loadPages fetches the window's pages the run has not kept, each kept
+// with its lines in one transaction, then marks the run loaded.
+func (r *Reconciler) loadPages(ctx context.Context, run *Run, ep *endpoint) error {
+	for {
+		pos, err := r.nextPage(ctx, run.ID)
+		if err != nil {
+			return err
+		}
+		if pos.done {
+			break
+		}
+		if pos.page >= maxPages {
+			return fmt.Errorf("run %d: the statement has more than %d pages", run.ID, maxPages)
+		}
+		pg, err := ep.api.Page(ctx, run.From, run.To, pos.page)
+		if err != nil {
+			return err
+		}
+		if err := r.keepPage(ctx, run, ep, pos.pass, pg); err != nil {
+			return err
+		}
+		if r.Progress != nil {
+			r.Progress("pages", int64(run.Pages))
+		}
+		if r.stopAfterPage != nil && r.stopAfterPage(run.Pages) {
+			return errStopped
+		}
+	}
+	if _, err := r.exec(ctx, `UPDATE reconciliation_runs SET loaded = true WHERE id = $1`, run.ID); err != nil {
+		return fmt.Errorf("run %d: %w", run.ID, err)
+	}
+	run.Loaded = true
+	return nil
+}
+
+// keepPage stores one page and copies its lines, and renews the run's
+// lease, in one transaction.
+func (r *Reconciler) keepPage(ctx context.Context, run *Run, ep *endpoint, pass int, pg bcbpix.Page) error {
+	tx, err := begin(ctx, r.db)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var lines int64
+	if err := tx.GetContext(ctx, &lines, `UPDATE reconciliation_runs SET pages = pages + 1,
+			lease_until = now() + $2 * interval '1 second' WHERE id = $1 RETURNING lines`, run.ID, r.lease.Seconds()); err != nil {
+		return fmt.Errorf("run %d: keep page %d: %w", run.ID, pg.Number, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO reconciliation_pages (run_id, pass, page, total, items, page_count, body)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, run.ID, pass, pg.Number, pg.Total, len(pg.Items), pg.Count, pg.Body); err != nil {
+		return fmt.Errorf("run %d: keep page %d: %w", run.ID, pg.Number, err)
+	}
+	cp, err := newCopier(ctx, tx, run.ID, lines+1)
+	if err != nil {
+		return err
+	}
+	for _, item := range pg.Items {
+		for _, l := range pixLines(ep.hook.Scheme, item) {
+			if err := cp.add(ctx, r.checkLine(l)); err != nil {
+				cp.stmt.Close()
+				return err
+			}
+		}
+	}
+	if err := cp.close(ctx); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE reconciliation_runs SET lines = lines + $2 WHERE id = $1`, run.ID, cp.n); err != nil {
+		return fmt.Errorf("run %d: keep page %d: %w", run.ID, pg.Number, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("run %d: keep page %d: commit: %w", run.ID, pg.Number, err)
+	}
+	run.Pages++
+	run.Lines = lines + cp.n
+	return nil
+}
+
+// pixLines reads one Pix of the statement with the endpoint's own
+// webhook parser, so that its lines carry exactly the webhook's keys and
+// figures: the credit keyed by endToEndId, each devolução by endToEndId,
+// id and status. An item the parser refuses is one invalid line.
+func pixLines(sc scheme.Scheme, item json.RawMessage) []Line {
+	body, _ := json.Marshal(map[string][]json.RawMessage{"pix": {item}})
+	evs, err := sc.Parse(body)
+	if err != nil {
+		return []Line{invalid(err.Error())}
+	}
+	lines := make([]Line, 0, len(evs))
+	for _, ev := range evs {
+		l := Line{EventType: ev.Type, EventID: ev.EventID, PSPID: ev.PSPRef, ChargeRef: ev.ChargeID,
+			RefundID: ev.RefundID, Amount: ev.Amount, At: ev.OccurredAt}
+		switch ev.Kind {
+		case scheme.KindPaid:
+			l.Kind = KindPaid
+		case scheme.KindRefunded:
+			l.Kind = KindRefunded
+		default:
+			l.Kind = KindRefundOpen
+		}
+		lines = append(lines, l)
+	}
+	return lines
+}
