@@ -65,7 +65,7 @@ type Outcome struct {
 	Result   Result
 	ChargeID string
 	// Reason and Detail explain a divergence.
-	Reason string
+	Reason Reason
 	Detail string
 	// Events are the outbox events the change makes, in order, for the
 	// caller to append in the same transaction.
@@ -83,19 +83,33 @@ const (
 	Divergence Result = "divergence" // permanent: recorded for finance, never retried
 )
 
+// Reason says why a delivery is a divergence. Every reason a divergence
+// may carry is here, the ones the inbox decides too, and the list is the
+// database's ck_divergences_reason constraint, word for word (a test
+// compares them).
+type Reason string
+
 // Reasons for a divergence.
 const (
-	ReasonUnknownCharge        = "unknown_charge"
-	ReasonAmountMismatch       = "amount_mismatch"
-	ReasonCurrencyMismatch     = "currency_mismatch"
-	ReasonRefundExceedsPaid    = "refund_exceeds_paid"
-	ReasonRefundAmountMissing  = "refund_amount_missing"
-	ReasonSecondPayment        = "second_payment"
-	ReasonMalformed            = "malformed"
-	ReasonRefundOfOtherPayment = "refund_of_other_payment"
-	ReasonRefundAmountChanged  = "refund_amount_changed"
-	ReasonMerchantMismatch     = "merchant_mismatch"
+	ReasonUnknownCharge        Reason = "unknown_charge"
+	ReasonAmountMismatch       Reason = "amount_mismatch"
+	ReasonCurrencyMismatch     Reason = "currency_mismatch"
+	ReasonRefundExceedsPaid    Reason = "refund_exceeds_paid"
+	ReasonRefundAmountMissing  Reason = "refund_amount_missing"
+	ReasonMalformed            Reason = "malformed"
+	ReasonDisputed             Reason = "disputed"
+	ReasonSecondPayment        Reason = "second_payment"
+	ReasonProcessingFailed     Reason = "processing_failed"
+	ReasonRefundOfOtherPayment Reason = "refund_of_other_payment"
+	ReasonRefundAmountChanged  Reason = "refund_amount_changed"
+	ReasonRefundWithoutPayment Reason = "refund_without_payment"
+	ReasonMerchantMismatch     Reason = "merchant_mismatch"
 )
+
+// Reasons lists every divergence reason.
+var Reasons = []Reason{ReasonUnknownCharge, ReasonAmountMismatch, ReasonCurrencyMismatch, ReasonRefundExceedsPaid,
+	ReasonRefundAmountMissing, ReasonMalformed, ReasonDisputed, ReasonSecondPayment, ReasonProcessingFailed,
+	ReasonRefundOfOtherPayment, ReasonRefundAmountChanged, ReasonRefundWithoutPayment, ReasonMerchantMismatch}
 
 // eventRefPrefix marks a PaymentRef made of an event id (EventPaymentRef),
 // so that it is never compared with a PSP's payment reference.
@@ -147,7 +161,7 @@ type Applier struct {
 	AfterSale func() error
 
 	// The statements of every delivery, prepared once.
-	lock, lockSkip, readGrantsRefunds, write *sqlstmt.Stmt
+	lock, lockSkip, exist, readGrantsRefunds, write *sqlstmt.Stmt
 }
 
 // NewApplier returns an applier writing to ledger, with its statements
@@ -156,6 +170,7 @@ func NewApplier(db *sqlx.DB, ledger *postings.Ledger) *Applier {
 	return &Applier{Ledger: ledger,
 		lock:              sqlstmt.New(db, lockChargesSQL),
 		lockSkip:          sqlstmt.New(db, lockChargesSQL+` SKIP LOCKED`),
+		exist:             sqlstmt.New(db, `SELECT id, psp_ref FROM charges WHERE id = ANY($1) OR psp_ref = ANY($2)`),
 		readGrantsRefunds: sqlstmt.New(db, readGrantsRefundsSQL),
 		write:             sqlstmt.New(db, writeChargesSQL),
 	}
@@ -206,7 +221,7 @@ func query(ctx context.Context, tx *sqlx.Tx, dest any, s *sqlstmt.Stmt, args ...
 	return stmt.SelectContext(ctx, dest, args...)
 }
 
-func diverge(chargeID, reason, format string, args ...any) Outcome {
+func diverge(chargeID string, reason Reason, format string, args ...any) Outcome {
 	return Outcome{Result: Divergence, ChargeID: chargeID, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
 
@@ -216,34 +231,34 @@ func diverge(chargeID, reason, format string, args ...any) Outcome {
 // writes them all: a batch of deliveries costs a handful of statements
 // whatever its size, and a single delivery no more than before.
 type Locked struct {
-	a      *Applier
-	byID   map[string]*lockedCharge
-	byRef  map[string]*lockedCharge
-	booked map[refundKey]int64 // refunds booked, by charge and PSP refund id
-	sets   []postings.Set
-	sales  int
+	a     *Applier
+	byID  map[string]*lockedCharge
+	byRef map[string]*lockedCharge
+	sets  []postings.Set
+	sales int
+	// busyIDs and busyRefs are charges that exist but were held by
+	// another transaction when LockTx skipped them.
+	busyIDs, busyRefs map[string]bool
 	// changed and grants keep the order things happened in, so writes
 	// are deterministic.
 	changed []*lockedCharge
 	grants  []*lockedCharge
 }
 
-// lockedCharge is a locked charge row as the events so far have left it.
+// lockedCharge is a locked charge as the events so far have left it.
 type lockedCharge struct {
-	Charge
-	granted bool // its access grant exists, or is among the ones to write
-	changed bool
+	ChargeState
+	changed bool // its row is among the ones to write
 }
-
-type refundKey struct{ charge, refund string }
 
 // Lock modes of LockTx.
 const (
 	// Wait for charges another transaction holds.
 	Wait = false
 	// SkipLocked leaves out charges another transaction holds, without
-	// waiting: their events are not Applied here (see Has). A batch takes
-	// its charges so, and no delivery in it waits behind another's lock.
+	// waiting: their events are not to be applied here (see Busy). A batch
+	// takes its charges so, and no delivery in it waits behind another's
+	// lock.
 	SkipLocked = true
 )
 
@@ -254,7 +269,7 @@ const (
 // reads, under those locks, which charges have their grant and which
 // refunds are booked.
 func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event, skipLocked bool) (*Locked, error) {
-	l := &Locked{a: a, byID: map[string]*lockedCharge{}, byRef: map[string]*lockedCharge{}, booked: map[refundKey]int64{}}
+	l := &Locked{a: a, byID: map[string]*lockedCharge{}, byRef: map[string]*lockedCharge{}}
 	var ids, refs, refunds []string
 	for _, ev := range evs {
 		if ev.ChargeID != "" {
@@ -280,22 +295,57 @@ func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event, skipLock
 	if err := query(ctx, tx, &rows, lock, pq.Array(ids), pq.Array(refs)); err != nil {
 		return nil, fmt.Errorf("lock charges %v: %w", ids, err)
 	}
-	if len(rows) == 0 {
-		return l, nil
-	}
 	locked := make([]string, len(rows))
 	for i := range rows {
-		c := &lockedCharge{Charge: rows[i]}
+		c := &lockedCharge{ChargeState: ChargeState{Charge: rows[i]}}
 		l.byID[c.ID] = c
 		if c.PSPRef != nil {
 			l.byRef[*c.PSPRef] = c
 		}
 		locked[i] = c.ID
 	}
+	if skipLocked && l.missesAny(evs) {
+		if err := l.readBusy(ctx, tx, ids, refs); err != nil {
+			return nil, err
+		}
+	}
 	if !l.needsRead(evs) {
 		return l, nil
 	}
 	return l, l.readGrantsAndRefunds(ctx, tx, locked, refunds)
+}
+
+// missesAny reports whether some event names a charge not locked here.
+func (l *Locked) missesAny(evs []Event) bool {
+	for _, ev := range evs {
+		if (ev.ChargeID != "" || ev.PSPRef != "") && l.find(ev.ChargeID, ev.PSPRef) == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// readBusy reads, without a lock, which of the charges named and not
+// locked exist: those another transaction holds. The others are unknown.
+func (l *Locked) readBusy(ctx context.Context, tx *sqlx.Tx, ids, refs []string) error {
+	var rows []struct {
+		ID     string  `db:"id"`
+		PSPRef *string `db:"psp_ref"`
+	}
+	if err := query(ctx, tx, &rows, l.a.exist, pq.Array(ids), pq.Array(refs)); err != nil {
+		return fmt.Errorf("read held charges of %v: %w", ids, err)
+	}
+	l.busyIDs, l.busyRefs = map[string]bool{}, map[string]bool{}
+	for _, r := range rows {
+		if _, ok := l.byID[r.ID]; ok {
+			continue
+		}
+		l.busyIDs[r.ID] = true
+		if r.PSPRef != nil {
+			l.busyRefs[*r.PSPRef] = true
+		}
+	}
+	return nil
 }
 
 // needsRead reports whether deciding evs needs to know grants and booked
@@ -327,11 +377,15 @@ func (l *Locked) readGrantsAndRefunds(ctx context.Context, tx *sqlx.Tx, ids, ref
 		return fmt.Errorf("read grants and refunds of %v: %w", ids, err)
 	}
 	for _, r := range rows {
+		c := l.byID[r.ChargeID]
 		if r.RefundID == "" {
-			l.byID[r.ChargeID].granted = true
+			c.Granted = true
 			continue
 		}
-		l.booked[refundKey{r.ChargeID, r.RefundID}] = r.Amount
+		if c.Refunds == nil {
+			c.Refunds = map[string]int64{}
+		}
+		c.Refunds[r.RefundID] = r.Amount
 	}
 	return nil
 }
@@ -351,22 +405,21 @@ func (l *Locked) find(id, pspRef string) *lockedCharge {
 	return nil
 }
 
-// Has reports whether the charge ev names is locked here, by the id it
-// names if it names one: locked with SkipLocked, a charge left out may be
-// held by another transaction or may not exist, and an event naming an id
-// left out must not fall back to another charge by its PSP reference. Such
-// an event is to be applied under a lock that waits.
-func (l *Locked) Has(ev Event) bool {
+// Busy reports whether the charge ev names, by the id it names if it
+// names one, exists but was held by another transaction when LockTx
+// skipped it: ev is to be decided later, never against another charge
+// found by its PSP reference. A charge that does not exist is not busy:
+// Apply decides ev as an unknown charge.
+func (l *Locked) Busy(ev Event) bool {
 	if ev.ChargeID != "" {
-		_, ok := l.byID[ev.ChargeID]
-		return ok
+		return l.busyIDs[ev.ChargeID]
 	}
-	_, ok := l.byRef[ev.PSPRef]
-	return ok && ev.PSPRef != ""
+	return ev.PSPRef != "" && l.busyRefs[ev.PSPRef]
 }
 
 // Apply decides what ev does to its charge, which LockTx must have locked,
-// after every event applied before it. Nothing is written until WriteTx.
+// after every event applied before it (Decide), and keeps what is to be
+// written. Nothing is written until WriteTx.
 func (l *Locked) Apply(ev Event) (Outcome, error) {
 	c := l.find(ev.ChargeID, ev.PSPRef)
 	if c == nil {
@@ -375,221 +428,35 @@ func (l *Locked) Apply(ev Event) (Outcome, error) {
 		}
 		return diverge("", ReasonUnknownCharge, "no charge with psp reference %q", ev.PSPRef), nil
 	}
-	if c.Merchant != nil && *c.Merchant != ev.Merchant {
-		// Checked before anything else, whatever the event: another
-		// merchant's endpoint neither books, parks nor changes the charge.
-		return diverge(c.ID, ReasonMerchantMismatch, "charge of merchant %q; event through an endpoint of merchant %q",
-			*c.Merchant, ev.Merchant), nil
+	d, err := Decide(c.ChargeState, ev, Rules{Limit: l.a.Ledger.Limit(), CheckTime: l.a.Ledger.CheckEventTime})
+	if err != nil {
+		return Outcome{}, err
 	}
-	if err := l.a.Ledger.CheckEventTime(ev.At); err != nil {
-		// Stored before intake checked the window: the ledger (or the
-		// charge's timestamps) would refuse it on every attempt, so it is
-		// a divergence now, not ten failures.
-		return diverge(c.ID, ReasonMalformed, "%v", err), nil
+	c.ChargeState = d.State
+	l.keep(c, d)
+	return d.Outcome, nil
+}
+
+// keep queues what a decision writes: its sets, the charge's row, its
+// grant.
+func (l *Locked) keep(c *lockedCharge, d Decision) {
+	for _, s := range d.Sets {
+		if s.Kind == postings.KindSale {
+			l.sales++
+		}
+		l.sets = append(l.sets, s)
 	}
-	switch ev.Kind {
-	case Paid:
-		return l.paid(c, ev)
-	case Refunded:
-		return l.refunded(c, ev)
-	case Failed:
-		return l.failed(c, ev), nil
+	if d.Changed && !c.changed {
+		c.changed = true
+		l.changed = append(l.changed, c)
 	}
-	return Outcome{}, fmt.Errorf("apply to charge %s: unknown event kind %q", c.ID, ev.Kind)
+	if d.Grant {
+		l.grants = append(l.grants, c)
+	}
 }
 
 func (c *Charge) isPaid() bool {
 	return c.State == StatePaid || c.State == StatePartiallyRefunded || c.State == StateRefunded
-}
-
-func (l *Locked) touch(c *lockedCharge) {
-	if !c.changed {
-		c.changed = true
-		l.changed = append(l.changed, c)
-	}
-}
-
-// ensureGrant gives the charge's access if it is not there, whatever
-// happened before: it is how a redelivery repairs a partial state.
-func (l *Locked) ensureGrant(c *lockedCharge) []events.Draft {
-	if c.granted {
-		return nil
-	}
-	c.granted = true
-	l.grants = append(l.grants, c)
-	return []events.Draft{{Topic: events.TopicAccessGranted, ChargeID: c.ID,
-		Payload: map[string]any{"charge_id": c.ID, "access": c.Access}}}
-}
-
-func (l *Locked) paid(c *lockedCharge, ev Event) (Outcome, error) {
-	if c.isPaid() {
-		// Only the same payment, provably (the same PaymentRef), is a
-		// redelivery. A charge paid before payments carried a comparable
-		// identity (paid_ref NULL) cannot prove it: a second notice.
-		if c.PaidRef == nil || ev.PaymentRef == "" || *c.PaidRef != ev.PaymentRef {
-			paidBy := "a payment of unknown reference"
-			if c.PaidRef != nil {
-				paidBy = *c.PaidRef
-			}
-			return diverge(c.ID, ReasonSecondPayment, "charge already paid by %s; payment %s of %d arrived too",
-				paidBy, ev.PaymentRef, ev.Amount), nil
-		}
-		// The same reference is the same payment only with the same
-		// figures. When they differ it is amount_mismatch, not
-		// second_payment: the PSP names the payment already booked, so
-		// what finance must settle is what that one payment was worth
-		// (check it on the PSP's statement), not a second transfer to
-		// return to the payer.
-		if paidAmount, fee := derefOr(c.PaidAmount), derefOr(c.Fee); ev.Amount != paidAmount || ev.Fee != fee {
-			return diverge(c.ID, ReasonAmountMismatch, "payment %s was booked for %d (PSP fee %d); now stated as %d (PSP fee %d)",
-				ev.PaymentRef, paidAmount, fee, ev.Amount, ev.Fee), nil
-		}
-		// A redelivery: repair the grant if a partial state left it out.
-		return Outcome{Result: NoOp, ChargeID: c.ID, Events: l.ensureGrant(c)}, nil
-	}
-	// The webhook front refuses an amount above the limit at intake; this
-	// is for a delivery stored before the limit was lowered, or a charge
-	// registered above it: the ledger would refuse the sale on every retry.
-	tooLarge := l.a.Ledger.Limit().Check("paid amount", ev.Amount)
-	switch {
-	case !ev.HasAmount:
-		return diverge(c.ID, ReasonAmountMismatch, "payment states no amount; charge is %d", c.Amount), nil
-	case tooLarge != nil:
-		return diverge(c.ID, ReasonMalformed, "%v", tooLarge), nil
-	case ev.Amount != c.Amount:
-		return diverge(c.ID, ReasonAmountMismatch, "paid %d, charge is %d", ev.Amount, c.Amount), nil
-	case ev.HasFee && (ev.Fee < 0 || ev.Fee >= ev.Amount):
-		return diverge(c.ID, ReasonAmountMismatch, "PSP fee %d on a payment of %d", ev.Fee, ev.Amount), nil
-	}
-	if err := l.bookSale(c, ev); err != nil {
-		return Outcome{}, err
-	}
-	commission := int64(0)
-	if c.Partner != nil && c.CommissionBP > 0 {
-		commission = postings.Commission(c.Amount, c.CommissionBP)
-	}
-	amount, fee, at := ev.Amount, ev.Fee, ev.At
-	c.State, c.PaidAmount, c.Fee, c.Commission, c.PaidAt = StatePaid, &amount, &fee, commission, &at
-	c.PaidRef = nil
-	if ev.PaymentRef != "" {
-		ref := ev.PaymentRef
-		c.PaidRef = &ref
-	}
-	l.touch(c)
-	drafts := []events.Draft{{Topic: events.TopicChargePaid, ChargeID: c.ID, Payload: map[string]any{
-		"charge_id": c.ID, "amount": ev.Amount, "fee": ev.Fee, "paid_at": ev.At,
-	}}}
-	return Outcome{Result: Applied, ChargeID: c.ID, Events: append(drafts, l.ensureGrant(c)...)}, nil
-}
-
-// bookSale queues the sale and, when the charge has a partner, its
-// commission.
-func (l *Locked) bookSale(c *lockedCharge, ev Event) error {
-	sale, err := postings.Sale(c.ID, c.Currency, ev.Amount, ev.Fee, ev.At)
-	if err != nil {
-		return err
-	}
-	sale.InboxID = ev.InboxID
-	l.sets = append(l.sets, sale)
-	l.sales++
-	if c.Partner == nil {
-		return nil
-	}
-	comm, ok, err := postings.CommissionSet(c.ID, *c.Partner, c.Currency, c.Amount, c.CommissionBP, ev.At)
-	if err != nil || !ok {
-		return err
-	}
-	comm.InboxID = ev.InboxID
-	l.sets = append(l.sets, comm)
-	return nil
-}
-
-func (l *Locked) refunded(c *lockedCharge, ev Event) (Outcome, error) {
-	if !c.isPaid() {
-		return Outcome{Result: Parked, ChargeID: c.ID}, nil
-	}
-	if ev.RefundID == "" {
-		return diverge(c.ID, ReasonMalformed, "refund without a refund id"), nil
-	}
-	if ev.PaymentRef != "" && c.PaidRef != nil && !isEventRef(*c.PaidRef) && *c.PaidRef != ev.PaymentRef {
-		// The refund of a payment that is not the one booked (a second
-		// payment, itself a divergence): booking it would cancel the sale.
-		// Both sides are in the scheme's form (SchemePaymentRef).
-		return diverge(c.ID, ReasonRefundOfOtherPayment, "refund %s is of payment %s; the charge was paid by %s",
-			ev.RefundID, ev.PaymentRef, *c.PaidRef), nil
-	}
-	key := refundKey{c.ID, ev.RefundID}
-	if booked, ok := l.booked[key]; ok {
-		if ev.HasAmount && ev.Amount != booked {
-			return diverge(c.ID, ReasonRefundAmountChanged, "refund %s was booked for %d; now stated as %d",
-				ev.RefundID, booked, ev.Amount), nil
-		}
-		return Outcome{Result: NoOp, ChargeID: c.ID}, nil
-	}
-	remaining := *c.PaidAmount - c.RefundedAmount
-	amount := ev.Amount
-	switch {
-	case !ev.HasAmount && !ev.FullRefundIfNoAmount:
-		return diverge(c.ID, ReasonRefundAmountMissing, "refund %s states no amount", ev.RefundID), nil
-	case !ev.HasAmount:
-		amount = remaining
-	}
-	if err := l.a.Ledger.Limit().Check("refund amount", amount); err != nil {
-		return diverge(c.ID, ReasonMalformed, "refund %s: %v", ev.RefundID, err), nil
-	}
-	if amount <= 0 || amount > remaining {
-		return diverge(c.ID, ReasonRefundExceedsPaid, "refund %s of %d; %d of %d left to refund", ev.RefundID, amount, remaining, *c.PaidAmount), nil
-	}
-	if err := l.bookRefund(c, ev, amount); err != nil {
-		return Outcome{}, err
-	}
-	l.booked[key] = amount
-	c.RefundedAmount += amount
-	c.State = StatePartiallyRefunded
-	if amount == remaining {
-		c.State = StateRefunded
-	}
-	l.touch(c)
-	return Outcome{Result: Applied, ChargeID: c.ID, Events: []events.Draft{{Topic: events.TopicChargeRefunded, ChargeID: c.ID,
-		Payload: map[string]any{
-			"charge_id": c.ID, "refund_id": ev.RefundID, "amount": amount,
-			"refunded_total": c.RefundedAmount, "refunded_at": ev.At,
-		}}}}, nil
-}
-
-// bookRefund queues the refund and, when the charge paid a commission, the
-// part of it the refund takes back. It runs before the refund is counted
-// in c.RefundedAmount.
-func (l *Locked) bookRefund(c *lockedCharge, ev Event, amount int64) error {
-	refund, err := postings.Refund(c.ID, ev.RefundID, c.Currency, amount, ev.At)
-	if err != nil {
-		return err
-	}
-	refund.InboxID = ev.InboxID
-	l.sets = append(l.sets, refund)
-	if c.Partner == nil || c.Commission == 0 {
-		return nil
-	}
-	rev := postings.ReversalAmount(c.Commission, *c.PaidAmount, c.RefundedAmount, amount)
-	set, ok, err := postings.CommissionReversalSet(c.ID, ev.RefundID, *c.Partner, c.Currency, rev, ev.At)
-	if err != nil || !ok {
-		return err
-	}
-	set.InboxID = ev.InboxID
-	l.sets = append(l.sets, set)
-	return nil
-}
-
-// failed records a failure. A failure is not a refund: no money moves.
-func (l *Locked) failed(c *lockedCharge, ev Event) Outcome {
-	at := ev.At
-	c.FailedAt = &at
-	if c.State == StatePending {
-		c.State = StateFailed
-	}
-	l.touch(c)
-	return Outcome{Result: Applied, ChargeID: c.ID, Events: []events.Draft{{Topic: events.TopicChargeFailed, ChargeID: c.ID,
-		Payload: map[string]any{"charge_id": c.ID, "failed_at": ev.At}}}}
 }
 
 // WriteTx writes what the applied events decided: every posting set in one
@@ -618,7 +485,7 @@ func (l *Locked) writeCharges(ctx context.Context, tx *sqlx.Tx) error {
 	paid, fees, commissions, refunded := make([]*int64, n), make([]*int64, n), make([]int64, n), make([]int64, n)
 	paidAt, failedAt := make([]*time.Time, n), make([]*time.Time, n)
 	for i, c := range l.changed {
-		ids[i], states[i], refs[i] = c.ID, c.State, c.PaidRef
+		ids[i], states[i], refs[i] = c.ID, string(c.State), c.PaidRef
 		paid[i], fees[i], commissions[i], refunded[i] = c.PaidAmount, c.Fee, c.Commission, c.RefundedAmount
 		paidAt[i], failedAt[i] = c.PaidAt, c.FailedAt
 	}
@@ -646,8 +513,11 @@ func (a *Applier) EnsureGrantTx(ctx context.Context, tx *sqlx.Tx, id, pspRef str
 	if c == nil || !c.isPaid() {
 		return nil, nil
 	}
-	drafts := l.ensureGrant(c)
-	return drafts, l.writeCharges(ctx, tx)
+	d := Decision{State: c.ChargeState}
+	d.ensureGrant()
+	c.ChargeState = d.State
+	l.keep(c, d)
+	return d.Events, l.writeCharges(ctx, tx)
 }
 
 // derefOr is *p, or 0 for a charge column that is NULL.

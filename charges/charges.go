@@ -30,14 +30,21 @@ var (
 	ErrNotFound = kind.New(kind.NotFound, "not-found", "Not found", "charge not found")
 )
 
+// State is where a charge stands. The list is the database's
+// ck_charges_state constraint, word for word (a test compares them).
+type State string
+
 // States of a charge.
 const (
-	StatePending           = "pending"
-	StatePaid              = "paid"
-	StatePartiallyRefunded = "partially_refunded"
-	StateRefunded          = "refunded"
-	StateFailed            = "failed"
+	StatePending           State = "pending"
+	StatePaid              State = "paid"
+	StatePartiallyRefunded State = "partially_refunded"
+	StateRefunded          State = "refunded"
+	StateFailed            State = "failed"
 )
+
+// States lists every charge state.
+var States = []State{StatePending, StatePaid, StatePartiallyRefunded, StateRefunded, StateFailed}
 
 // NewCharge is what the selling app registers.
 type NewCharge struct {
@@ -67,7 +74,7 @@ type Charge struct {
 	CommissionBP   int64           `db:"commission_bp" json:"commission_bp"`
 	Access         string          `db:"access" json:"access"`
 	Metadata       json.RawMessage `db:"metadata" json:"metadata"`
-	State          string          `db:"state" json:"state"`
+	State          State           `db:"state" json:"state"`
 	PaidAmount     *int64          `db:"paid_amount" json:"paid_amount,omitempty"`
 	Fee            *int64          `db:"fee" json:"fee,omitempty"`
 	Commission     int64           `db:"commission" json:"commission"`

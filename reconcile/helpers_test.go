@@ -173,8 +173,26 @@ func (e *env) charge(id string, amount int64, pspRef string) {
 	}
 }
 
+// drain applies what the inbox holds due, as the service's workers do a
+// moment after a delivery is stored (the one path: webhook.Worker), so
+// that what a test reads next is what the ledger shows once they have.
+func (e *env) drain() {
+	e.t.Helper()
+	w := webhook.NewWorker(e.proc, time.Hour)
+	for {
+		n, err := w.RunOnce(context.Background())
+		if err != nil {
+			e.t.Fatalf("drain the inbox: %v", err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
 func (e *env) count(q string, args ...any) int {
 	e.t.Helper()
+	e.drain()
 	var n int
 	if err := e.db.Get(&n, q, args...); err != nil {
 		e.t.Fatal(err)
@@ -192,6 +210,7 @@ func (e *env) post(path string, header http.Header, body []byte) (int, string) {
 	}
 	rec := httptest.NewRecorder()
 	e.router.ServeHTTP(rec, req)
+	e.drain()
 	var resp webhook.Response
 	json.Unmarshal(rec.Body.Bytes(), &resp)
 	return rec.Code, resp.Status
@@ -233,6 +252,7 @@ func (e *env) runPix(from, to time.Time) reconcile.Run {
 	if err != nil {
 		e.t.Fatalf("reconcile bcb [%s, %s): %v", from, to, err)
 	}
+	e.drain()
 	return run
 }
 
@@ -243,6 +263,7 @@ func (e *env) runCSV(endpoint, file string) reconcile.Run {
 	if err != nil {
 		e.t.Fatalf("reconcile %s file: %v", endpoint, err)
 	}
+	e.drain()
 	return run
 }
 

@@ -46,6 +46,7 @@ func TestLineOfAClosedMonthIsBookedInTheFirstOpenMonth(t *testing.T) {
 		Month   time.Time `db:"competence_month"`
 		EventAt time.Time `db:"event_at"`
 	}
+	e.drain()
 	if err := e.db.Get(&set, `SELECT competence_month, event_at FROM posting_sets WHERE kind = 'sale' AND charge_id = 'late1'`); err != nil {
 		t.Fatal(err)
 	}

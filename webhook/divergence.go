@@ -7,14 +7,16 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/razao/razao/charges"
 	"github.com/razao/razao/events"
 )
 
 // divergence is a permanent problem with a delivery, recorded for finance:
 // the PSP gets a final answer and stops retrying, and a person decides.
 type divergence struct {
-	inboxID                  int64
-	chargeID, reason, detail string
+	inboxID          int64
+	chargeID, detail string
+	reason           charges.Reason
 }
 
 // event tells the app about the divergence once it has its id.
@@ -31,9 +33,9 @@ func insertDivergences(ctx context.Context, tx *sqlx.Tx, divs []divergence) (map
 	if len(divs) == 0 {
 		return nil, nil
 	}
-	inbox, charges, reasons, details := make([]int64, len(divs)), make([]string, len(divs)), make([]string, len(divs)), make([]string, len(divs))
+	inbox, chargeIDs, reasons, details := make([]int64, len(divs)), make([]string, len(divs)), make([]string, len(divs)), make([]string, len(divs))
 	for i, d := range divs {
-		inbox[i], charges[i], reasons[i], details[i] = d.inboxID, d.chargeID, d.reason, d.detail
+		inbox[i], chargeIDs[i], reasons[i], details[i] = d.inboxID, d.chargeID, string(d.reason), d.detail
 	}
 	var rows []struct {
 		InboxID int64 `db:"inbox_id"`
@@ -43,7 +45,7 @@ func insertDivergences(ctx context.Context, tx *sqlx.Tx, divs []divergence) (map
 		SELECT i, NULLIF(c, ''), r, d FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u (i, c, r, d, n)
 		ORDER BY n
 		ON CONFLICT (inbox_id) DO NOTHING RETURNING inbox_id, id`,
-		pq.Array(inbox), pq.Array(charges), pq.Array(reasons), pq.Array(details))
+		pq.Array(inbox), pq.Array(chargeIDs), pq.Array(reasons), pq.Array(details))
 	if err != nil {
 		return nil, fmt.Errorf("open divergences for deliveries %v: %w", inbox, err)
 	}
@@ -55,7 +57,7 @@ func insertDivergences(ctx context.Context, tx *sqlx.Tx, divs []divergence) (map
 }
 
 // openDivergence records one divergence and tells the app.
-func openDivergence(ctx context.Context, tx *sqlx.Tx, inboxID int64, chargeID, reason, detail string) error {
+func openDivergence(ctx context.Context, tx *sqlx.Tx, inboxID int64, chargeID string, reason charges.Reason, detail string) error {
 	d := divergence{inboxID: inboxID, chargeID: chargeID, reason: reason, detail: detail}
 	opened, err := insertDivergences(ctx, tx, []divergence{d})
 	if err != nil {

@@ -1,7 +1,3 @@
-// Package webhook is razao's front door for PSPs: it authenticates each
-// delivery on its raw bytes, stores it once in the inbox, and feeds it
-// through the locked transaction that applies it to the charge and the
-// ledger. A worker retries what could not be applied at once.
 package webhook
 
 import (

@@ -59,10 +59,10 @@ type EventStatus struct {
 	Status string `json:"status"`
 }
 
-// ServeHTTP authenticates and stores one delivery, which the inbox then
-// applies. It never answers 2xx before the delivery is committed to the
-// inbox; from then on, whatever happens to its processing, the delivery
-// is durable and the worker finishes what processing could not.
+// ServeHTTP authenticates and stores one delivery, which the workers then
+// apply. It never answers 2xx before the delivery is committed to the
+// inbox; from then on the delivery is durable, and the inbox is the queue
+// the workers claim it from.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ep, ok := h.endpoints[endpointName(r)]
 	if !ok {
@@ -120,12 +120,11 @@ func (h *Handler) malformed(w http.ResponseWriter, ctx context.Context, ep *Endp
 }
 
 func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint, evs []scheme.Event, body, headers []byte) {
-	entries := entriesFor(ep, evs, body)
-	stored, err := h.inbox.put(ctx, ep, entries, body, headers)
+	stored, err := h.inbox.Store(ctx, ep, evs, body, headers)
 	switch {
 	case err != nil && errors.Is(err, ctx.Err()):
-		// The PSP hung up while its batch was stored or processed: the
-		// delivery may well be stored, and its redelivery will say so.
+		// The PSP hung up while its batch was stored: the delivery may
+		// well be stored, and its redelivery will say so.
 		h.log.InfoContext(ctx, "client gone before the answer", "endpoint", ep.Name, "error", err)
 		h.reply(w, ep.Name, "client_gone", http.StatusServiceUnavailable, Response{Status: "unavailable"})
 		return
@@ -135,12 +134,12 @@ func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint
 		return
 	}
 	resp := Response{Status: "duplicate"}
-	for i, s := range stored {
+	for _, s := range stored {
 		st := "accepted"
 		switch {
 		case s.Duplicate:
 			st = "duplicate"
-		case entries[i].status == "ignored":
+		case s.Ignored:
 			st = "ignored"
 		}
 		resp.Events = append(resp.Events, EventStatus{Key: s.Key, Status: st})

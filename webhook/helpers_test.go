@@ -49,33 +49,84 @@ type env struct {
 	proc    *webhook.Processor
 	inbox   *webhook.Inbox
 	router  http.Handler
+	// running: the workers run (groupCommit); else each request is
+	// followed by a drain, as if a worker took its delivery at once.
+	running bool
 }
 
-// groupCommit starts the inbox's batcher for the rest of the test, as
-// razao serve does: deliveries are answered after their group commit and
-// applied a moment later (see settled).
+// groupCommit runs the service as razao serve does, for the rest of the
+// test: the inbox's batcher group-commits deliveries, answered after
+// their commit, and the workers apply them a moment later (see settled).
 func (e *env) groupCommit() { e.groupCommitLoops(2) }
 
 func (e *env) groupCommitLoops(loops int) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { e.inbox.RunBatcher(ctx, loops); close(done) }()
-	e.t.Cleanup(func() { cancel(); <-done })
-	// Until then a delivery would be stored and processed alone.
+	done := make(chan struct{}, 2)
+	go func() { e.inbox.RunBatcher(ctx, loops); done <- struct{}{} }()
+	w := webhook.NewWorker(e.proc, time.Second)
+	w.Listen(e.url)
+	go func() { w.Run(ctx); done <- struct{}{} }()
+	e.running = true
+	e.t.Cleanup(func() { cancel(); <-done; <-done })
+	// Until then a delivery would be stored alone.
 	for !e.inbox.Batching() {
 		time.Sleep(time.Millisecond)
 	}
 }
 
+// drain is a worker's claim loop run to the end in the test's own
+// goroutine, for tests without running workers: it applies whatever is
+// due now, and returns once nothing is.
+func (e *env) drain() {
+	e.t.Helper()
+	for {
+		n, err := e.proc.ProcessDue(context.Background(), webhook.MaxBatch)
+		if err != nil {
+			// A test of an unreachable database sees it in its answers.
+			e.t.Logf("drain: %v", err)
+			return
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
 // settled waits until every stored delivery has had its first attempt:
-// with the batcher on, a delivery is applied after its request is
-// answered, as an outside observer would wait for it.
+// with the workers running, a delivery is applied after its request is
+// answered, as an outside observer would wait for it; without, the test
+// drains the inbox itself, snoozed deliveries included once due.
 func (e *env) settled() {
 	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for e.count(`SELECT count(*) FROM inbox WHERE status = 'pending' AND attempts = 0`) > 0 {
 		if time.Now().After(deadline) {
 			e.t.Fatal("stored deliveries still wait for their first attempt")
+		}
+		if !e.running {
+			e.drain()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitSnoozed waits until workers have snoozed at least n pending
+// deliveries because another transaction held their charge: the barrier
+// of a test holding a charge's lock, as waiting on the lock was before
+// workers skipped held charges.
+func (e *env) waitSnoozed(n int) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := e.count(`SELECT count(*) FROM inbox WHERE status = 'pending' AND last_error = $1`, webhook.SnoozedError)
+		if got >= int64(n) {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d deliveries snoozed, want %d", got, n)
+		}
+		if !e.running {
+			e.drain()
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -163,6 +214,9 @@ func (e *env) doContext(ctx context.Context, method, path string, header http.He
 	}
 	rec := httptest.NewRecorder()
 	e.router.ServeHTTP(rec, req)
+	if !e.running {
+		e.drain()
+	}
 	var r reply
 	r.Code = rec.Code
 	json.Unmarshal(rec.Body.Bytes(), &r.Body)

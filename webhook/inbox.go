@@ -8,37 +8,33 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/razao/razao/charges"
 	"github.com/razao/razao/internal/batch"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/webhook/scheme"
 )
 
 // Inbox stores authentic deliveries, each exactly once per delivery key,
-// and applies them right after their commit.
+// due at once for the workers (see Worker), and answers after the commit.
 type Inbox struct {
 	db         *sqlx.DB
 	group      *batch.Group[*putRequest]
 	insertStmt *sqlstmt.Stmt
 	// insertSharedStmt is for batches with a delivery of several events.
 	insertSharedStmt *sqlstmt.Stmt
+	redeliverStmt    *sqlstmt.Stmt
 	proc             *Processor
-	// fresh carries each group commit's new deliveries, once its requests
-	// are answered, to the appliers; slow holds those that wait on a lock.
-	fresh chan int64
-	slow  *slowLane
-	// redeliveries joins concurrent redeliveries of one key.
-	redeliveries flights
 }
 
-// NewInbox returns the inbox over db, applying deliveries with proc.
+// NewInbox returns the inbox over db, ringing proc's doorbell when it
+// stores deliveries and asking proc for redeliveries' grant repairs.
 func NewInbox(db *sqlx.DB, proc *Processor) *Inbox {
-	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL), insertSharedStmt: sqlstmt.New(db, insertSharedSQL), proc: proc,
-		fresh: make(chan int64, freshQueue), slow: newSlowLane(proc.log.Warn)}
+	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL), insertSharedStmt: sqlstmt.New(db, insertSharedSQL),
+		redeliverStmt: sqlstmt.New(db, redeliverSQL), proc: proc}
 	in.group = batch.New(maxBatch, in.insertAll)
 	return in
 }
@@ -48,7 +44,7 @@ type entry struct {
 	key             Key
 	kind, chargeRef string
 	event           []byte
-	status          string
+	status          Status
 }
 
 // Stored says what the inbox did with one entry.
@@ -56,6 +52,7 @@ type Stored struct {
 	ID        int64 // 0 for a duplicate
 	Key       string
 	Duplicate bool
+	Ignored   bool // stored for audit only: no charge reacts to it
 }
 
 // keptHeaders are the headers worth keeping for audit and reconciliation.
@@ -112,9 +109,9 @@ func entriesFor(ep *Endpoint, evs []scheme.Event, body []byte) []entry {
 		if ref == "" {
 			ref = ev.PSPRef
 		}
-		status := "pending"
+		status := StatusPending
 		if ev.Kind == scheme.KindIgnored || ev.Kind == scheme.KindTest {
-			status = "ignored"
+			status = StatusIgnored
 		}
 		b, _ := json.Marshal(ev)
 		out = append(out, entry{key: Key{ep.Name, ev.Type, id},
@@ -128,18 +125,24 @@ func bodyHash(body []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// put stores the entries of one delivery and returns only after their
-// COMMIT, so the caller may answer 2xx. An error means they may not be
-// stored, or, for a redelivery, that its follow-up failed (see
-// redeliver): the caller answers 503, and the PSP's next redelivery is
-// answered "duplicate" once stored.
+// Store stores a verified delivery for the endpoint ep: its events, its
+// body and the headers kept for audit. It returns once they are committed
+// (so the caller may say they are stored) and, for a redelivery, once
+// what the redelivery asks is done (see redeliver): the one path then
+// applies them. This is every source's way in: the webhook handler's, and
+// any other that only stores deliveries (reconciliation) and lets the one
+// path book them. An error means they may not be stored, or a
+// redelivery's follow-up failed: the caller must not say they are stored
+// (the webhook answers 503, and the PSP's next redelivery is answered
+// "duplicate").
 //
-// While RunBatcher runs, concurrent deliveries are group-committed (one
-// multi-row INSERT … ON CONFLICT DO NOTHING RETURNING and one commit for
-// all of them), put returns right after that commit, and the appliers
-// process the new deliveries a moment later, many per transaction.
-// Otherwise put stores the delivery alone and processes it before it
-// returns.
+// While RunBatcher runs, concurrent calls are group-committed: one
+// multi-row INSERT … ON CONFLICT DO NOTHING and one commit for all of
+// them. Otherwise each call stores its delivery alone.
+func (in *Inbox) Store(ctx context.Context, ep *Endpoint, evs []scheme.Event, body, headers []byte) ([]Stored, error) {
+	return in.put(ctx, ep, entriesFor(ep, evs, body), body, headers)
+}
+
 func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, headers []byte) ([]Stored, error) {
 	req := &putRequest{ep: ep, entries: entries, body: body, headers: headers}
 	if err := in.group.Do(ctx, req); err != nil {
@@ -147,12 +150,17 @@ func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, h
 		// redeliver and get "duplicate".
 		return nil, err
 	}
-	if !req.batched || req.err != nil {
-		return req.stored, req.err
+	if req.err != nil {
+		return nil, req.err
 	}
-	// Before the answer: once answered, the PSP will not ask again.
-	if err := in.followRedeliveries(ctx, req, in.slow.add); err != nil {
-		return nil, err
+	if len(req.repair) > 0 {
+		// Before the answer: once answered, the PSP will not ask again.
+		// Its own time: a repair is not cut half way for a hung-up client.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), in.proc.Timeout)
+		defer cancel()
+		if err := in.proc.repairGrants(rctx, req.repair); err != nil {
+			return nil, err
+		}
 	}
 	return req.stored, nil
 }
@@ -164,7 +172,9 @@ type putRequest struct {
 	body, headers []byte
 	stored        []Stored
 	err           error
-	batched       bool // stored by a batch loop: answered before processing
+	// repair holds the stored events of applied payments it delivered
+	// again, whose grants are to be re-ensured before the answer.
+	repair []json.RawMessage
 }
 
 // maxBatch bounds the deliveries of one group commit, and of one
@@ -172,59 +182,135 @@ type putRequest struct {
 const maxBatch = 64
 
 // RunBatcher group-commits concurrent deliveries, with loops batches in
-// flight at once, and applies what they store with as many appliers,
-// until ctx ends. It then stops taking deliveries and goes on applying
-// the ones committed and answered, then those waiting on a lock, each for
-// drainTime more at most, checked between transactions (a transaction at
-// work finishes, within the processor's Timeout, and so do the
-// one-at-a-time retries of a batch that failed): what is left is due to
-// the worker a few seconds after it was stored. It runs once per Inbox.
-func (in *Inbox) RunBatcher(ctx context.Context, loops int) {
-	stopAppliers, stopSlow := make(chan struct{}), make(chan struct{})
-	var appliers, slow sync.WaitGroup
-	for range loops {
-		appliers.Add(1)
-		go func() { defer appliers.Done(); in.runApplier(stopAppliers, drainTime) }()
-	}
-	for range slowLanes {
-		slow.Add(1)
-		go func() { defer slow.Done(); in.runSlowLane(stopSlow, drainTime) }()
-	}
-	in.group.Run(ctx, loops)
-	close(stopAppliers)
-	close(in.fresh) // no loop runs any more: nothing else is sent
-	appliers.Wait()
-	close(stopSlow) // the appliers hand it nothing more
-	slow.Wait()
-}
+// flight at once, until ctx ends; from then on each delivery is stored
+// alone. It runs once per Inbox.
+func (in *Inbox) RunBatcher(ctx context.Context, loops int) { in.group.Run(ctx, loops) }
 
-// insertAll stores a batch; one bad row fails the whole statement, so on
-// error each delivery is retried on its own and an error stays with the
-// one that caused it. In a batch loop its requests are then answered (a
-// redelivery after its follow-up, in put) and the new deliveries go to
-// the appliers; the loop waits while the appliers are a queue behind. A
-// request alone (done is nil) is processed here, before its answer.
-func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest, done func(i int)) {
-	in.insertBatch(ctx, batch)
-	if done == nil {
-		// Its request waits; its cancellation must not abort a
-		// transaction half way.
-		in.applyAlone(context.WithoutCancel(ctx), batch[0])
-		return
-	}
-	ids := newDeliveries(batch)
-	for i, r := range batch {
-		r.batched = true
-		done(i)
-	}
-	for _, id := range ids {
-		in.fresh <- id
-	}
-}
-
-func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
+// insertAll stores a batch, follows up its redeliveries and rings the
+// workers' doorbell; its requests are answered once it returns.
+func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest, _ func(i int)) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
+	in.insertBatch(ctx, batch)
+	due, err := in.redeliver(ctx, batch)
+	if err != nil {
+		for _, r := range batch {
+			if r.err == nil && r.redelivers() {
+				r.err = err
+			}
+		}
+	}
+	if due || newDeliveries(batch) {
+		in.proc.bell.ring()
+	}
+}
+
+// newDeliveries reports whether a committed batch stored a delivery to
+// apply: ignored events, duplicates and failed inserts leave none.
+func newDeliveries(batch []*putRequest) bool {
+	for _, r := range batch {
+		if r.err != nil {
+			continue
+		}
+		for i, s := range r.stored {
+			if !s.Duplicate && r.entries[i].status == StatusPending {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// redelivers reports whether the request delivered again something stored
+// that a charge reacts to.
+func (r *putRequest) redelivers() bool {
+	for i, s := range r.stored {
+		if s.Duplicate && r.entries[i].status == StatusPending {
+			return true
+		}
+	}
+	return false
+}
+
+// redeliverSQL does, in one statement, what PSPs' redeliveries of stored
+// deliveries ask: one still pending is made due now (unless a worker holds
+// it: then it is being applied); one that gave up after its attempts (a
+// processing_failed divergence) is requeued, due now with its attempts
+// reset, and its divergence resolved; and it returns the stored events of
+// the applied payments among them, by key, whose grants are to be
+// re-ensured. It returns a row per delivery made due, with NULLs.
+var redeliverSQL = `
+	WITH found AS (
+		SELECT i.id, i.status, i.kind, i.event, i.endpoint, i.event_type, i.event_id FROM inbox i
+		JOIN unnest($1::text[], $2::text[], $3::text[]) AS k (ep, t, e)
+			ON i.endpoint = k.ep AND i.event_type = k.t AND i.event_id = k.e
+	), due AS (
+		UPDATE inbox SET next_attempt_at = now()
+		WHERE id IN (SELECT id FROM inbox WHERE id IN (SELECT id FROM found WHERE status = 'pending')
+			AND next_attempt_at > now() FOR UPDATE SKIP LOCKED)
+		RETURNING id
+	), ` + requeueCTE(`SELECT id FROM found WHERE status = 'divergent'`) + `
+	SELECT endpoint, event_type, event_id, event FROM found WHERE status = 'processed' AND kind = 'paid'
+	UNION ALL SELECT NULL, NULL, NULL, NULL FROM due
+	UNION ALL SELECT NULL, NULL, NULL, NULL FROM requeued`
+
+// redeliver follows up the batch's redeliveries (see redeliverSQL), one
+// statement for all of them, and gives each request the grant repairs it
+// asks for. It reports whether it made a delivery due.
+func (in *Inbox) redeliver(ctx context.Context, batch []*putRequest) (bool, error) {
+	var eps, types, ids []string
+	seen := map[Key]bool{}
+	for _, r := range batch {
+		if r.err != nil {
+			continue
+		}
+		for i, s := range r.stored {
+			if k := r.entries[i].key; s.Duplicate && r.entries[i].status == StatusPending && !seen[k] {
+				seen[k] = true
+				eps, types, ids = append(eps, k.Endpoint), append(types, k.EventType), append(ids, k.EventID)
+			}
+		}
+	}
+	if len(eps) == 0 {
+		return false, nil
+	}
+	stmt, err := in.redeliverStmt.Prepared(ctx)
+	if err != nil {
+		return false, fmt.Errorf("inbox: redelivery: %w", err)
+	}
+	var rows []struct {
+		Endpoint  *string          `db:"endpoint"`
+		EventType *string          `db:"event_type"`
+		EventID   *string          `db:"event_id"`
+		Event     *json.RawMessage `db:"event"`
+	}
+	if err := stmt.SelectContext(ctx, &rows, pq.Array(eps), pq.Array(types), pq.Array(ids)); err != nil {
+		return false, fmt.Errorf("inbox: redelivery: %w", err)
+	}
+	due := false
+	repair := map[Key]json.RawMessage{}
+	for _, row := range rows {
+		if row.Event == nil {
+			due = true
+			continue
+		}
+		repair[Key{*row.Endpoint, *row.EventType, *row.EventID}] = *row.Event
+	}
+	// Each request repairs the grants of the payments it delivered again.
+	for _, r := range batch {
+		for i, s := range r.stored {
+			if ev, ok := repair[r.entries[i].key]; ok && s.Duplicate && r.err == nil {
+				r.repair = append(r.repair, ev)
+			}
+		}
+	}
+	return due, nil
+}
+
+// insertBatch stores a batch; one bad row fails the whole statement, so on
+// error each delivery is stored on its own and an error stays with the one
+// that caused it.
+func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
 	err := in.insert(ctx, batch)
 	if err != nil && len(batch) > 1 {
 		for _, r := range batch {
@@ -242,7 +328,7 @@ func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
 const insertSQL = `
 	INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
 		event, body, headers, status, next_attempt_at)
-	SELECT k, ep, sc, me, t, i, kd, NULLIF(r, ''), e::jsonb, b, h::jsonb, s, now() + interval '5 seconds'
+	SELECT k, ep, sc, me, t, i, kd, NULLIF(r, ''), e::jsonb, b, h::jsonb, s, now()
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::bytea[], $11::text[], $12::text[]) AS u (k, ep, sc, me, t, i, kd, r, e, b, h, s)
 	ON CONFLICT (endpoint, event_type, event_id) DO NOTHING
@@ -269,7 +355,7 @@ const insertSharedSQL = `
 		INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
 			event, body, headers, body_id, status, next_attempt_at)
 		SELECT k, ep, sc, me, t, i, kd, NULLIF(r, ''), e::jsonb, CASE WHEN bn = 0 THEN b END, h::jsonb,
-			(SELECT id FROM bodies WHERE n = u.bn), s, now() + interval '5 seconds'
+			(SELECT id FROM bodies WHERE n = u.bn), s, now()
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 			$8::text[], $9::text[], $10::bytea[], $11::text[], $12::text[], $13::bigint[])
 			AS u (k, ep, sc, me, t, i, kd, r, e, b, h, s, bn)
@@ -301,7 +387,7 @@ func (in *Inbox) insert(ctx context.Context, batch []*putRequest) error {
 		for _, e := range r.entries {
 			keys, eps, schemes, merchants = append(keys, e.key.String()), append(eps, e.key.Endpoint), append(schemes, r.ep.Scheme.Name()), append(merchants, r.ep.Merchant)
 			types, ids, kinds, refs = append(types, e.key.EventType), append(ids, e.key.EventID), append(kinds, e.kind), append(refs, e.chargeRef)
-			evs, statuses = append(evs, string(e.event)), append(statuses, e.status)
+			evs, statuses = append(evs, string(e.event)), append(statuses, string(e.status))
 			bodies, headers, bodyOf = append(bodies, body), append(headers, header), append(bodyOf, n)
 		}
 	}
@@ -341,7 +427,7 @@ func (in *Inbox) insert(ctx context.Context, batch []*putRequest) error {
 		for i, e := range r.entries {
 			id, ok := inserted[e.key]
 			delete(inserted, e.key) // the first entry with a key takes it
-			r.stored[i] = Stored{ID: id, Key: e.key.String(), Duplicate: !ok}
+			r.stored[i] = Stored{ID: id, Key: e.key.String(), Duplicate: !ok, Ignored: e.status == StatusIgnored}
 		}
 	}
 	return nil
@@ -375,7 +461,7 @@ func (in *Inbox) putMalformed(ctx context.Context, ep *Endpoint, deliveryID stri
 		}
 		return Stored{}, fmt.Errorf("inbox: insert malformed: %w", err)
 	}
-	if err := openDivergence(ctx, tx, id, "", "malformed", cause.Error()); err != nil {
+	if err := openDivergence(ctx, tx, id, "", charges.ReasonMalformed, cause.Error()); err != nil {
 		return Stored{}, err
 	}
 	if err := tx.Commit(); err != nil {

@@ -44,7 +44,7 @@ func TestDeliveryWaitingThroughACloseUnderSerializableDefaultLandsInTheOpenMonth
 	go func() {
 		done <- e.postStandard("msg-1", "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990, "occurred_at": clock.Format(time.RFC3339)})
 	}()
-	e.waitHeld(1, 1)
+	e.waitSnoozed(1)
 
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
 	month := postings.MonthOf(cal.Date(clock))

@@ -90,7 +90,7 @@ func (e *env) wantSets(kind string, want int64) {
 	}
 }
 
-func (e *env) wantCharge(id, state string, refunded int64) {
+func (e *env) wantCharge(id string, state charges.State, refunded int64) {
 	e.t.Helper()
 	c, err := charges.Get(context.Background(), e.db, id)
 	if err != nil {

@@ -27,25 +27,26 @@ const DefaultTimeout = 15 * time.Second
 // divergence instead of looping forever.
 const DefaultMaxAttempts = 10
 
-// Processor applies stored deliveries in locked transactions, several per
-// transaction where it can: the inbox's appliers hand it the new
-// deliveries of its group commits, the worker the due ones.
+// Processor applies the inbox's due deliveries, a batch per locked
+// transaction: it is the one path from the inbox to the ledger (see the
+// package documentation). Workers (Worker) call it; so do tests, through
+// Worker.RunOnce.
 type Processor struct {
 	db          *sqlx.DB
-	lockStmt    *sqlstmt.Stmt
+	claimDue    *sqlstmt.Stmt
+	claimIDs    *sqlstmt.Stmt
 	finishStmt  *sqlstmt.Stmt
 	applier     *charges.Applier
 	log         *slog.Logger
+	bell        *doorbell
 	MaxAttempts int
 	// OnCommit runs after each commit that may have appended outbox
 	// events: the service kicks its events.Notifier there.
 	OnCommit func()
 	// Metrics records processing time and failures; nil records nothing.
 	Metrics *metrics.Metrics
-	// Timeout bounds one processing transaction: a delivery whose charge
-	// stays locked longer (an operator's session, say) fails that attempt
-	// and is left to the worker, rather than holding the one at work on
-	// it indefinitely.
+	// Timeout bounds one processing transaction: one stuck on a table
+	// lock (an operator's session, say) fails that attempt and backs off.
 	Timeout time.Duration
 }
 
@@ -58,8 +59,12 @@ func (p *Processor) committed() {
 // NewProcessor returns a processor applying deliveries with applier.
 func NewProcessor(db *sqlx.DB, applier *charges.Applier, log *slog.Logger) *Processor {
 	return &Processor{db: db, applier: applier, log: log, MaxAttempts: DefaultMaxAttempts, Timeout: DefaultTimeout,
-		lockStmt: sqlstmt.New(db, lockPendingSQL), finishStmt: sqlstmt.New(db, finishSQL)}
+		bell: newDoorbell(), claimDue: sqlstmt.New(db, claimDueSQL), claimIDs: sqlstmt.New(db, claimIDsSQL),
+		finishStmt: sqlstmt.New(db, finishSQL)}
 }
+
+// Ring wakes an idle worker of this process: deliveries are due now.
+func (p *Processor) Ring() { p.bell.ring() }
 
 // inboxRow is what processing reads of a pending delivery.
 type inboxRow struct {
@@ -72,120 +77,135 @@ type inboxRow struct {
 	Scheme string `db:"scheme"`
 }
 
-// errBusy marks a delivery a batch left out because another transaction
-// held its charge: it is to be processed on its own, waiting for the lock.
-var errBusy = errors.New("charge held by another transaction")
+// SnoozedError is the last_error of a delivery a worker snoozed because
+// another transaction held its charge: not an attempt, but what an
+// operator looking at a delivery still pending wants to know.
+const SnoozedError = "snoozed: its charge was held by another transaction"
 
-// processAlone applies one delivery in a transaction of its own, waiting
-// for its charge's lock if another transaction holds it.
-func (p *Processor) processAlone(ctx context.Context, id int64) error {
-	return p.processBatch(ctx, []int64{id}, charges.Wait)[0]
+// snoozeFor is how long a delivery whose charge another transaction holds
+// waits before it is due again: it spends no attempt, and a worker rings
+// its bell when the time is up. Short, because the holder is usually
+// another batch, done within milliseconds.
+const snoozeFor = 50 * time.Millisecond
+
+// claimDueSQL claims the deliveries due now, in the order of the partial
+// index ix_inbox_due exactly (status = 'pending', by next_attempt_at), so
+// that the claim reads a batch's worth of index entries however long the
+// backlog, and skips the rows other workers hold.
+const claimDueSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
+	WHERE status = 'pending' AND next_attempt_at <= now()
+	ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED`
+
+// claimIDsSQL claims the pending deliveries among ids, due or not: a
+// batch that failed is tried again a delivery at a time. "status || ”"
+// keeps the planner on the primary key: with "status = 'pending'" it may
+// pick the partial index and read the whole backlog to find a few ids.
+const claimIDsSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
+	WHERE id = ANY($1) AND status || '' = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`
+
+// claim runs one of the claim statements in tx.
+type claim func(ctx context.Context, tx *sqlx.Tx) ([]inboxRow, error)
+
+func (p *Processor) due(limit int) claim {
+	return func(ctx context.Context, tx *sqlx.Tx) ([]inboxRow, error) {
+		return selectRows(ctx, tx, p.claimDue, limit)
+	}
 }
 
-// processBatch applies the deliveries ids in one transaction and returns
-// each one's error. Batches run skipLocked, so one slow lock does not
-// hold them: a delivery whose charge another transaction holds is left
-// out with errBusy, for the caller to process alone with Wait. If the
-// transaction fails, each delivery is tried again in a transaction of its
-// own, so a failure is recorded against the delivery that caused it and
-// the others are applied.
-func (p *Processor) processBatch(ctx context.Context, ids []int64, skipLocked bool) []error {
-	if len(ids) == 0 {
-		return nil
+func (p *Processor) byIDs(ids []int64) claim {
+	return func(ctx context.Context, tx *sqlx.Tx) ([]inboxRow, error) {
+		return selectRows(ctx, tx, p.claimIDs, pq.Array(ids))
 	}
-	errs := make([]error, len(ids))
-	res, err := p.processTx(ctx, ids, skipLocked)
+}
+
+func selectRows(ctx context.Context, tx *sqlx.Tx, s *sqlstmt.Stmt, arg any) ([]inboxRow, error) {
+	stmt, err := s.In(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	var rows []inboxRow
+	if err := stmt.SelectContext(ctx, &rows, arg); err != nil {
+		return nil, fmt.Errorf("claim deliveries: %w", err)
+	}
+	return rows, nil
+}
+
+// ProcessDue claims up to limit due deliveries and applies them in one
+// transaction, and returns how many it claimed. When that transaction
+// fails, each of them is tried in a transaction of its own, so that the
+// failure is counted against the delivery that caused it and the others
+// are applied. The error is the claim's own (the database unreachable).
+func (p *Processor) ProcessDue(ctx context.Context, limit int) (int, error) {
+	res, err := p.processTx(ctx, p.due(limit))
 	switch {
+	case res.claimed == nil:
+		return 0, err
 	case err == nil:
-		for i, id := range ids {
-			if res.busy[id] {
-				errs[i] = errBusy
-			}
-			if cause, ok := res.failed[id]; ok {
-				p.recordFailure(ctx, id, cause)
-				errs[i] = cause
-			}
-		}
-		// A released refund left out as busy is due now: the worker
-		// takes it on its next round.
-		for _, err := range p.processBatch(ctx, res.released, skipLocked) {
-			if err != nil && !errors.Is(err, errBusy) {
-				p.log.WarnContext(ctx, "released delivery failed; the worker will retry", "error", err)
-			}
-		}
-	case len(ids) == 1:
-		p.recordFailure(ctx, ids[0], err)
-		errs[0] = err
+		p.after(ctx, res)
+	case len(res.claimed) == 1:
+		p.recordFailure(ctx, res.claimed[0], err)
 	default:
-		// Each in a transaction of its own, with its own Timeout: a batch
-		// that ran out of time leaves its deliveries no expired context.
-		for i, id := range ids {
-			errs[i] = p.processBatch(ctx, []int64{id}, skipLocked)[0]
+		for _, id := range res.claimed {
+			one, err := p.processTx(ctx, p.byIDs([]int64{id}))
+			if err != nil {
+				p.recordFailure(ctx, id, err)
+				continue
+			}
+			p.after(ctx, one)
 		}
 	}
-	return errs
+	return len(res.claimed), nil
 }
 
-// Redelivered handles a PSP's redelivery of a stored delivery (see
-// redelivered) and retries one still pending now, waiting for its
-// charge's lock if another transaction holds it.
-func (p *Processor) Redelivered(ctx context.Context, key Key) error {
-	id, err := p.redelivered(ctx, key)
-	if err != nil || id == 0 {
-		return err
+// after does what a committed batch leaves to do outside it: record the
+// failures of the deliveries that did not decode, and ring the bell for
+// the refunds it released (due now) and for the deliveries it snoozed
+// (due shortly).
+func (p *Processor) after(ctx context.Context, res txResult) {
+	for id, cause := range res.failed {
+		p.recordFailure(ctx, id, cause)
 	}
-	return p.processAlone(ctx, id)
+	if res.released > 0 {
+		p.bell.ring()
+	}
+	if res.snoozed > 0 {
+		time.AfterFunc(snoozeFor, p.bell.ring)
+	}
 }
 
-// redelivered does what a PSP's redelivery of a stored delivery asks,
-// short of waiting on a charge's lock: a payment already applied
-// re-ensures the charge's access grant, which repairs a grant lost to a
-// partial state without booking anything twice; a delivery that gave up
-// after its attempts is requeued, due to the worker at once. It returns
-// the id of a delivery pending (or requeued), worth trying again now
-// rather than at its back-off; the worker gets to it either way.
-func (p *Processor) redelivered(ctx context.Context, key Key) (int64, error) {
-	var row struct {
-		ID     int64           `db:"id"`
-		Status string          `db:"status"`
-		Kind   string          `db:"kind"`
-		Event  json.RawMessage `db:"event"`
-	}
-	if err := p.db.GetContext(ctx, &row, `SELECT id, status, kind, event FROM inbox
-		WHERE endpoint = $1 AND event_type = $2 AND event_id = $3`, key.Endpoint, key.EventType, key.EventID); err != nil {
-		return 0, fmt.Errorf("redelivery %s: %w", key, err)
-	}
-	switch {
-	case row.Status == "pending":
-		return row.ID, nil
-	case row.Status == "processed" && row.Kind == string(scheme.KindPaid):
-		return 0, p.repairGrant(ctx, row.ID, row.Event)
-	case row.Status == "divergent":
-		// A delivery that gave up after its attempts gets another chance
-		// when the PSP sends it again.
-		if requeued, err := p.Requeue(ctx, row.ID); err != nil || !requeued {
-			return 0, err
+// repairGrants re-ensures the access grants of the paid charges whose
+// applied payments (their stored events, raw) a batch of requests
+// delivered again: it repairs a grant lost to a partial state without
+// booking anything twice. Copies of one delivery share one repair.
+func (p *Processor) repairGrants(ctx context.Context, paid []json.RawMessage) error {
+	seen := map[string]bool{}
+	for _, raw := range paid {
+		if seen[string(raw)] {
+			continue
 		}
-		return row.ID, nil
+		seen[string(raw)] = true
+		if err := p.repairGrant(ctx, raw); err != nil {
+			return err
+		}
 	}
-	return 0, nil
+	return nil
 }
 
 // repairGrant re-ensures the access grant of a paid charge whose payment
 // is delivered again. It first checks with a plain read, on no transaction:
 // a storm of duplicates then neither queues on the charge's row lock nor
 // holds a connection while asking for another.
-func (p *Processor) repairGrant(ctx context.Context, id int64, raw json.RawMessage) error {
+func (p *Processor) repairGrant(ctx context.Context, raw json.RawMessage) error {
 	var ev scheme.Event
 	if err := json.Unmarshal(raw, &ev); err != nil {
-		return fmt.Errorf("repair grant for delivery %d: decode: %w", id, err)
+		return fmt.Errorf("repair grant: decode: %w", err)
 	}
 	if missing, err := p.grantMissing(ctx, ev); err != nil || !missing {
 		return err
 	}
 	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
 	if err != nil {
-		return fmt.Errorf("repair grant for delivery %d: begin: %w", id, err)
+		return fmt.Errorf("repair grant of %s: begin: %w", ev.ChargeID, err)
 	}
 	defer tx.Rollback()
 	drafts, err := p.applier.EnsureGrantTx(ctx, tx, ev.ChargeID, ev.PSPRef)
@@ -193,10 +213,10 @@ func (p *Processor) repairGrant(ctx context.Context, id int64, raw json.RawMessa
 		err = events.AppendAll(ctx, tx, drafts...)
 	}
 	if err != nil {
-		return fmt.Errorf("repair grant for delivery %d: %w", id, err)
+		return fmt.Errorf("repair grant of %s: %w", ev.ChargeID, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("repair grant for delivery %d: commit: %w", id, err)
+		return fmt.Errorf("repair grant of %s: commit: %w", ev.ChargeID, err)
 	}
 	p.committed()
 	return nil
@@ -222,7 +242,7 @@ func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error
 		return fmt.Errorf("expire parked refunds: %w", err)
 	}
 	for _, e := range expired {
-		if err := openDivergence(ctx, tx, e.ID, "", "refund_without_payment",
+		if err := openDivergence(ctx, tx, e.ID, "", charges.ReasonRefundWithoutPayment,
 			fmt.Sprintf("refund parked for over %s waiting for the payment of %s", limit, e.Ref)); err != nil {
 			return err
 		}
@@ -236,32 +256,38 @@ func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error
 	return nil
 }
 
-// Requeue makes a delivery that gave up (a processing_failed divergence)
-// due again with its attempts reset, and resolves that divergence with a
-// note: for after the cause (an outage, a bad deploy) is fixed. A PSP's
-// redelivery does the same.
+// requeueCTE makes the deliveries among ids (a subquery) that gave up
+// after their attempts (an open processing_failed divergence) due again
+// with their attempts reset, and resolves those divergences with a note,
+// as the common table expressions requeued (their ids) and resolved: the
+// one home of the rule, for a PSP's redelivery (redeliverSQL) and for
+// razao inbox retry (Requeue).
+func requeueCTE(ids string) string {
+	return `requeued AS (
+		UPDATE inbox i SET status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = NULL
+		FROM divergences d WHERE i.id IN (` + ids + `) AND i.status = 'divergent'
+			AND d.inbox_id = i.id AND d.reason = 'processing_failed' AND d.status = 'open'
+		RETURNING i.id
+	), resolved AS (
+		UPDATE divergences SET status = 'resolved', resolved_at = now(), resolution_note = 'requeued for processing'
+		WHERE inbox_id IN (SELECT id FROM requeued) AND reason = 'processing_failed'
+	)`
+}
+
+// Requeue makes a delivery that gave up (see requeueCTE) due again: for
+// after the cause (an outage, a bad deploy) is fixed. It reports whether
+// the delivery had given up.
 func (p *Processor) Requeue(ctx context.Context, id int64) (bool, error) {
-	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
-	if err != nil {
+	var n int
+	if err := p.db.GetContext(ctx, &n, `WITH `+requeueCTE(`SELECT $1::bigint`)+` SELECT count(*) FROM requeued`, id); err != nil {
 		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
 	}
-	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = NULL
-		WHERE id = $1 AND status = 'divergent'
-		  AND EXISTS (SELECT 1 FROM divergences d WHERE d.inbox_id = $1 AND d.reason = 'processing_failed' AND d.status = 'open')`, id)
-	if err != nil {
-		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if n == 0 {
 		return false, nil
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE divergences SET status = 'resolved', resolved_at = now(),
-		resolution_note = 'requeued for processing' WHERE inbox_id = $1 AND reason = 'processing_failed'`, id); err != nil {
-		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
-	}
+	// After the commit (see doorbell): a running service's workers take
+	// it now rather than at their next poll.
+	p.announce(ctx)
 	return true, nil
 }
 
@@ -279,9 +305,10 @@ func (p *Processor) grantMissing(ctx context.Context, ev scheme.Event) (bool, er
 
 // txResult is what a processing transaction leaves its caller to do.
 type txResult struct {
-	released []int64         // refunds released from parking by its payments
-	busy     map[int64]bool  // left out: their charge was held elsewhere
+	claimed  []int64         // the deliveries it claimed; nil if the claim failed
 	failed   map[int64]error // left out: their stored event does not decode
+	released int64           // refunds its payments released from parking, due now
+	snoozed  int             // deliveries left for later: their charge was held elsewhere
 }
 
 // delivery is one pending inbox row in a processing transaction, and what
@@ -289,27 +316,26 @@ type txResult struct {
 type delivery struct {
 	inboxRow
 	ev         scheme.Event
-	status     string // the inbox status it ends in
+	status     Status // the inbox status it ends in
 	paidCharge string // the charge it paid, if it did
 	chargeID   string
 	drafts     []events.Draft
 	div        *divergence // the divergence it opens, if any
 }
 
-// processTx applies the pending deliveries among ids in one transaction:
-// it locks their inbox rows (skipping any another worker holds), then
-// every charge they name in id order, decides each delivery in order in
-// memory, and writes the result in a few statements for all of them.
-// skipLocked takes only the charges no other transaction holds and leaves
-// the deliveries of the others out, returned as busy. It returns the
-// deliveries released from parking by the payments it booked.
-func (p *Processor) processTx(ctx context.Context, ids []int64, skipLocked bool) (res txResult, err error) {
+// processTx is the one path: in one transaction it claims deliveries,
+// locks every charge they name in id order (skipping the ones another
+// transaction holds), decides each delivery in order in memory, and
+// writes the whole batch in a few statements. A delivery whose charge is
+// held elsewhere is snoozed, due again shortly, without spending an
+// attempt.
+func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, err error) {
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	start := time.Now()
 	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
 	if err != nil {
-		return res, fmt.Errorf("process deliveries %v: begin: %w", ids, err)
+		return res, fmt.Errorf("process deliveries: begin: %w", err)
 	}
 	defer tx.Rollback()
 	// This transaction's statements are prepared lookups and writes by key
@@ -319,27 +345,33 @@ func (p *Processor) processTx(ctx context.Context, ids []int64, skipLocked bool)
 	// and planning was a fifth of their time. Set for this transaction
 	// only: queries elsewhere (reports) need their custom plans.
 	if _, err := tx.ExecContext(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
-		return res, fmt.Errorf("process deliveries %v: %w", ids, err)
+		return res, fmt.Errorf("process deliveries: %w", err)
 	}
-	var ds []*delivery
-	if ds, res.failed, err = p.lockPending(ctx, tx, ids); err != nil || len(ds) == 0 {
+	rows, err := claim(ctx, tx)
+	if err != nil {
 		return res, err
 	}
+	res.claimed = make([]int64, len(rows))
+	for i, r := range rows {
+		res.claimed[i] = r.ID
+	}
+	ds, failed := decodeRows(rows)
+	res.failed = failed
+	if len(ds) == 0 {
+		return res, nil // nothing to write; the rollback releases the claim
+	}
+	ids := res.claimed
 	var chargeEvents []charges.Event
 	for _, d := range ds {
 		if d.movesCharge() {
 			chargeEvents = append(chargeEvents, d.chargeEvent())
 		}
 	}
-	locked, err := p.applier.LockTx(ctx, tx, chargeEvents, skipLocked)
+	locked, err := p.applier.LockTx(ctx, tx, chargeEvents, charges.SkipLocked)
 	if err != nil {
 		return res, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
-	if skipLocked {
-		if ds, res.busy = leaveOutBusy(locked, ds); len(ds) == 0 {
-			return res, nil
-		}
-	}
+	ds, busy := leaveOutBusy(locked, ds)
 	decided, err := decide(locked, ds)
 	if err != nil {
 		return res, fmt.Errorf("process deliveries %v: %w", ids, err)
@@ -351,28 +383,29 @@ func (p *Processor) processTx(ctx context.Context, ids []int64, skipLocked bool)
 	if err != nil {
 		return res, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
-	res.released, err = p.finish(ctx, tx, ds, drafts)
-	if err != nil {
+	if res.released, err = p.finish(ctx, tx, ds, busy, drafts); err != nil {
 		return res, fmt.Errorf("process deliveries %v: mark done: %w", ids, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return res, fmt.Errorf("process deliveries %v: commit: %w", ids, postings.MapError(err))
 	}
+	res.snoozed = len(busy)
 	p.committed()
 	for _, d := range ds {
-		p.Metrics.Processed(d.status, time.Since(start))
+		p.Metrics.Processed(string(d.status), time.Since(start))
 	}
 	return res, nil
 }
 
-// leaveOutBusy splits off the deliveries whose charge a batch could not
-// lock (held elsewhere, or unknown: both are decided alone, waiting).
-func leaveOutBusy(l *charges.Locked, ds []*delivery) ([]*delivery, map[int64]bool) {
+// leaveOutBusy splits off the deliveries whose charge another transaction
+// holds: they are snoozed. A charge that does not exist is not busy: its
+// delivery is decided (an unknown_charge divergence).
+func leaveOutBusy(l *charges.Locked, ds []*delivery) ([]*delivery, []int64) {
 	var kept []*delivery
-	busy := map[int64]bool{}
+	var busy []int64
 	for _, d := range ds {
-		if d.movesCharge() && !l.Has(d.chargeEvent()) {
-			busy[d.ID] = true
+		if d.movesCharge() && l.Busy(d.chargeEvent()) {
+			busy = append(busy, d.ID)
 			continue
 		}
 		kept = append(kept, d)
@@ -380,27 +413,10 @@ func leaveOutBusy(l *charges.Locked, ds []*delivery) ([]*delivery, map[int64]boo
 	return kept, busy
 }
 
-// lockPendingSQL locks the pending inbox rows among ids, skipping rows
-// another transaction holds; a row that is no longer pending is neither
-// returned nor locked. "status || ”" keeps the planner on the primary
-// key: with "status = 'pending'" it may pick the partial index of pending
-// rows and read the whole backlog to find a few ids.
-const lockPendingSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
-	WHERE id = ANY($1) AND status || '' = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`
-
-// lockPending locks the pending inbox rows of ids and returns them in id
-// order, each with its decoded event, and apart the ones whose stored
-// event does not decode: those fail alone rather than fail the batch. Lock
-// order is always inbox rows, then charge rows: no deadlocks.
-func (p *Processor) lockPending(ctx context.Context, tx *sqlx.Tx, ids []int64) ([]*delivery, map[int64]error, error) {
-	stmt, err := p.lockStmt.In(ctx, tx)
-	if err != nil {
-		return nil, nil, err
-	}
-	var rows []inboxRow
-	if err := stmt.SelectContext(ctx, &rows, pq.Array(ids)); err != nil {
-		return nil, nil, fmt.Errorf("lock deliveries %v: %w", ids, err)
-	}
+// decodeRows decodes the claimed rows' events, and sets apart the ones
+// whose stored event does not decode: those fail alone rather than fail
+// the batch.
+func decodeRows(rows []inboxRow) ([]*delivery, map[int64]error) {
 	var ds []*delivery
 	var failed map[int64]error
 	for _, r := range rows {
@@ -414,7 +430,7 @@ func (p *Processor) lockPending(ctx context.Context, tx *sqlx.Tx, ids []int64) (
 		}
 		ds = append(ds, d)
 	}
-	return ds, failed, nil
+	return ds, failed
 }
 
 // movesCharge reports whether the delivery's event is one its charge
@@ -481,7 +497,7 @@ func decide(l *charges.Locked, ds []*delivery) ([]*delivery, error) {
 		if err := d.decide(l); err != nil {
 			return nil, err
 		}
-		if d.status == "parked" {
+		if d.status == StatusParked {
 			parked[d.chargeID] = append(parked[d.chargeID], d)
 			continue
 		}
@@ -505,11 +521,11 @@ func decide(l *charges.Locked, ds []*delivery) ([]*delivery, error) {
 func (d *delivery) decide(l *charges.Locked) error {
 	switch d.ev.Kind {
 	case scheme.KindIgnored, scheme.KindTest:
-		d.status = "ignored"
+		d.status = StatusIgnored
 		return nil
 	case scheme.KindDisputed:
-		d.status = "divergent"
-		d.div = &divergence{inboxID: d.ID, chargeID: d.ev.ChargeID, reason: "disputed",
+		d.status = StatusDivergent
+		d.div = &divergence{inboxID: d.ID, chargeID: d.ev.ChargeID, reason: charges.ReasonDisputed,
 			detail: "the PSP reports a dispute (" + d.ev.Type + ")"}
 		return nil
 	}
@@ -520,12 +536,12 @@ func (d *delivery) decide(l *charges.Locked) error {
 	d.chargeID = out.ChargeID
 	switch out.Result {
 	case charges.Parked:
-		d.status = "parked"
+		d.status = StatusParked
 	case charges.Divergence:
-		d.status = "divergent"
+		d.status = StatusDivergent
 		d.div = &divergence{inboxID: d.ID, chargeID: out.ChargeID, reason: out.Reason, detail: out.Detail}
 	default:
-		d.status, d.drafts = "processed", out.Events
+		d.status, d.drafts = StatusProcessed, out.Events
 		if d.ev.Kind == scheme.KindPaid && out.Result == charges.Applied {
 			d.paidCharge = out.ChargeID
 		}
@@ -558,43 +574,51 @@ func outcomeEvents(ctx context.Context, tx *sqlx.Tx, decided []*delivery) ([]eve
 }
 
 // finishSQL appends the deliveries' events, marks the deliveries with
-// their final status and makes the refunds parked before the given
-// payments due again. The rows it marks are not the rows it releases: a
-// delivery being marked was pending in the statement's snapshot, and one
-// it parks waits for a payment not given.
+// their final status, snoozes the ones whose charge was held elsewhere and
+// makes the refunds parked before the given payments due again. The rows
+// it marks are not the rows it releases: a delivery being marked was
+// pending in the statement's snapshot, and one it parks waits for a
+// payment not given.
 var finishSQL = `
-	WITH appended AS (` + events.AppendSQL(4) + `
+	WITH appended AS (` + events.AppendSQL(5) + `
 	), done AS (
 		UPDATE inbox i SET status = u.status, processed_at = now(), attempts = i.attempts + 1
 		FROM unnest($1::bigint[], $2::text[]) AS u (id, status) WHERE i.id = u.id
+	), snoozed AS (
+		UPDATE inbox SET next_attempt_at = now() + ` + fmt.Sprintf("interval '%d milliseconds'", snoozeFor.Milliseconds()) + `,
+			last_error = '` + SnoozedError + `'
+		WHERE id = ANY($4)
+	), released AS (
+		UPDATE inbox SET status = 'pending', next_attempt_at = now()
+		WHERE status = 'parked' AND charge_ref IN (
+			SELECT unnest(ARRAY[c.id, c.psp_ref]) FROM charges c WHERE c.id = ANY($3))
+		RETURNING 1
 	)
-	UPDATE inbox SET status = 'pending', next_attempt_at = now()
-	WHERE status = 'parked' AND charge_ref IN (
-		SELECT unnest(ARRAY[c.id, c.psp_ref]) FROM charges c WHERE c.id = ANY($3))
-	RETURNING id`
+	SELECT count(*) FROM released`
 
-// finish appends the events, marks every delivery with its final status
-// and releases the refunds parked before the payments they booked, in one
-// statement. It returns the released deliveries.
-func (p *Processor) finish(ctx context.Context, tx *sqlx.Tx, ds []*delivery, drafts []events.Draft) ([]int64, error) {
+// finish appends the events, marks every delivery with its final status,
+// snoozes the busy ones and releases the refunds parked before the
+// payments they booked, in one statement. It returns how many it released.
+func (p *Processor) finish(ctx context.Context, tx *sqlx.Tx, ds []*delivery, busy []int64, drafts []events.Draft) (int64, error) {
 	ids, statuses := make([]int64, len(ds)), make([]string, len(ds))
 	var paid []string
 	for i, d := range ds {
-		ids[i], statuses[i] = d.ID, d.status
+		ids[i], statuses[i] = d.ID, string(d.status)
 		if d.paidCharge != "" {
 			paid = append(paid, d.paidCharge)
 		}
 	}
 	evArgs, err := events.AppendArgs(drafts...)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	stmt, err := p.finishStmt.In(ctx, tx)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	var released []int64
-	err = stmt.SelectContext(ctx, &released, append([]any{pq.Array(ids), pq.Array(statuses), pq.Array(paid)}, evArgs...)...)
+	var released int64
+	args := append([]any{pq.Array(ids), pq.Array(statuses), pq.Array(paid), pq.Array(busy)}, evArgs...)
+	err = stmt.GetContext(ctx, &released, args...)
 	return released, err
 }
 
@@ -631,7 +655,7 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 		if _, err := tx.ExecContext(ctx, `UPDATE inbox SET status = 'divergent', processed_at = now() WHERE id = $1`, id); err != nil {
 			return err
 		}
-		if err := openDivergence(ctx, tx, id, "", "processing_failed", fmt.Sprintf("gave up after %d attempts: %v", attempts, cause)); err != nil {
+		if err := openDivergence(ctx, tx, id, "", charges.ReasonProcessingFailed, fmt.Sprintf("gave up after %d attempts: %v", attempts, cause)); err != nil {
 			return err
 		}
 	}

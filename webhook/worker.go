@@ -2,22 +2,31 @@ package webhook
 
 import (
 	"context"
-	"errors"
-	"fmt"
+	"sync"
 	"time"
-
-	"github.com/razao/razao/charges"
 )
 
-// Worker retries deliveries that are due: ones whose processing failed,
-// ones a crashed process stored but never applied, and refunds released
-// from parking. Several replicas may run workers on one database: each
-// delivery is applied under FOR UPDATE SKIP LOCKED and status 'pending',
-// so exactly one of them applies it.
+// DefaultWorkers is how many workers claim deliveries per replica. A
+// worker never waits on a charge's lock (it snoozes the delivery), so a
+// few keep two cores busy; more only split the backlog into smaller
+// batches.
+const DefaultWorkers = 2
+
+// Worker runs the claim loops of one replica: Workers loops, each
+// claiming up to a batch of due deliveries (Processor.ProcessDue) and
+// applying them in one transaction, then claiming again while deliveries
+// are due. An idle loop sleeps until the doorbell rings (a delivery
+// stored, a refund released, a snooze over, another replica's NOTIFY) or
+// the poll interval passes (back-offs that came due, a lost ring). Every
+// replica runs one; FOR UPDATE SKIP LOCKED on the claimed rows makes each
+// delivery one worker's.
 type Worker struct {
 	proc     *Processor
 	interval time.Duration
 	batch    int
+	url      string
+	// Workers is how many claim loops Run starts.
+	Workers int
 	// ParkLimit is how long a refund may wait for its payment before it
 	// becomes a divergence: money left the PSP and finance must see it.
 	ParkLimit time.Duration
@@ -28,64 +37,75 @@ const DefaultParkLimit = 72 * time.Hour
 
 // NewWorker returns a worker polling every interval.
 func NewWorker(proc *Processor, interval time.Duration) *Worker {
-	return &Worker{proc: proc, interval: interval, batch: 100, ParkLimit: DefaultParkLimit}
+	return &Worker{proc: proc, interval: interval, batch: maxBatch, Workers: DefaultWorkers, ParkLimit: DefaultParkLimit}
 }
 
-// Run works until ctx ends; a delivery in flight then finishes, as
-// processing runs on a context that outlives ctx by a bounded time.
-func (w *Worker) Run(ctx context.Context) error {
+// Listen makes Run ring the other replicas' doorbells and listen for
+// theirs, on a connection of its own to the database at url.
+func (w *Worker) Listen(url string) { w.url = url }
+
+// Run works until ctx ends. Then the loops stop claiming, finish the
+// transactions they are in (each bounded by the processor's Timeout) and
+// return: whatever is still due stays in the inbox, for this replica's
+// next start or another replica.
+func (w *Worker) Run(ctx context.Context) {
+	work := context.WithoutCancel(ctx) // a transaction at work is finished, not cut
+	var wg sync.WaitGroup
+	run := func(f func()) {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	if w.url != "" {
+		w.proc.bell.notify.Store(true)
+		run(func() { w.proc.listen(ctx, w.url) })
+		run(func() { w.proc.announceLoop(ctx) })
+	}
+	for range max(w.Workers, 1) {
+		run(func() { w.claimLoop(ctx, work) })
+	}
+	run(func() { w.expireLoop(ctx) })
+	wg.Wait()
+}
+
+func (w *Worker) claimLoop(ctx, work context.Context) {
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		n, err := w.proc.ProcessDue(work, w.batch)
+		if err != nil && ctx.Err() == nil {
+			w.proc.log.Warn("worker claim failed", "error", err)
+		}
+		if n == w.batch {
+			w.proc.bell.ring() // more may be due: wake another worker too
+			continue
+		}
+		w.proc.bell.wait(ctx, t.C)
+	}
+}
+
+// expireLoop turns refunds parked past ParkLimit into divergences, every
+// poll interval.
+func (w *Worker) expireLoop(ctx context.Context) {
 	t := time.NewTicker(w.interval)
 	defer t.Stop()
 	for {
-		n, err := w.RunOnce(ctx)
-		if err != nil && ctx.Err() == nil {
-			w.proc.log.Warn("worker poll failed", "error", err)
-		}
-		if n == w.batch {
-			continue // more may be due right now
+		if err := w.proc.expireParked(ctx, w.ParkLimit); err != nil && ctx.Err() == nil {
+			w.proc.log.Warn("expire parked refunds failed", "error", err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-t.C:
 		}
 	}
 }
 
-// RunOnce processes the deliveries due now, up to one batch, and returns
-// how many it picked. It also turns refunds parked past ParkLimit into
-// divergences.
+// RunOnce turns the refunds parked past ParkLimit into divergences, then
+// claims and applies one batch of due deliveries, and returns how many it
+// claimed: one round of one claim loop, for tests and tools.
 func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	if err := w.proc.expireParked(ctx, w.ParkLimit); err != nil {
 		return 0, err
 	}
-	var ids []int64
-	err := w.proc.db.SelectContext(ctx, &ids, `SELECT id FROM inbox
-		WHERE status = 'pending' AND next_attempt_at <= now()
-		ORDER BY next_attempt_at LIMIT $1`, w.batch)
-	if err != nil {
-		return 0, fmt.Errorf("poll inbox: %w", err)
-	}
-	n := len(ids)
-	// Several deliveries per transaction; a batch that fails is retried
-	// one delivery at a time, and failures are recorded on the delivery.
-	for len(ids) > 0 && ctx.Err() == nil {
-		chunk := ids[:min(len(ids), maxBatch)]
-		ids = ids[len(chunk):]
-		w.process(ctx, chunk)
-	}
-	return n, nil
-}
-
-// process applies a batch, then, one at a time, the deliveries it left out
-// because another transaction held their charge.
-func (w *Worker) process(ctx context.Context, ids []int64) {
-	// A delivery in flight finishes when ctx ends; each transaction is
-	// bounded by the processor's Timeout.
-	pctx := context.WithoutCancel(ctx)
-	for i, err := range w.proc.processBatch(pctx, ids, charges.SkipLocked) {
-		if errors.Is(err, errBusy) && ctx.Err() == nil {
-			w.proc.processAlone(pctx, ids[i])
-		}
-	}
+	return w.proc.ProcessDue(ctx, w.batch)
 }

@@ -42,6 +42,6 @@ func cmdInbox(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if !requeued {
 		return fmt.Errorf("delivery %d is not a delivery that gave up (processing_failed)", id)
 	}
-	fmt.Fprintf(stdout, "delivery %d is due again; the service's worker will apply it\n", id)
+	fmt.Fprintf(stdout, "delivery %d is due again; the service's workers will apply it\n", id)
 	return nil
 }

@@ -127,19 +127,9 @@ type server struct {
 	reload   <-chan os.Signal // SIGHUP: certs reloads
 }
 
-// batcherShutdown bounds how long a shutdown waits for the inbox to apply
-// what it answered: beyond its own drain time, a transaction at work, or
-// a failed batch retried one delivery at a time, may take longer on a
-// database that hangs.
-const batcherShutdown = 30 * time.Second
-
-// batchLoops is how many group commits the inbox runs at once, and how
-// many appliers process what they stored. Measured over HTTP on 2 cores,
-// 8 clients, alternating runs of 6,000 deliveries: 2 loops and 2 appliers
-// 1,377–1,499 confirmed/s; 1 applier 1,186–1,275/s (its queue backs up,
-// a third of the machine idle); 3 appliers 1,206–1,323/s; 3 loops with 2
-// or 3 appliers 1,196–1,323/s. Each applier transaction then holds 20–30
-// deliveries.
+// batchLoops is how many group commits the inbox runs at once. Measured
+// over HTTP on 2 cores, 8 clients, alternating runs of 6,000 deliveries:
+// 2 loops 1,377–1,499 confirmed/s; 3 loops 1,196–1,323/s.
 const batchLoops = 2
 
 func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (*server, error) {
@@ -192,7 +182,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	s := &server{
 		db:       db,
 		log:      logger,
-		worker:   webhook.NewWorker(proc, cfg.workerInterval),
+		worker:   newWorker(proc, cfg),
 		hub:      events.NewHub(db, cfg.db.url, logger),
 		notifier: notifier,
 		applier:  applier,
@@ -243,6 +233,14 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		s.poll = cfg.tls.poll
 	}
 	return s, nil
+}
+
+// newWorker is the replica's claim loops, ringing the other replicas'
+// doorbells through the database.
+func newWorker(proc *webhook.Processor, cfg serveConfig) *webhook.Worker {
+	w := webhook.NewWorker(proc, cfg.workerInterval)
+	w.Listen(cfg.db.url)
+	return w
 }
 
 func (s *server) routes(hooks http.Handler, v1 *api.API, con *console.Console, metrics http.Handler) http.Handler {
@@ -302,17 +300,19 @@ func (s *server) ready(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, `{"status":"ready"}`)
 }
 
-// Serve serves HTTP on ln, with the retry worker and the event hub, until
-// ctx ends; then it shuts down gracefully: in-flight requests and the
-// delivery the worker holds finish, new requests are refused.
+// Serve serves HTTP on ln, with the workers and the event hub, until ctx
+// ends; then it shuts down gracefully: new requests are refused, the ones
+// in flight finish (their group commits included), and the workers stop
+// claiming and finish the transactions they are in. Whatever is still due
+// stays in the inbox, for the next start or another replica: nothing
+// answered lives only in memory.
 func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	// The notifier stops last, once the batchers have: the commits of the
-	// requests that finish during shutdown are announced too.
+	// The notifier stops last, once the workers have: their last commits
+	// are announced too.
 	notifying, stopNotifier := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); s.worker.Run(bg) }()
+	wg.Add(2)
 	go func() { defer wg.Done(); s.hub.Run(bg) }()
 	go func() { defer wg.Done(); s.notifier.Run(notifying) }()
 	if s.exports != nil {
@@ -329,21 +329,19 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	defer func() { stopBG(); stopNotifier(); wg.Wait() }()
 
-	// The batcher outlives the HTTP server: requests still in flight during
-	// shutdown wait for their group commit, and what they stored is then
-	// applied (for a bounded time; the rest is due to the worker).
-	batchCtx, stopBatcher := context.WithCancel(context.WithoutCancel(ctx))
-	batcher := make(chan struct{})
-	go func() { s.inbox.RunBatcher(batchCtx, batchLoops); close(batcher) }()
+	// The batcher and the workers outlive the HTTP server: requests still
+	// in flight during shutdown wait for their group commit, and the
+	// workers go on applying until then.
+	intake, stopIntake := context.WithCancel(context.WithoutCancel(ctx))
+	working, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	batcher, workers := make(chan struct{}), make(chan struct{})
+	go func() { s.inbox.RunBatcher(intake, batchLoops); close(batcher) }()
+	go func() { s.worker.Run(working); close(workers) }()
 	defer func() {
-		stopBatcher()
-		select {
-		case <-batcher:
-		case <-time.After(batcherShutdown):
-			// Answered deliveries are durable: the worker of this or
-			// another replica applies them.
-			s.log.Warn("shutdown: deliveries still being applied are left to the worker", "waited", batcherShutdown.String())
-		}
+		stopIntake()
+		<-batcher
+		stopWorkers()
+		<-workers
 	}()
 
 	errc := make(chan error, 1)

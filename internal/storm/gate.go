@@ -7,11 +7,14 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/razao/razao/webhook"
 )
 
 // Gate holds the row locks of some charges from a connection of its own,
-// so deliveries for them are stored and then wait, in flight, on the lock:
-// concurrency forced rather than hoped for.
+// so deliveries for them are stored and then held in flight: the workers
+// that claim them find their charge held and snooze them, again and again,
+// until the gate opens. Concurrency forced rather than hoped for.
 type Gate struct {
 	conn *sqlx.Conn
 	tx   *sqlx.Tx
@@ -52,20 +55,6 @@ func closeGate(ctx context.Context, db *sqlx.DB, ids []string) (*Gate, error) {
 	return g, nil
 }
 
-// Waiting counts the backends blocked, directly or behind another waiter,
-// by the gate.
-func (g *Gate) Waiting(ctx context.Context, db *sqlx.DB) (int, error) {
-	var n int
-	err := db.GetContext(ctx, &n, `
-		WITH RECURSIVE blocked (pid) AS (
-			SELECT pid FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))
-			UNION
-			SELECT a.pid FROM pg_stat_activity a JOIN blocked b ON b.pid = ANY (pg_blocking_pids(a.pid))
-		)
-		SELECT count(*) FROM blocked`, g.pid)
-	return n, err
-}
-
 // Held counts the deliveries for the gate's charges that are stored and
 // still pending: their requests cannot have been answered "processed",
 // because processing needs the locks the gate holds.
@@ -75,24 +64,31 @@ func (g *Gate) Held(ctx context.Context, db *sqlx.DB) (int, error) {
 	return n, err
 }
 
+// Snoozed counts the deliveries for the gate's charges that a worker has
+// claimed and snoozed because the gate held their charge.
+func (g *Gate) Snoozed(ctx context.Context, db *sqlx.DB) (int, error) {
+	var n int
+	err := db.GetContext(ctx, &n, `SELECT count(*) FROM inbox WHERE charge_ref = ANY($1) AND status = 'pending' AND last_error = $2`,
+		pq.Array(g.ids), webhook.SnoozedError)
+	return n, err
+}
+
 // WaitFor waits until at least n deliveries for the gate's charges are
-// stored and pending while at least waiters processing transactions wait
-// on the gate, or until giveUp reports true, or for at most d. Deliveries
-// whose charge is held wait one transaction each, a few at a time per
-// replica: the others queue behind them.
-func (g *Gate) WaitFor(ctx context.Context, db *sqlx.DB, n, waiters int, d time.Duration, giveUp func() bool) (int, error) {
+// stored and pending, of which at least snoozed were claimed by a worker
+// and snoozed on the gate, or until giveUp reports true, or for at most d.
+func (g *Gate) WaitFor(ctx context.Context, db *sqlx.DB, n, snoozed int, d time.Duration, giveUp func() bool) (int, error) {
 	deadline := time.Now().Add(d)
 	for {
 		held, err := g.Held(ctx, db)
-		waiting := 0
+		seen := 0
 		if err == nil {
-			waiting, err = g.Waiting(ctx, db)
+			seen, err = g.Snoozed(ctx, db)
 		}
-		if err == nil && held >= n && waiting >= max(waiters, 1) {
+		if err == nil && held >= n && seen >= max(snoozed, 1) {
 			return held, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil || (giveUp != nil && giveUp()) {
-			return held, fmt.Errorf("%d of %d requests stored and held, %d transactions waiting on the gate (err %v)", held, n, waiting, err)
+			return held, fmt.Errorf("%d of %d requests stored and held, %d snoozed on the gate (err %v)", held, n, seen, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -1,0 +1,300 @@
+package charges
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/razao/razao/events"
+	"github.com/razao/razao/money"
+	"github.com/razao/razao/postings"
+)
+
+// ChargeState is what deciding an event reads of a charge: its row as the
+// events before it have left it, whether its access grant exists, and the
+// refunds booked against it (the PSP's refund id → amount).
+type ChargeState struct {
+	Charge
+	Granted bool
+	Refunds map[string]int64
+}
+
+// Rules are what deciding needs beyond the charge and the event: the
+// ledger's amount limit, and the check of an event's time against the
+// ledger's window (its calendar and clock: Ledger.CheckEventTime).
+type Rules struct {
+	Limit     money.Limit
+	CheckTime func(time.Time) error
+}
+
+// Decision is what one event does to one charge.
+type Decision struct {
+	Outcome
+	// State is the charge after the event; Changed says its row is to be
+	// written.
+	State   ChargeState
+	Changed bool
+	// Sets are the posting sets to write, in order.
+	Sets []postings.Set
+	// Grant says the charge's access grant is to be written.
+	Grant bool
+}
+
+// Decide says what ev does to the charge s: the charge's new state, the
+// posting sets, the outbox drafts, the grant, or the divergence. It does
+// no I/O and changes nothing it is given: the locked transaction loads s,
+// calls it and writes what it returns (see Locked.Apply).
+//
+// The rules, in order: an event through another merchant's endpoint
+// changes nothing (merchant_mismatch); an event dated outside the ledger's
+// window is malformed; then per kind, see paid, refunded and failed.
+func Decide(s ChargeState, ev Event, r Rules) (Decision, error) {
+	d := &Decision{State: s, Outcome: Outcome{ChargeID: s.ID}}
+	if s.Merchant != nil && *s.Merchant != ev.Merchant {
+		return d.diverge(ReasonMerchantMismatch, "charge of merchant %q; event through an endpoint of merchant %q",
+			*s.Merchant, ev.Merchant), nil
+	}
+	if err := r.CheckTime(ev.At); err != nil {
+		// Stored before intake checked the window: the ledger (or the
+		// charge's timestamps) would refuse it on every attempt, so it is
+		// a divergence now, not ten failures.
+		return d.diverge(ReasonMalformed, "%v", err), nil
+	}
+	var err error
+	switch ev.Kind {
+	case Paid:
+		err = d.paid(ev, r.Limit)
+	case Refunded:
+		err = d.refunded(ev, r.Limit)
+	case Failed:
+		d.failed(ev)
+	default:
+		return Decision{}, fmt.Errorf("apply to charge %s: unknown event kind %q", s.ID, ev.Kind)
+	}
+	if err != nil {
+		return Decision{}, err
+	}
+	return *d, nil
+}
+
+// diverge makes d a divergence: the charge stays as it was.
+func (d *Decision) diverge(reason Reason, format string, args ...any) Decision {
+	return Decision{State: d.State, Outcome: diverge(d.State.ID, reason, format, args...)}
+}
+
+// ensureGrant gives the charge's access if it is not there, whatever
+// happened before: it is how a redelivery repairs a partial state.
+func (d *Decision) ensureGrant() {
+	if d.State.Granted {
+		return
+	}
+	d.State.Granted, d.Grant = true, true
+	d.Events = append(d.Events, events.Draft{Topic: events.TopicAccessGranted, ChargeID: d.State.ID,
+		Payload: map[string]any{"charge_id": d.State.ID, "access": d.State.Access}})
+}
+
+// paid: a first payment of the charge's amount books the sale (and the
+// partner's commission) and grants access; the same payment again (the
+// same PaymentRef and figures) re-ensures the grant; another payment, or
+// the same one with other figures, is a divergence.
+func (d *Decision) paid(ev Event, limit money.Limit) error {
+	c := &d.State
+	if c.isPaid() {
+		// Only the same payment, provably (the same PaymentRef), is a
+		// redelivery. A charge paid before payments carried a comparable
+		// identity (paid_ref NULL) cannot prove it: a second notice.
+		if c.PaidRef == nil || ev.PaymentRef == "" || *c.PaidRef != ev.PaymentRef {
+			paidBy := "a payment of unknown reference"
+			if c.PaidRef != nil {
+				paidBy = *c.PaidRef
+			}
+			*d = d.diverge(ReasonSecondPayment, "charge already paid by %s; payment %s of %d arrived too",
+				paidBy, ev.PaymentRef, ev.Amount)
+			return nil
+		}
+		// The same reference is the same payment only with the same
+		// figures. When they differ it is amount_mismatch, not
+		// second_payment: the PSP names the payment already booked, so
+		// what finance must settle is what that one payment was worth
+		// (check it on the PSP's statement), not a second transfer to
+		// return to the payer.
+		if paidAmount, fee := derefOr(c.PaidAmount), derefOr(c.Fee); ev.Amount != paidAmount || ev.Fee != fee {
+			*d = d.diverge(ReasonAmountMismatch, "payment %s was booked for %d (PSP fee %d); now stated as %d (PSP fee %d)",
+				ev.PaymentRef, paidAmount, fee, ev.Amount, ev.Fee)
+			return nil
+		}
+		// A redelivery: repair the grant if a partial state left it out.
+		d.Result = NoOp
+		d.ensureGrant()
+		return nil
+	}
+	// The webhook front refuses an amount above the limit at intake; this
+	// is for a delivery stored before the limit was lowered, or a charge
+	// registered above it: the ledger would refuse the sale on every retry.
+	tooLarge := limit.Check("paid amount", ev.Amount)
+	switch {
+	case !ev.HasAmount:
+		*d = d.diverge(ReasonAmountMismatch, "payment states no amount; charge is %d", c.Amount)
+		return nil
+	case tooLarge != nil:
+		*d = d.diverge(ReasonMalformed, "%v", tooLarge)
+		return nil
+	case ev.Amount != c.Amount:
+		*d = d.diverge(ReasonAmountMismatch, "paid %d, charge is %d", ev.Amount, c.Amount)
+		return nil
+	case ev.HasFee && (ev.Fee < 0 || ev.Fee >= ev.Amount):
+		*d = d.diverge(ReasonAmountMismatch, "PSP fee %d on a payment of %d", ev.Fee, ev.Amount)
+		return nil
+	}
+	if err := d.bookSale(ev); err != nil {
+		return err
+	}
+	commission := int64(0)
+	if c.Partner != nil && c.CommissionBP > 0 {
+		commission = postings.Commission(c.Amount, c.CommissionBP)
+	}
+	amount, fee, at := ev.Amount, ev.Fee, ev.At
+	c.State, c.PaidAmount, c.Fee, c.Commission, c.PaidAt = StatePaid, &amount, &fee, commission, &at
+	c.PaidRef = nil
+	if ev.PaymentRef != "" {
+		ref := ev.PaymentRef
+		c.PaidRef = &ref
+	}
+	d.Result, d.Changed = Applied, true
+	d.Events = append(d.Events, events.Draft{Topic: events.TopicChargePaid, ChargeID: c.ID, Payload: map[string]any{
+		"charge_id": c.ID, "amount": ev.Amount, "fee": ev.Fee, "paid_at": ev.At,
+	}})
+	d.ensureGrant()
+	return nil
+}
+
+// bookSale adds the sale and, when the charge has a partner, its
+// commission.
+func (d *Decision) bookSale(ev Event) error {
+	c := &d.State
+	sale, err := postings.Sale(c.ID, c.Currency, ev.Amount, ev.Fee, ev.At)
+	if err != nil {
+		return err
+	}
+	sale.InboxID = ev.InboxID
+	d.Sets = append(d.Sets, sale)
+	if c.Partner == nil {
+		return nil
+	}
+	comm, ok, err := postings.CommissionSet(c.ID, *c.Partner, c.Currency, c.Amount, c.CommissionBP, ev.At)
+	if err != nil || !ok {
+		return err
+	}
+	comm.InboxID = ev.InboxID
+	d.Sets = append(d.Sets, comm)
+	return nil
+}
+
+// refunded: a refund before its payment is parked; one of another payment
+// than the one booked, or of more than is left, or without an amount the
+// scheme does not read as "everything left", is a divergence; the same
+// refund again does nothing, unless it states another amount; otherwise
+// it books the refund (and takes back its share of the commission).
+func (d *Decision) refunded(ev Event, limit money.Limit) error {
+	c := &d.State
+	if !c.isPaid() {
+		d.Result = Parked
+		return nil
+	}
+	if ev.RefundID == "" {
+		*d = d.diverge(ReasonMalformed, "refund without a refund id")
+		return nil
+	}
+	if ev.PaymentRef != "" && c.PaidRef != nil && !isEventRef(*c.PaidRef) && *c.PaidRef != ev.PaymentRef {
+		// The refund of a payment that is not the one booked (a second
+		// payment, itself a divergence): booking it would cancel the sale.
+		// Both sides are in the scheme's form (SchemePaymentRef).
+		*d = d.diverge(ReasonRefundOfOtherPayment, "refund %s is of payment %s; the charge was paid by %s",
+			ev.RefundID, ev.PaymentRef, *c.PaidRef)
+		return nil
+	}
+	if booked, ok := c.Refunds[ev.RefundID]; ok {
+		if ev.HasAmount && ev.Amount != booked {
+			*d = d.diverge(ReasonRefundAmountChanged, "refund %s was booked for %d; now stated as %d",
+				ev.RefundID, booked, ev.Amount)
+			return nil
+		}
+		d.Result = NoOp
+		return nil
+	}
+	remaining := *c.PaidAmount - c.RefundedAmount
+	amount := ev.Amount
+	switch {
+	case !ev.HasAmount && !ev.FullRefundIfNoAmount:
+		*d = d.diverge(ReasonRefundAmountMissing, "refund %s states no amount", ev.RefundID)
+		return nil
+	case !ev.HasAmount:
+		amount = remaining
+	}
+	if err := limit.Check("refund amount", amount); err != nil {
+		*d = d.diverge(ReasonMalformed, "refund %s: %v", ev.RefundID, err)
+		return nil
+	}
+	if amount <= 0 || amount > remaining {
+		*d = d.diverge(ReasonRefundExceedsPaid, "refund %s of %d; %d of %d left to refund", ev.RefundID, amount, remaining, *c.PaidAmount)
+		return nil
+	}
+	if err := d.bookRefund(ev, amount); err != nil {
+		return err
+	}
+	c.Refunds = maps.Clone(c.Refunds) // the caller's map stays as it was
+	if c.Refunds == nil {
+		c.Refunds = map[string]int64{}
+	}
+	c.Refunds[ev.RefundID] = amount
+	c.RefundedAmount += amount
+	c.State = StatePartiallyRefunded
+	if amount == remaining {
+		c.State = StateRefunded
+	}
+	d.Result, d.Changed = Applied, true
+	d.Events = append(d.Events, events.Draft{Topic: events.TopicChargeRefunded, ChargeID: c.ID,
+		Payload: map[string]any{
+			"charge_id": c.ID, "refund_id": ev.RefundID, "amount": amount,
+			"refunded_total": c.RefundedAmount, "refunded_at": ev.At,
+		}})
+	return nil
+}
+
+// bookRefund adds the refund and, when the charge paid a commission, the
+// part of it the refund takes back. It runs before the refund is counted
+// in the state's RefundedAmount.
+func (d *Decision) bookRefund(ev Event, amount int64) error {
+	c := &d.State
+	refund, err := postings.Refund(c.ID, ev.RefundID, c.Currency, amount, ev.At)
+	if err != nil {
+		return err
+	}
+	refund.InboxID = ev.InboxID
+	d.Sets = append(d.Sets, refund)
+	if c.Partner == nil || c.Commission == 0 {
+		return nil
+	}
+	rev := postings.ReversalAmount(c.Commission, *c.PaidAmount, c.RefundedAmount, amount)
+	set, ok, err := postings.CommissionReversalSet(c.ID, ev.RefundID, *c.Partner, c.Currency, rev, ev.At)
+	if err != nil || !ok {
+		return err
+	}
+	set.InboxID = ev.InboxID
+	d.Sets = append(d.Sets, set)
+	return nil
+}
+
+// failed records a failure. A failure is not a refund: no money moves, and
+// a charge already paid stays paid.
+func (d *Decision) failed(ev Event) {
+	c := &d.State
+	at := ev.At
+	c.FailedAt = &at
+	if c.State == StatePending {
+		c.State = StateFailed
+	}
+	d.Result, d.Changed = Applied, true
+	d.Events = append(d.Events, events.Draft{Topic: events.TopicChargeFailed, ChargeID: c.ID,
+		Payload: map[string]any{"charge_id": c.ID, "failed_at": ev.At}})
+}
