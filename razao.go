@@ -1,8 +1,11 @@
 // Package razao holds what every part of the ledger service shares: the
 // embedded SQL migrations and the way to open and migrate a database.
 //
-// The domain lives in plain packages named for what they hold: accounts,
-// postings, charges, webhook and reports. cmd/razao wires them together.
+// The domain lives in plain packages named for what they hold (README's
+// Layout table has one line each): accounts, postings, periods, charges,
+// partners, webhook, events, reports, exports, verify. api and cmd/razao
+// are the edges that wire them together. docs/schema.sql is the schema the
+// migrations build, readable in one place.
 package razao
 
 import (
@@ -24,9 +27,19 @@ import (
 //go:embed sql/*.sql
 var migrationFiles embed.FS
 
-// migrationLockID is the advisory lock that serialises migrations when
-// several replicas start at once.
-const migrationLockID = 7261_0001
+// The advisory lock ids razao takes, all of them, so that none is reused:
+// advisory locks share one namespace per database with every other client.
+const (
+	// MigrationLockID serialises migrations when several replicas start
+	// at once.
+	MigrationLockID = 7261_0001
+	// TestTemplateLockID serialises the test harness's creation of its
+	// migrated template database (internal/pgtest).
+	TestTemplateLockID = 7261_0002
+	// 7261_0003 was the month-close lock of sql/0007 and sql/0009,
+	// replaced by the month_close_lock table (sql/0012) because any role
+	// may take an advisory lock. Never reuse it.
+)
 
 // Migration is one numbered SQL file from sql/.
 type Migration struct {
@@ -163,10 +176,10 @@ func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 		return nil, fmt.Errorf("migrate: get connection: %w", err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLockID); err != nil {
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, MigrationLockID); err != nil {
 		return nil, fmt.Errorf("migrate: take advisory lock: %w", err)
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLockID)
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, MigrationLockID)
 
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer     PRIMARY KEY,

@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/razao/razao/internal/kind"
 )
 
 // Type is an account's place in the accounting equation.
@@ -44,7 +44,7 @@ const DefaultCurrency = "BRL"
 // Errors returned by this package; callers test them with errors.Is.
 var (
 	ErrInvalidCode    = errors.New("invalid account code")
-	ErrUnknownAccount = errors.New("unknown account")
+	ErrUnknownAccount = kind.New(kind.NotFound, "not-found", "Not found", "unknown account")
 )
 
 // Account is one node of the chart.
@@ -132,37 +132,4 @@ func Ensure(ctx context.Context, q sqlx.ExtContext, code string) (Account, error
 		return Account{}, fmt.Errorf("create account %s: %w", code, err)
 	}
 	return Get(ctx, q, code)
-}
-
-// Balance returns the signed balance (debits positive) of code and all its
-// descendants, in centavos, over every posting whose competence month is
-// before the month given as YYYY-MM-01; an empty before means all time.
-func Balance(ctx context.Context, q sqlx.QueryerContext, code string, before string) (int64, error) {
-	return sum(ctx, q, code, "", before)
-}
-
-// MonthChange returns the signed sum of postings on code and its
-// descendants whose competence month is month (YYYY-MM-01).
-func MonthChange(ctx context.Context, q sqlx.QueryerContext, code string, month string) (int64, error) {
-	m, err := time.Parse(time.DateOnly, month)
-	if err != nil {
-		return 0, fmt.Errorf("change of %s: month %q: %w", code, month, err)
-	}
-	return sum(ctx, q, code, month, m.AddDate(0, 1, 0).Format(time.DateOnly))
-}
-
-// sum adds the postings on code and its descendants whose competence month
-// is in [from, before); an empty bound is open.
-func sum(ctx context.Context, q sqlx.QueryerContext, code, from, before string) (int64, error) {
-	var total int64
-	err := sqlx.GetContext(ctx, q, &total, `
-		SELECT coalesce(sum(p.amount), 0)::bigint
-		FROM postings p JOIN accounts a ON a.id = p.account_id
-		WHERE (a.code = $1 OR starts_with(a.code, $1 || ':'))
-		  AND ($2 = '' OR p.competence_month >= $2::date)
-		  AND ($3 = '' OR p.competence_month < $3::date)`, code, from, before)
-	if err != nil {
-		return 0, fmt.Errorf("sum of %s in [%s, %s): %w", code, from, before, err)
-	}
-	return total, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/internal/pgtest"
 )
 
@@ -78,12 +79,11 @@ func TestParentBalanceIsSumOfChildren(t *testing.T) {
 		"liabilities":                       -500,
 		"expenses":                          500,
 	} {
-		got, err := accounts.Balance(ctx, db, code, "")
-		if err != nil || got != want {
-			t.Errorf("Balance(%s) = %d, %v; want %d", code, got, err, want)
+		if got := ledgertest.Balance(t, db, code, ""); got != want {
+			t.Errorf("Balance(%s) = %d; want %d", code, got, want)
 		}
 	}
-	if got, _ := accounts.Balance(ctx, db, "liabilities", "2026-08-01"); got != 0 {
+	if got := ledgertest.Balance(t, db, "liabilities", "2026-08-01"); got != 0 {
 		t.Errorf("balance before August = %d, want 0", got)
 	}
 }

@@ -16,12 +16,14 @@ import (
 
 	"github.com/razao/razao/api"
 	"github.com/razao/razao/auth"
+	"github.com/razao/razao/internal/contract"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
 )
 
 // newAPI returns the /v1 routes over a fresh database and a token with
-// the scopes asked for.
+// the scopes asked for; every response they give is validated against
+// the OpenAPI document.
 func newAPI(t *testing.T, scopes ...auth.Scope) (http.Handler, string, *sqlx.DB) {
 	t.Helper()
 	db := pgtest.New(t)
@@ -39,7 +41,7 @@ func newAPI(t *testing.T, scopes ...auth.Scope) (http.Handler, string, *sqlx.DB)
 	r.NotFoundHandler, r.MethodNotAllowedHandler = api.NotFound(), api.MethodNotAllowed(r)
 	(&api.API{DB: db, Ledger: postings.New(db, cal), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now: func() time.Time { return time.Date(2026, 9, 2, 12, 0, 0, 0, time.UTC) }}).Register(r)
-	return r, token, db
+	return contract.Middleware(t, r), token, db
 }
 
 func call(t *testing.T, h http.Handler, method, path, auth, body string) (int, map[string]any, http.Header) {

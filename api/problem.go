@@ -1,6 +1,7 @@
 // Package api serves razao's JSON API under /v1 for the selling app and
 // finance. Handlers parse, call one domain function and render; errors are
-// mapped to RFC 9457 problem documents in one place (writeError).
+// mapped by their kind (internal/kind) to RFC 9457 problem documents in one
+// place (internal/problem.WriteError, through writeError).
 package api
 
 import (
@@ -12,12 +13,8 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/razao/razao/charges"
 	"github.com/razao/razao/internal/problem"
-	"github.com/razao/razao/money"
-	"github.com/razao/razao/partners"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 // Problem is the application/problem+json body of every API error.
@@ -28,63 +25,23 @@ func writeProblem(w http.ResponseWriter, status int, kind, title, detail string)
 	problem.Write(w, status, kind, title, detail)
 }
 
-// writeError maps a domain error to its problem. An unknown error is a
-// generic 500, logged once with its cause and never shown to the client.
-// r's context carries the request id onto the log line.
+// writeError answers a domain error with the problem of its kind
+// (problem.WriteError, the one map from kinds to statuses). An error of no
+// kind is a generic 500, logged once with its cause and never shown to the
+// client. r's context carries the request id onto the log line.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	ctx := r.Context()
-	switch {
-	case errors.Is(err, money.ErrAboveMax):
-		// Before the invalid-* cases that wrap it: the client learns which
-		// field was too large and the limit.
-		writeProblem(w, http.StatusBadRequest, "amount-above-max", "Amount above the maximum", err.Error())
-	case errors.Is(err, postings.ErrSumOverflow):
+	if errors.Is(err, postings.ErrSumOverflow) {
 		// Not the client's fault, but not an unknown failure either: a
 		// figure that does not fit int64 is refused, never answered wrong.
 		// Logged: the ledger holds sums no report can show.
 		log.ErrorContext(ctx, "report figure overflows int64", "error", err)
-		writeProblem(w, http.StatusUnprocessableEntity, "sum-overflow", "A figure does not fit int64 centavos", err.Error())
-	case errors.Is(err, partners.ErrInvalid):
-		writeProblem(w, http.StatusBadRequest, "invalid-payout", "Invalid payout", err.Error())
-	case errors.Is(err, partners.ErrNotFound):
-		writeProblem(w, http.StatusNotFound, "not-found", "Not found", err.Error())
-	case errors.Is(err, partners.ErrOverOwed):
-		writeProblem(w, http.StatusUnprocessableEntity, "over-owed", "Payout above what is owed", err.Error())
-	case errors.Is(err, postings.ErrOutsideWindow):
-		writeProblem(w, http.StatusBadRequest, "outside-window", "Time outside the ledger's window", err.Error())
-	case errors.Is(err, postings.ErrIdempotencyConflict):
-		writeProblem(w, http.StatusUnprocessableEntity, "idempotency-conflict", "Idempotency key reused with other content", err.Error())
-	case errors.Is(err, postings.ErrClosedMonth):
-		writeProblem(w, http.StatusConflict, "closed-month", "Competence month is closed", err.Error())
-	case errors.Is(err, postings.ErrInvalidMonth), errors.Is(err, reports.ErrInvalidRange),
-		errors.Is(err, reports.ErrInvalidCursor), errors.Is(err, reports.ErrInvalidStatus),
-		errors.Is(err, reports.ErrInvalidNote):
-		writeProblem(w, http.StatusBadRequest, "invalid-parameter", "Invalid parameter", err.Error())
-	case errors.Is(err, reports.ErrUnknownKind), errors.Is(err, reports.ErrUnknownDialect):
-		writeProblem(w, http.StatusNotFound, "unknown-export", "No such export", err.Error())
-	case errors.Is(err, reports.ErrUnknownAccount), errors.Is(err, reports.ErrNotFound):
-		writeProblem(w, http.StatusNotFound, "not-found", "Not found", err.Error())
-	case errors.Is(err, reports.ErrAlreadyResolved):
-		writeProblem(w, http.StatusConflict, "already-resolved", "Divergence already resolved", err.Error())
-	case errors.Is(err, postings.ErrMonthNotOver):
-		writeProblem(w, http.StatusConflict, "month-not-over", "Month has not ended", err.Error())
-	case errors.Is(err, postings.ErrEarlierMonthOpen):
-		writeProblem(w, http.StatusConflict, "earlier-month-open", "An earlier month is still open", err.Error())
-	case errors.Is(err, postings.ErrCloseBusy):
-		w.Header().Set("Retry-After", "5")
-		writeProblem(w, http.StatusServiceUnavailable, "close-busy", "Postings in flight held the close lock", err.Error())
-	case errors.Is(err, postings.ErrAlreadyClosed):
-		writeProblem(w, http.StatusConflict, "already-closed", "Month already closed", err.Error())
-	case errors.Is(err, charges.ErrInvalid):
-		writeProblem(w, http.StatusBadRequest, "invalid-charge", "Invalid charge", err.Error())
-	case errors.Is(err, charges.ErrConflict):
-		writeProblem(w, http.StatusConflict, "charge-conflict", "Charge id already registered with other content", err.Error())
-	case errors.Is(err, charges.ErrNotFound):
-		writeProblem(w, http.StatusNotFound, "not-found", "Not found", err.Error())
-	default:
-		log.ErrorContext(ctx, "request failed", "error", err)
-		writeProblem(w, http.StatusInternalServerError, "internal", "Internal error", "")
 	}
+	if problem.WriteError(w, err) {
+		return
+	}
+	log.ErrorContext(ctx, "request failed", "error", err)
+	writeProblem(w, http.StatusInternalServerError, "internal", "Internal error", "")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

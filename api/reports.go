@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/razao/razao/auth"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -87,7 +88,7 @@ func (a *API) accountSeries(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) periods(w http.ResponseWriter, r *http.Request) {
-	ps, err := reports.Periods(r.Context(), a.DB, a.Ledger.Calendar(), a.Now())
+	ps, err := periods.List(r.Context(), a.DB, a.Ledger.Calendar(), a.Now())
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -106,7 +107,7 @@ func (a *API) closePeriod(w http.ResponseWriter, r *http.Request) {
 	// The token's name says who closed the month; the database role would
 	// only say which service connected.
 	t, _ := auth.FromContext(r.Context())
-	if err := reports.CloseMonthBy(r.Context(), a.DB, a.Ledger, m, a.Now(), t.Name); err != nil {
+	if err := periods.Close(r.Context(), a.DB, a.Ledger.Calendar(), m, a.Now(), t.Name); err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}

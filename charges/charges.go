@@ -19,14 +19,15 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/money"
 )
 
 // Errors a caller can test with errors.Is.
 var (
-	ErrInvalid  = errors.New("invalid charge")
-	ErrConflict = errors.New("charge id already registered with different content")
-	ErrNotFound = errors.New("charge not found")
+	ErrInvalid  = kind.New(kind.Invalid, "invalid-charge", "Invalid charge", "invalid charge")
+	ErrConflict = kind.New(kind.Conflict, "charge-conflict", "Charge id already registered with other content", "charge id already registered with different content")
+	ErrNotFound = kind.New(kind.NotFound, "not-found", "Not found", "charge not found")
 )
 
 // State is where a charge stands. The list is the database's

@@ -10,7 +10,6 @@ import (
 
 	"github.com/razao/razao/internal/benchledger"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 // The console's pages on a large ledger: the reports benchmark's ledger
@@ -39,7 +38,7 @@ func BenchmarkPages(b *testing.B) {
 		sales = n
 	}
 	f := newBareFixture(b)
-	benchledger.Build(b, f.db, sales, benchPartners, reports.CloseMonth)
+	benchledger.Build(b, f.db, sales, benchPartners)
 	f.console.Now = func() time.Time { return time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC) }
 	srv := httptest.NewServer(f.router)
 	defer srv.Close()

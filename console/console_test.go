@@ -17,6 +17,7 @@ import (
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/partners"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
 )
 
@@ -446,7 +447,7 @@ func TestClosingAMonthShowsWhatIsFrozenAndNeedsAdmin(t *testing.T) {
 	if res, _ := admin.postForm("/console/periods/2026-08/close", url.Values{"csrf": {csrf}}); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("close: %d", res.StatusCode)
 	}
-	var ps struct{ Periods []reports.Period }
+	var ps struct{ Periods []periods.Period }
 	admin.api(f.admin, "/v1/periods", &ps)
 	found := false
 	for _, p := range ps.Periods {

@@ -33,7 +33,7 @@ func appendEvent(t *testing.T, f *fixture, topic events.Topic, charge string) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if err := events.Append(context.Background(), tx, topic, charge, map[string]string{"charge_id": charge}); err != nil {
+	if err := events.AppendAll(context.Background(), tx, events.Draft{Topic: topic, ChargeID: charge, Payload: map[string]string{"charge_id": charge}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/partners"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
 )
 
@@ -127,13 +128,13 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 }
 
 type periodsPage struct {
-	Periods []reports.Period
+	Periods []periods.Period
 	Done    string
 }
 
 // periods lists the months as GET /v1/periods does.
 func (c *Console) periods(w http.ResponseWriter, r *http.Request) {
-	ps, err := reports.Periods(r.Context(), c.DB, c.Ledger.Calendar(), c.Now())
+	ps, err := periods.List(r.Context(), c.DB, c.Ledger.Calendar(), c.Now())
 	if err != nil {
 		c.failWith(w, r, err)
 		return
@@ -167,7 +168,7 @@ func (c *Console) closeMonth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s, _ := sessionFrom(r.Context())
-	if err := reports.CloseMonthBy(r.Context(), c.DB, c.Ledger, m, c.Now(), s.token.Name); err != nil {
+	if err := periods.Close(r.Context(), c.DB, c.Ledger.Calendar(), m, c.Now(), s.token.Name); err != nil {
 		c.failWith(w, r, err)
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/partners"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -40,11 +41,11 @@ func (c *Console) failWith(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg = http.StatusConflict, "Esta divergência já foi resolvida."
 	case errors.Is(err, reports.ErrInvalidNote):
 		status, msg = http.StatusBadRequest, "Escreva uma nota de resolução (até 2.000 caracteres)."
-	case errors.Is(err, reports.ErrMonthNotOver):
+	case errors.Is(err, periods.ErrMonthNotOver):
 		status, msg = http.StatusConflict, "Este mês ainda não terminou: não pode ser fechado."
-	case errors.Is(err, reports.ErrEarlierMonthOpen):
+	case errors.Is(err, periods.ErrEarlierMonthOpen):
 		status, msg = http.StatusConflict, "Um mês anterior está aberto: feche os meses em ordem."
-	case errors.Is(err, reports.ErrAlreadyClosed):
+	case errors.Is(err, periods.ErrAlreadyClosed):
 		status, msg = http.StatusConflict, "Este mês já está fechado."
 	}
 	if status == http.StatusInternalServerError && r.Context().Err() == nil {

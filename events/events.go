@@ -86,16 +86,12 @@ type Draft struct {
 	Payload  any
 }
 
-// Append records an event inside the caller's transaction, so that it is
-// published if and only if that transaction commits. It never commits: the
-// caller owns tx. A nil payload is stored as {}. The topic and payload are
-// checked before any SQL runs, because a failed statement would abort the
-// caller's whole transaction.
-func Append(ctx context.Context, tx sqlx.ExecerContext, topic Topic, chargeID string, payload any) error {
-	return AppendAll(ctx, tx, Draft{Topic: topic, ChargeID: chargeID, Payload: payload})
-}
-
-// AppendAll is Append for several events, in order, in one statement.
+// AppendAll records events inside the caller's transaction, in order, in
+// one statement, so that they are published if and only if that
+// transaction commits. It never commits: the caller owns tx. A nil payload
+// is stored as {}. The topics and payloads are checked before any SQL
+// runs, because a failed statement would abort the caller's whole
+// transaction.
 func AppendAll(ctx context.Context, tx sqlx.ExecerContext, drafts ...Draft) error {
 	if len(drafts) == 0 {
 		return nil

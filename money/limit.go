@@ -1,8 +1,9 @@
 package money
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/razao/razao/internal/kind"
 )
 
 // DefaultMaxAmount is the largest amount razao takes in one charge,
@@ -20,7 +21,7 @@ const DefaultMaxAmount int64 = 1_000_000_000_000
 const Ceiling int64 = 1_000_000_000_000_000
 
 // ErrAboveMax is wrapped by every refusal of an amount above the limit.
-var ErrAboveMax = errors.New("amount above the maximum")
+var ErrAboveMax = kind.New(kind.Invalid, "amount-above-max", "Amount above the maximum", "amount above the maximum").Precisely()
 
 // AboveMaxError says which field held what amount, and the limit.
 type AboveMaxError struct {

@@ -8,8 +8,6 @@
 package money
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -113,30 +111,6 @@ func allDigits(s string) bool {
 // truncated because it may come from an attacker.
 func amountError(s string, reason error) error {
 	return fmt.Errorf("%w %.24q: %w", ErrInvalidAmount, s, reason)
-}
-
-// ParseReaisJSON converts a JSON value holding reais to centavos. It accepts
-// a JSON string ("49.90") or a JSON number (49.9, 49.90; 4990 means
-// R$ 4990.00, not centavos), with the same rules as ParseReais. Surrounding
-// JSON whitespace is ignored; null, booleans, objects and arrays are refused.
-func ParseReaisJSON(raw json.RawMessage) (int64, error) {
-	v := bytes.Trim(raw, " \t\r\n")
-	if len(v) == 0 {
-		return 0, amountError("", fmt.Errorf("%w: empty JSON value", ErrSyntax))
-	}
-	if v[0] == '"' {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return 0, amountError(string(v), fmt.Errorf("%w: bad JSON string", ErrSyntax))
-		}
-		return ParseReais(s)
-	}
-	// A JSON number's own grammar is looser than ours (sign, exponent), and
-	// ParseReais refuses those; json.Valid catches what is not JSON at all.
-	if !json.Valid(v) {
-		return 0, amountError(string(v), fmt.Errorf("%w: not a JSON value", ErrSyntax))
-	}
-	return ParseReais(string(v))
 }
 
 // FormatReais renders centavos as reais with exactly two decimals and the

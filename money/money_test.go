@@ -1,7 +1,6 @@
 package money
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
 	"strings"
@@ -104,57 +103,6 @@ func TestParseReaisRefusesAmbiguousInput(t *testing.T) {
 	}
 }
 
-func TestParseReaisJSONAcceptsStringsAndNumbers(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		raw  string
-		want int64
-	}{
-		{`"49.90"`, 4990},
-		{`"49.9"`, 4990},
-		{`49.9`, 4990},
-		{`49.90`, 4990},
-		{`4990`, 499000},
-		{`0.01`, 1},
-		{` 1.5 `, 150},
-		{"\n\"2\"\t", 200},
-		{`"\u0034\u0039.90"`, 4990}, // a JSON escape is still the string 49.90
-	}
-	for _, tt := range tests {
-		t.Run(tt.raw, func(t *testing.T) {
-			t.Parallel()
-			got, err := ParseReaisJSON(json.RawMessage(tt.raw))
-			if err != nil {
-				t.Fatalf("ParseReaisJSON(%s): %v", tt.raw, err)
-			}
-			if got != tt.want {
-				t.Fatalf("ParseReaisJSON(%s) = %d, want %d", tt.raw, got, tt.want)
-			}
-		})
-	}
-}
-
-func TestParseReaisJSONRefusesOtherValues(t *testing.T) {
-	t.Parallel()
-	for _, raw := range []string{
-		``, ` `, `null`, `true`, `false`, `{}`, `[]`, `[1]`, `{"v":1}`,
-		`-49.90`, `1e2`, `1E2`, `49.901`, `0`, `0.0`, `"0.00"`, `" 1"`, `"1 "`,
-		`"-1"`, `"1e2"`, `"abc"`, `"`, `"49.90`, `49.90"`, `01x`, `.5`, `5.`,
-		`NaN`, `Infinity`, `"NaN"`, `1 2`, `"1" "2"`, `92233720368547758.08`,
-	} {
-		t.Run(raw, func(t *testing.T) {
-			t.Parallel()
-			got, err := ParseReaisJSON(json.RawMessage(raw))
-			if err == nil {
-				t.Fatalf("ParseReaisJSON(%s) = %d, want an error", raw, got)
-			}
-			if !errors.Is(err, ErrInvalidAmount) {
-				t.Fatalf("ParseReaisJSON(%s) error %v does not wrap ErrInvalidAmount", raw, err)
-			}
-		})
-	}
-}
-
 func TestFormatReaisRendersEveryInt64(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -225,9 +173,6 @@ func FuzzParseReais(f *testing.F) {
 		back, err := ParseReais(formatted)
 		if err != nil || back != got {
 			t.Fatalf("round trip %q -> %d -> %q -> %d, %v", s, got, formatted, back, err)
-		}
-		if fromJSON, err := ParseReaisJSON(json.RawMessage(formatted)); err != nil || fromJSON != got {
-			t.Fatalf("ParseReaisJSON(%s) = %d, %v; want %d", formatted, fromJSON, err, got)
 		}
 	})
 }

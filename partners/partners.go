@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
 )
@@ -22,13 +23,13 @@ import (
 // ErrClosedMonth...).
 var (
 	// ErrInvalid is returned for a malformed partner id, amount or key.
-	ErrInvalid = errors.New("invalid payout request")
+	ErrInvalid = kind.New(kind.Invalid, "invalid-payout", "Invalid payout", "invalid payout request")
 	// ErrNotFound is returned for a partner that has no payable account:
 	// razao has never owed it anything.
-	ErrNotFound = errors.New("partner not found")
+	ErrNotFound = kind.New(kind.NotFound, "not-found", "Not found", "partner not found")
 	// ErrOverOwed is returned for a payout above what is owed to the
 	// partner, unless the request allows it.
-	ErrOverOwed = errors.New("payout exceeds what is owed")
+	ErrOverOwed = kind.New(kind.Refused, "over-owed", "Payout above what is owed", "payout exceeds what is owed")
 )
 
 // Summary is a partner's commission-payable account, from the ledger, in

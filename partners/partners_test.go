@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/postings"
@@ -121,10 +122,7 @@ func TestSummaryAfterCommissionsReversalAndPayout(t *testing.T) {
 		t.Fatalf("other partner = %+v", got)
 	}
 	// Cash closes: sales − refunds − payouts.
-	cash, err := accounts.Balance(context.Background(), e.db, accounts.Cash, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cash := ledgertest.Balance(t, e.db, accounts.Cash, "")
 	if cash != 10000+4990+5000-5000-600 {
 		t.Fatalf("cash = %d", cash)
 	}

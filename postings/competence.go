@@ -1,10 +1,11 @@
 package postings
 
 import (
-	"errors"
 	"fmt"
 	"time"
 	_ "time/tzdata" // competence must work on machines without a zoneinfo database
+
+	"github.com/razao/razao/internal/kind"
 )
 
 // DefaultTimeZone is where competence dates are read when none is configured.
@@ -28,7 +29,7 @@ const maxZoneOffset = 14 * time.Hour
 // ErrOutsideWindow is returned for an event time or competence date
 // before the go-live date, past our clock plus MaxAhead, or not
 // representable (an impossible UTC offset).
-var ErrOutsideWindow = errors.New("time outside the ledger's window")
+var ErrOutsideWindow = kind.New(kind.Invalid, "outside-window", "Time outside the ledger's window", "time outside the ledger's window")
 
 // Calendar turns instants into competence dates in the business time zone:
 // a PIX paid at 2026-08-31 22:30 in São Paulo is August, though UTC says
@@ -149,7 +150,7 @@ type Month struct {
 }
 
 // ErrInvalidMonth is returned for a month that is not YYYY-MM.
-var ErrInvalidMonth = errors.New("invalid month: want YYYY-MM")
+var ErrInvalidMonth = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid month: want YYYY-MM")
 
 // ParseMonth parses "2026-08".
 func ParseMonth(s string) (Month, error) {
@@ -161,6 +162,15 @@ func ParseMonth(s string) (Month, error) {
 		return Month{}, fmt.Errorf("%w: %q", ErrInvalidMonth, s)
 	}
 	return Month{Year: t.Year(), Month: t.Month()}, nil
+}
+
+// Check refuses a Month that ParseMonth would not have produced (a
+// literal or a zero Month built in Go).
+func (m Month) Check() error {
+	if m.Year < 1900 || m.Year > 9999 || m.Month < 1 || m.Month > 12 {
+		return fmt.Errorf("%w: %04d-%02d", ErrInvalidMonth, m.Year, int(m.Month))
+	}
+	return nil
 }
 
 // MonthOf returns the month of a date.

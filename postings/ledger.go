@@ -18,6 +18,13 @@ import (
 	"github.com/razao/razao/money"
 )
 
+// WriteTx is the isolation every transaction that writes posting sets or
+// closes a month states: READ COMMITTED, the one level the ledger's triggers
+// accept (sql/0012), whatever the database's default_transaction_isolation
+// says. At it each statement sees what committed before it started, so a
+// transaction that waited for a lock reads the ledger as it is now.
+func WriteTx() *sql.TxOptions { return &sql.TxOptions{Isolation: sql.LevelReadCommitted} }
+
 // Ledger writes posting sets. It is safe for concurrent use, and several
 // processes may write to one database at once: every rule that matters is
 // decided inside the caller's transaction or by the database.

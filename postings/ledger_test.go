@@ -13,6 +13,8 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -20,10 +22,10 @@ var aug = time.Date(2026, 8, 10, 15, 0, 0, 0, time.UTC)
 
 func TestLedgerTablesAreAppendOnlyForSuperuser(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	s, err := postings.Sale("ch-1", "BRL", 4990, 0, aug)
-	mustPost(t, l, s, err)
-	if err := l.CloseMonth(context.Background(), postings.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug); err != nil {
+	ledgertest.Post(t, l, s, err)
+	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug, ""); err != nil {
 		t.Fatal(err)
 	}
 
@@ -51,16 +53,16 @@ func TestLedgerTablesAreAppendOnlyForSuperuser(t *testing.T) {
 		t.Fatal("DELETE under session_replication_role=replica succeeded")
 	}
 	db.Exec(`SET session_replication_role = origin`)
-	if n := count(t, db, `SELECT count(*) FROM postings`); n != 2 {
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM postings`); n != 2 {
 		t.Fatalf("postings = %d, want 2 untouched", n)
 	}
 }
 
 func TestGoRefusesBadSets(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	ctx := context.Background()
-	if err := l.CloseMonth(ctx, postings.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), postings.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug, ""); err != nil {
 		t.Fatal(err)
 	}
 	base := func(legs ...postings.Leg) postings.Set {
@@ -93,7 +95,7 @@ func TestGoRefusesBadSets(t *testing.T) {
 			}
 		})
 	}
-	if n := count(t, db, `SELECT count(*) FROM posting_sets`); n != 0 {
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets`); n != 0 {
 		t.Fatalf("%d sets written, want 0", n)
 	}
 }
@@ -133,8 +135,8 @@ func rawSet(t *testing.T, db *sqlx.DB, competence string, legs [][2]any) error {
 
 func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
-	if err := l.CloseMonth(context.Background(), postings.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug); err != nil {
+	l, db := ledgertest.New(t)
+	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug, ""); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -174,23 +176,23 @@ func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
 	})
 	t.Run("postings added to a committed set", func(t *testing.T) {
 		s, err := postings.Sale("ch-sealed", "BRL", 100, 0, aug)
-		p := mustPost(t, l, s, err)
+		p := ledgertest.Post(t, l, s, err)
 		_, err = db.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
 			SELECT $1, id, 'BRL', v, '2026-08-01' FROM accounts, (VALUES (5), (-5)) AS x (v) WHERE code = 'assets:cash'`, p.ID)
 		if err := postings.MapError(err); !errors.Is(err, postings.ErrSealed) {
 			t.Fatalf("got %v, want ErrSealed", err)
 		}
 	})
-	if n := count(t, db, `SELECT count(*) FROM posting_sets WHERE kind = 'adjustment'`); n != 0 {
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets WHERE kind = 'adjustment'`); n != 0 {
 		t.Fatalf("%d raw sets committed, want 0", n)
 	}
 }
 
 func TestSecondSaleForChargeRefusedByDatabase(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	s, err := postings.Sale("ch-1", "BRL", 4990, 0, aug)
-	mustPost(t, l, s, err)
+	ledgertest.Post(t, l, s, err)
 
 	// Another idempotency key for the same charge passes Go but not the
 	// unique index.
@@ -209,7 +211,7 @@ func TestSecondSaleForChargeRefusedByDatabase(t *testing.T) {
 
 func TestSameIdempotencyKeyFromFiftyGoroutinesWritesOneSet(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	s, err := postings.Sale("ch-race", "BRL", 4990, 0, aug)
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +219,7 @@ func TestSameIdempotencyKeyFromFiftyGoroutinesWritesOneSet(t *testing.T) {
 	// Warm up: the ledger prepares its insert on first use, and preparing
 	// takes the same table lock the gate holds.
 	warm, _ := postings.Sale("ch-warm", "BRL", 100, 0, aug)
-	mustPost(t, l, warm, nil)
+	ledgertest.Post(t, l, warm, nil)
 	// A gate: hold the lock the inserts need, so all 50 are in flight
 	// before the first can commit.
 	gate := db.MustBegin()
@@ -236,7 +238,7 @@ func TestSameIdempotencyKeyFromFiftyGoroutinesWritesOneSet(t *testing.T) {
 			ids[i], errs[i] = p.ID, err
 		}()
 	}
-	waitForLockWaiters(t, db, n)
+	ledgertest.WaitForLockWaiters(t, db, n)
 	gate.Rollback()
 	wg.Wait()
 	for i := range ids {
@@ -247,20 +249,20 @@ func TestSameIdempotencyKeyFromFiftyGoroutinesWritesOneSet(t *testing.T) {
 			t.Fatalf("caller %d got set %d, caller 0 got %d", i, ids[i], ids[0])
 		}
 	}
-	if got := count(t, db, `SELECT count(*) FROM posting_sets WHERE charge_id = 'ch-race'`); got != 1 {
+	if got := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets WHERE charge_id = 'ch-race'`); got != 1 {
 		t.Fatalf("%d posting sets, want 1", got)
 	}
-	if got := count(t, db, `SELECT count(*) FROM postings p JOIN posting_sets s ON s.id = p.posting_set_id WHERE s.charge_id = 'ch-race'`); got != 2 {
+	if got := ledgertest.Count(t, db, `SELECT count(*) FROM postings p JOIN posting_sets s ON s.id = p.posting_set_id WHERE s.charge_id = 'ch-race'`); got != 2 {
 		t.Fatalf("%d postings, want 2", got)
 	}
 }
 
 func TestSameKeyDifferentContentIsConflict(t *testing.T) {
 	t.Parallel()
-	l, _ := newLedger(t)
+	l, _ := ledgertest.New(t)
 	s, err := postings.Sale("ch-1", "BRL", 4990, 0, aug)
-	first := mustPost(t, l, s, err)
-	again := mustPost(t, l, s, nil)
+	first := ledgertest.Post(t, l, s, err)
+	again := ledgertest.Post(t, l, s, nil)
 	if !again.Replayed || again.ID != first.ID {
 		t.Fatalf("replay = %+v, want set %d replayed", again, first.ID)
 	}
@@ -270,36 +272,13 @@ func TestSameKeyDifferentContentIsConflict(t *testing.T) {
 	}
 }
 
-// waitForLockWaiters blocks until n sessions of this database wait on a
-// lock, so the test knows the overlap it wants has happened.
-func waitForLockWaiters(t *testing.T, db interface {
-	Get(any, string, ...any) error
-}, n int) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var waiting int
-		if err := db.Get(&waiting, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`); err != nil {
-			t.Fatal(err)
-		}
-		if waiting >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d sessions waiting on the lock", waiting, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestRetryAtAnotherTimeIsReplayNotConflict(t *testing.T) {
 	t.Parallel()
-	l, _ := newLedger(t)
+	l, _ := ledgertest.New(t)
 	first, err := postings.Payout("p1", "po-1", "BRL", 100, aug)
-	p1 := mustPost(t, l, first, err)
+	p1 := ledgertest.Post(t, l, first, err)
 	retry, _ := postings.Payout("p1", "po-1", "BRL", 100, aug.Add(time.Minute))
-	p2 := mustPost(t, l, retry, nil)
+	p2 := ledgertest.Post(t, l, retry, nil)
 	if !p2.Replayed || p2.ID != p1.ID {
 		t.Fatalf("retry = %+v, want replay of set %d", p2, p1.ID)
 	}
@@ -307,11 +286,11 @@ func TestRetryAtAnotherTimeIsReplayNotConflict(t *testing.T) {
 
 func TestPostAllWritesSetsInOneStatementEachIfAbsent(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	ctx := context.Background()
 	sale, _ := postings.Sale("ch-1", "BRL", 4990, 0, aug)
 	comm, _, _ := postings.CommissionSet("ch-1", "p1", "BRL", 4990, 1000, aug)
-	mustPost(t, l, sale, nil) // the sale exists already; the commission not
+	ledgertest.Post(t, l, sale, nil) // the sale exists already; the commission not
 	tx := db.MustBegin()
 	ps, err := l.PostAllTx(ctx, tx, sale, comm)
 	if err != nil {
@@ -323,7 +302,7 @@ func TestPostAllWritesSetsInOneStatementEachIfAbsent(t *testing.T) {
 	if !ps[0].Replayed || ps[1].Replayed || ps[1].ID == 0 {
 		t.Fatalf("posted %+v, want the sale replayed and the commission new", ps)
 	}
-	if n := count(t, db, `SELECT count(*) FROM postings`); n != 4 {
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM postings`); n != 4 {
 		t.Fatalf("%d postings, want 4", n)
 	}
 	// An unbalanced set among good ones fails the whole call.
@@ -339,7 +318,7 @@ func TestPostAllWritesSetsInOneStatementEachIfAbsent(t *testing.T) {
 // The review's ways around the barrier, each refused by the database.
 func TestDatabaseClosesTheBackDoors(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	cash, _ := accounts.Get(context.Background(), db, accounts.Cash)
 	adj, _ := accounts.Get(context.Background(), db, accounts.Adjustments)
 	insertSet := func(tx *sqlx.Tx, amount int64) int64 {

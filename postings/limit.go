@@ -7,13 +7,14 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/money"
 )
 
 // ErrSumOverflow is wrapped when a sum of amounts (a balance, a report
 // figure) does not fit int64 centavos: the figure is refused rather than
 // answered wrong.
-var ErrSumOverflow = errors.New("sum does not fit int64 centavos")
+var ErrSumOverflow = kind.New(kind.Refused, "sum-overflow", "A figure does not fit int64 centavos", "sum does not fit int64 centavos").Precisely()
 
 // WithLimit sets the largest amount the ledger posts, in one set or one
 // leg (the configured max_amount; zero means money.DefaultMaxAmount), and

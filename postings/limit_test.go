@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao"
+	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
 )
@@ -21,7 +22,7 @@ import (
 // and no limit lets past the database's ceiling.
 func TestLedgerRefusesAmountsAboveItsLimit(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	ctx := context.Background()
 	at := time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC)
 	adjustment := func(key string, amount int64) postings.Set {
@@ -49,7 +50,7 @@ func TestLedgerRefusesAmountsAboveItsLimit(t *testing.T) {
 	if _, err := limited.Post(ctx, adjustment("at-limit", 5000)); err != nil {
 		t.Fatalf("a set at the limit: %v", err)
 	}
-	if n := count(t, db, `SELECT count(*) FROM posting_sets`); n != 1 {
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets`); n != 1 {
 		t.Fatalf("%d sets, want the one at the limit", n)
 	}
 }
@@ -74,7 +75,7 @@ func hugeSet(ctx context.Context, db *sqlx.DB, key string, amount int64) error {
 // guards new rows only).
 func TestDatabaseCeilingOnAmounts(t *testing.T) {
 	t.Parallel()
-	_, db := newLedger(t)
+	_, db := ledgertest.New(t)
 	ctx := context.Background()
 	if err := hugeSet(ctx, db, "ceiling", money.Ceiling); err != nil {
 		t.Fatalf("a set at the ceiling: %v", err)

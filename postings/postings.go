@@ -8,7 +8,6 @@ package postings
 
 import (
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/money"
 )
 
@@ -39,9 +39,9 @@ var (
 	ErrZeroAmount          = errors.New("posting amount is zero")
 	ErrUnbalanced          = errors.New("posting set does not balance")
 	ErrCurrencyMismatch    = errors.New("posting currency differs from its account's")
-	ErrClosedMonth         = errors.New("competence month is closed")
+	ErrClosedMonth         = kind.New(kind.Conflict, "closed-month", "Competence month is closed", "competence month is closed")
 	ErrAlreadyPosted       = errors.New("business event already posted")
-	ErrIdempotencyConflict = errors.New("idempotency key reused with different content")
+	ErrIdempotencyConflict = kind.New(kind.Refused, "idempotency-conflict", "Idempotency key reused with other content", "idempotency key reused with different content")
 	ErrRefundExceedsSale   = errors.New("refunds exceed the sale")
 	ErrSealed              = errors.New("posting set is sealed")
 	ErrUnknownAccount      = accounts.ErrUnknownAccount
@@ -224,5 +224,3 @@ func (s *Set) contentHash() string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
-
-var txReadOnlySnapshot = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}

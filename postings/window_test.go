@@ -8,6 +8,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -17,7 +19,7 @@ import (
 // writes nothing, so no caller can date a month nobody will close.
 func TestLedgerRefusesSetsOutsideTheEventWindow(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	now := time.Now()
 	outside := []struct {
 		name string
@@ -28,8 +30,8 @@ func TestLedgerRefusesSetsOutsideTheEventWindow(t *testing.T) {
 		{"9999-12-31", time.Date(9999, 12, 31, 12, 0, 0, 0, time.UTC)},
 		{"year 0000", time.Date(0, 6, 1, 0, 0, 0, 0, time.UTC)},
 		{"offset -20:00", now.In(time.FixedZone("", -20*3600))},
-		{"go-live minus a day", saoPaulo(t, 2020, 10, 31, 12, 0)},
-		{"a second before go-live in São Paulo", saoPaulo(t, 2020, 10, 31, 23, 59).Add(59 * time.Second)},
+		{"go-live minus a day", ledgertest.SaoPaulo(2020, 10, 31, 12, 0)},
+		{"a second before go-live in São Paulo", ledgertest.SaoPaulo(2020, 10, 31, 23, 59).Add(59 * time.Second)},
 		{"now + 1 hour", now.Add(time.Hour)},
 	}
 	for _, tc := range outside {
@@ -61,20 +63,20 @@ func TestLedgerRefusesSetsOutsideTheEventWindow(t *testing.T) {
 			t.Errorf("adjustment on %s: %v, want ErrOutsideWindow", competence.Format(time.DateOnly), err)
 		}
 	}
-	if n := count(t, db, `SELECT count(*) FROM posting_sets`); n != 0 {
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets`); n != 0 {
 		t.Fatalf("%d sets written outside the window", n)
 	}
 
 	// The edges inside: go-live at midnight in São Paulo, and now.
-	for _, at := range []time.Time{saoPaulo(t, 2020, 11, 1, 0, 0), now, now.Add(postings.MaxAhead - time.Minute)} {
+	for _, at := range []time.Time{ledgertest.SaoPaulo(2020, 11, 1, 0, 0), now, now.Add(postings.MaxAhead - time.Minute)} {
 		s, err := postings.Sale("ch-in-"+at.Format(time.RFC3339Nano), "BRL", 4990, 0, at)
-		mustPost(t, l, s, err)
+		ledgertest.Post(t, l, s, err)
 	}
 
 	// A configured go-live moves the lower bound.
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
 	late := postings.New(db, cal.WithGoLive(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
-	s, _ := postings.Sale("ch-2025", "BRL", 4990, 0, saoPaulo(t, 2025, 12, 31, 23, 0))
+	s, _ := postings.Sale("ch-2025", "BRL", 4990, 0, ledgertest.SaoPaulo(2025, 12, 31, 23, 0))
 	if _, err := late.Post(context.Background(), s); !errors.Is(err, postings.ErrOutsideWindow) {
 		t.Errorf("sale before a configured go-live: %v", err)
 	}
@@ -92,20 +94,20 @@ func TestLedgerRefusesSetsOutsideTheEventWindow(t *testing.T) {
 // go-live cannot be closed.
 func TestMonthClosesDespiteSetsWrittenBeforeTheWindow(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	ctx := context.Background()
 	insertLegacySet(t, db, "legacy-0001", "0001-01-01")
 	insertLegacySet(t, db, "legacy-9999", "9999-12-31")
-	s, err := postings.Sale("ch-1", "BRL", 4990, 0, saoPaulo(t, 2026, 8, 10, 12, 0))
-	mustPost(t, l, s, err)
-	after := saoPaulo(t, 2026, 10, 2, 12, 0)
-	if err := l.CloseMonth(ctx, postings.Month{Year: 2026, Month: time.August}, after); err != nil {
+	s, err := postings.Sale("ch-1", "BRL", 4990, 0, ledgertest.SaoPaulo(2026, 8, 10, 12, 0))
+	ledgertest.Post(t, l, s, err)
+	after := ledgertest.SaoPaulo(2026, 10, 2, 12, 0)
+	if err := periods.Close(ctx, db, l.Calendar(), postings.Month{Year: 2026, Month: time.August}, after, ""); err != nil {
 		t.Fatalf("close 2026-08 beside a set of 0001-01: %v", err)
 	}
-	if err := l.CloseMonth(ctx, postings.Month{Year: 2026, Month: time.September}, after); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), postings.Month{Year: 2026, Month: time.September}, after, ""); err != nil {
 		t.Fatalf("close 2026-09: %v", err)
 	}
-	if err := l.CloseMonth(context.Background(), postings.Month{Year: 2020, Month: time.October}, after); !errors.Is(err, postings.ErrInvalidMonth) {
+	if err := periods.Close(context.Background(), db, l.Calendar(), postings.Month{Year: 2020, Month: time.October}, after, ""); !errors.Is(err, postings.ErrInvalidMonth) {
 		t.Fatalf("close a month before go-live: %v, want ErrInvalidMonth", err)
 	}
 }

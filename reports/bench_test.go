@@ -1,4 +1,4 @@
-package reports
+package reports_test
 
 import (
 	"context"
@@ -19,7 +19,9 @@ import (
 	"github.com/razao/razao"
 	"github.com/razao/razao/internal/benchledger"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
 )
 
 // The benchmark ledger: benchSales sales over the 24 months of 2024 and
@@ -28,7 +30,7 @@ import (
 // half in the following month, commission reversed (4 postings); and a
 // monthly payout to each of benchPartners partners. About 10 million
 // postings in 3.8 million sets; months 2024-01 to 2025-09 are closed
-// through CloseMonth (so they have snapshots), 2025-10 to 2025-12 are open.
+// through periods.Close (so they have snapshots), 2025-10 to 2025-12 are open.
 const (
 	benchSales    = 2_375_000
 	benchPartners = 500
@@ -51,7 +53,7 @@ var (
 // from generate_series, with the ledger's triggers, foreign key checks and
 // secondary indexes off for the bulk load only, then every trigger enabled
 // ALWAYS again, the indexes rebuilt from their own definitions, VACUUM
-// ANALYZE, and the months closed through CloseMonth. Set
+// ANALYZE, and the months closed through periods.Close. Set
 // RAZAO_BENCH_DB=<database name> to build into that database on the test
 // server and keep it (about 3 GB), and to reuse it on the next run.
 func BenchmarkReports(b *testing.B) {
@@ -60,7 +62,7 @@ func BenchmarkReports(b *testing.B) {
 
 	b.Run("trial-balance/closed-month-snapshot", func(b *testing.B) {
 		for b.Loop() {
-			tb, err := TrialBalance(ctx, db, benchClosedMonth)
+			tb, err := reports.TrialBalance(ctx, db, benchClosedMonth)
 			if err != nil || !tb.Snapshot {
 				b.Fatal(err, tb.Snapshot)
 			}
@@ -69,7 +71,7 @@ func BenchmarkReports(b *testing.B) {
 	for _, m := range []postings.Month{benchOpenMonth, benchLastMonth} {
 		b.Run("trial-balance/open-month-"+m.String(), func(b *testing.B) {
 			for b.Loop() {
-				tb, err := TrialBalance(ctx, db, m)
+				tb, err := reports.TrialBalance(ctx, db, m)
 				if err != nil || tb.Snapshot {
 					b.Fatal(err)
 				}
@@ -80,21 +82,21 @@ func BenchmarkReports(b *testing.B) {
 	// from, which reads every earlier posting.
 	b.Run("trial-balance/open-month-no-snapshot", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := liveOwnLines(ctx, db, benchLastMonth, sql.NullTime{}); err != nil {
+			if _, err := reports.LiveOwnLines(ctx, db, benchLastMonth, sql.NullTime{}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("income-statement/closed-month-snapshot", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := IncomeStatement(ctx, db, benchClosedMonth); err != nil {
+			if _, err := reports.IncomeStatement(ctx, db, benchClosedMonth); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("income-statement/open-month", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := IncomeStatement(ctx, db, benchLastMonth); err != nil {
+			if _, err := reports.IncomeStatement(ctx, db, benchLastMonth); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -102,7 +104,7 @@ func BenchmarkReports(b *testing.B) {
 	for _, code := range []string{"assets:cash", "liabilities:commission-payable", "liabilities:commission-payable:bp-042"} {
 		b.Run("series-24-months/"+code, func(b *testing.B) {
 			for b.Loop() {
-				s, err := AccountSeries(ctx, db, code, benchFirstMonth, benchLastMonth)
+				s, err := reports.AccountSeries(ctx, db, code, benchFirstMonth, benchLastMonth)
 				if err != nil || len(s.Points) != 24 {
 					b.Fatal(err)
 				}
@@ -112,7 +114,7 @@ func BenchmarkReports(b *testing.B) {
 	b.Run("journal-page-100", func(b *testing.B) {
 		cursor := ""
 		for b.Loop() {
-			p, err := Journal(ctx, db, benchLastMonth, cursor, 100)
+			p, err := reports.Journal(ctx, db, benchLastMonth, cursor, 100)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -122,14 +124,14 @@ func BenchmarkReports(b *testing.B) {
 	b.Run("periods", func(b *testing.B) {
 		for b.Loop() {
 			cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-			if ps, err := Periods(ctx, db, cal, benchLastMonth.First().AddDate(0, 0, 15)); err != nil || len(ps) != 24 {
+			if ps, err := periods.List(ctx, db, cal, benchLastMonth.First().AddDate(0, 0, 15)); err != nil || len(ps) != 24 {
 				b.Fatal(err, len(ps))
 			}
 		}
 	})
 	b.Run("balances-all-time", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := Balances(ctx, db); err != nil {
+			if _, err := reports.Balances(ctx, db); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -139,7 +141,7 @@ func BenchmarkReports(b *testing.B) {
 	// it also proves the benchmark's snapshots right.
 	b.Run("check-snapshots", func(b *testing.B) {
 		for b.Loop() {
-			bad, err := CheckSnapshots(ctx, db)
+			bad, err := reports.CheckSnapshots(ctx, db)
 			if err != nil || len(bad) > 0 {
 				b.Fatal(err, bad)
 			}
@@ -150,10 +152,10 @@ func BenchmarkReports(b *testing.B) {
 	// run alternately in each iteration so both see the same load, on a
 	// month and on one with twice its rows (memory must not grow).
 	for _, m := range []postings.Month{benchSmallMonth, benchLastMonth} {
-		for _, d := range []Dialect{RFC4180, Brazil} {
+		for _, d := range []reports.Dialect{reports.RFC4180, reports.Brazil} {
 			b.Run(fmt.Sprintf("journal-csv-vs-copy/%s/%s", m, d), func(b *testing.B) {
 				benchExportVsCopy(b, url, m,
-					func(w io.Writer) (int64, error) { return WriteCSV(ctx, db, w, ExportJournal, m, d) })
+					func(w io.Writer) (int64, error) { return reports.WriteCSV(ctx, db, w, reports.ExportJournal, m, d) })
 			})
 		}
 	}
@@ -235,7 +237,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // psqlCopy has PostgreSQL itself export the same rows with COPY … TO
 // STDOUT WITH CSV through psql into /dev/null (lib/pq has no COPY TO).
 func psqlCopy(url string, m postings.Month) (int64, error) {
-	query := strings.ReplaceAll(journalCSVSQL, "$1", "'"+m.First().Format(time.DateOnly)+"'")
+	query := strings.ReplaceAll(reports.JournalCSVSQL, "$1", "'"+m.First().Format(time.DateOnly)+"'")
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		return 0, err
@@ -309,5 +311,5 @@ func benchLedger(b *testing.B) (*sqlx.DB, string) {
 
 func buildBenchLedger(b *testing.B, db *sqlx.DB) {
 	b.Helper()
-	benchledger.Build(b, db, benchSales, benchPartners, CloseMonth)
+	benchledger.Build(b, db, benchSales, benchPartners)
 }

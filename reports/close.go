@@ -14,97 +14,45 @@ import (
 	"github.com/razao/razao/postings"
 )
 
-// CloseMonth closes month m and stores its snapshot in one transaction of
-// its own. See CloseMonthTx.
-func CloseMonth(ctx context.Context, db *sqlx.DB, l *postings.Ledger, m postings.Month, now time.Time) error {
-	return CloseMonthBy(ctx, db, l, m, now, "")
-}
-
-// CloseMonthBy is CloseMonth recording by as the month's closed_by (see
-// postings.Ledger.CloseMonthByTx).
-func CloseMonthBy(ctx context.Context, db *sqlx.DB, l *postings.Ledger, m postings.Month, now time.Time, by string) error {
-	if err := checkMonth(m); err != nil {
-		return err
-	}
-	tx, err := db.BeginTxx(ctx, postings.WriteTx())
-	if err != nil {
-		return fmt.Errorf("close %s: begin: %w", m, err)
-	}
-	defer tx.Rollback()
-	if err := CloseMonthByTx(ctx, tx, l, m, now, by); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("close %s: commit: %w", m, err)
-	}
-	return nil
-}
-
-// CloseMonthTx closes month m inside tx (postings.Ledger.CloseMonthTx: in
-// order, once the month has ended at now in the ledger's time zone, waiting
-// for in-flight postings) and writes the month's trial balance and income
-// statement snapshot in the same transaction, so a closed month always has
-// its snapshot. The refusals are ErrMonthNotOver, ErrEarlierMonthOpen and
-// ErrAlreadyClosed. tx must be READ COMMITTED, as the snapshot must see
-// every set committed before the close's lock was granted.
-func CloseMonthTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, m postings.Month, now time.Time) error {
-	return CloseMonthByTx(ctx, tx, l, m, now, "")
-}
-
-// CloseMonthByTx is CloseMonthTx recording by as the month's closed_by.
-func CloseMonthByTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, m postings.Month, now time.Time, by string) error {
-	if err := checkMonth(m); err != nil {
-		return err
-	}
-	var iso string
-	if err := tx.GetContext(ctx, &iso, `SELECT current_setting('transaction_isolation')`); err != nil {
-		return fmt.Errorf("close %s: %w", m, err)
-	}
-	if iso != "read committed" {
-		return fmt.Errorf("close %s: transaction is %s; the snapshot needs read committed", m, iso)
-	}
-	if err := l.CloseMonthByTx(ctx, tx, m, now, by); err != nil {
+// WriteSnapshot computes closing month m's figures (from the latest
+// snapshot before it and the postings since) and stores them, inside the
+// closing transaction tx of periods.CloseTx: the same code as the live
+// reports, so a snapshot says what the month's reports said. The database
+// refuses a snapshot of an open month, so this cannot close anything.
+func WriteSnapshot(ctx context.Context, tx *sqlx.Tx, m postings.Month) error {
+	if err := m.Check(); err != nil {
 		return err
 	}
 	// As for every report (see read); for the rest of tx.
 	if _, err := tx.ExecContext(ctx, `SET LOCAL jit = off`); err != nil {
-		return fmt.Errorf("close %s: %w", m, err)
+		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
-	if _, err := writeSnapshot(ctx, tx, m); err != nil {
-		// A month whose figures do not fit int64 cannot be snapshotted,
-		// so it is not closed: said so, not a bare 500.
-		return postings.SumError(err, "the month's snapshot")
-	}
-	return nil
+	return writeSnapshot(ctx, tx, m)
 }
 
-// writeSnapshot computes month m's figures (from the latest snapshot before
-// it and the postings since) and stores them. It reports false when the
-// month had a snapshot already. m must be closed: the database refuses a
-// snapshot of an open month.
-func writeSnapshot(ctx context.Context, q sqlx.ExtContext, m postings.Month) (bool, error) {
+func writeSnapshot(ctx context.Context, q sqlx.ExtContext, m postings.Month) error {
 	var base sql.NullTime
 	if err := sqlx.GetContext(ctx, q, &base, `SELECT max(month) FROM month_snapshots WHERE month < $1`, m.First()); err != nil {
-		return false, fmt.Errorf("snapshot %s: %w", m, err)
+		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
 	own, err := liveOwnLines(ctx, q, m, base)
 	if err != nil {
-		return false, fmt.Errorf("snapshot %s: %w", m, err)
+		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
 	own = keepShown(own)
 	f, err := liveIncome(ctx, q, m)
 	if err != nil {
-		return false, fmt.Errorf("snapshot %s: %w", m, err)
+		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
 	res, err := q.ExecContext(ctx, `INSERT INTO month_snapshots (month, currency, sales, sales_count, refunds,
 		refunds_count, commission, psp_fees, other, lines) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (month) DO NOTHING`,
 		m.First(), f.Currency, f.Sales, f.SalesCount, f.Refunds, f.RefundsCount, f.Commission, f.PSPFees, f.Other, len(own))
 	if err != nil {
-		return false, fmt.Errorf("snapshot %s: %w", m, err)
+		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return false, err
+		return err // n == 0: the month had its snapshot already
 	}
 	ids := make([]int64, len(own))
 	opening := make([]int64, len(own))
@@ -118,41 +66,9 @@ func writeSnapshot(ctx context.Context, q sqlx.ExtContext, m postings.Month) (bo
 		FROM unnest($2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[]) AS u (account_id, opening, debits, credits)`,
 		m.First(), pq.Array(ids), pq.Array(opening), pq.Array(debits), pq.Array(credits))
 	if err != nil {
-		return false, fmt.Errorf("snapshot %s: lines: %w", m, err)
+		return fmt.Errorf("snapshot %s: lines: %w", m, err)
 	}
-	return true, nil
-}
-
-// BackfillSnapshots writes the snapshot of every closed month that lacks
-// one (a month closed by postings.Ledger.CloseMonth directly, or before
-// snapshots existed), oldest first, each in its own transaction. It is safe
-// to run from several replicas at once. It returns the months it wrote.
-func BackfillSnapshots(ctx context.Context, db *sqlx.DB) ([]postings.Month, error) {
-	var missing []time.Time
-	if err := db.SelectContext(ctx, &missing, `SELECT c.month FROM closed_periods c
-		WHERE NOT EXISTS (SELECT 1 FROM month_snapshots s WHERE s.month = c.month) ORDER BY c.month`); err != nil {
-		return nil, fmt.Errorf("backfill snapshots: %w", err)
-	}
-	var done []postings.Month
-	for _, t := range missing {
-		m := monthOf(t)
-		tx, err := db.BeginTxx(ctx, postings.WriteTx())
-		if err != nil {
-			return done, fmt.Errorf("backfill %s: begin: %w", m, err)
-		}
-		wrote, err := writeSnapshot(ctx, tx, m)
-		if err == nil {
-			err = tx.Commit()
-		}
-		tx.Rollback()
-		if err != nil {
-			return done, fmt.Errorf("backfill %s: %w", m, err)
-		}
-		if wrote {
-			done = append(done, m)
-		}
-	}
-	return done, nil
+	return nil
 }
 
 // SnapshotMismatch is a snapshot figure that differs from the ledger.
@@ -302,77 +218,6 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 	}
 	if sum.err != nil {
 		return nil, fmt.Errorf("check snapshots: %w", sum.err)
-	}
-	return out, nil
-}
-
-// Period is one competence month and its status.
-type Period struct {
-	Month string `json:"month"`
-	// Status is "open" or "closed".
-	Status   string     `json:"status"`
-	ClosedAt *time.Time `json:"closed_at,omitempty"`
-	ClosedBy string     `json:"closed_by,omitempty"`
-	// Snapshot is true when the month's figures are stored.
-	Snapshot bool `json:"snapshot"`
-	// Activity is true when the month has posting sets.
-	Activity bool `json:"activity"`
-}
-
-// Periods lists every month from the first that has posting sets or is
-// closed to the current month (in cal's zone at now), gaps included
-// (months close in order, so a month without activity still has to be
-// closed), oldest first. Nothing before cal's go-live month is listed, so
-// the list stays short whatever a ledger holds (a set dated 0001-01,
-// written before the ledger refused such dates, would otherwise make it
-// 24,000 years long); a ledger with nothing in that range lists nothing.
-// The months with activity are found by a skip scan of
-// ix_posting_sets_competence_month: one index probe per month, whatever the
-// ledger's size.
-func Periods(ctx context.Context, q sqlx.QueryerContext, cal postings.Calendar, now time.Time) ([]Period, error) {
-	var rows []struct {
-		Month    time.Time      `db:"month"`
-		Closed   bool           `db:"closed"`
-		ClosedAt sql.NullTime   `db:"closed_at"`
-		ClosedBy sql.NullString `db:"closed_by"`
-		Snapshot bool           `db:"snapshot"`
-		Activity bool           `db:"activity"`
-	}
-	from, to := cal.GoLiveMonth().First(), cal.Month(now).First()
-	err := sqlx.SelectContext(ctx, q, &rows, `
-		WITH RECURSIVE active AS (
-			(SELECT competence_month AS month FROM posting_sets WHERE competence_month >= $1
-				ORDER BY competence_month LIMIT 1)
-			UNION ALL
-			SELECT (SELECT s.competence_month FROM posting_sets s WHERE s.competence_month > a.month
-				ORDER BY s.competence_month LIMIT 1)
-			FROM active a WHERE a.month <= $2
-		), known AS (
-			SELECT month FROM active WHERE month BETWEEN $1 AND $2
-			UNION SELECT month FROM closed_periods WHERE month BETWEEN $1 AND $2
-		), span AS (
-			SELECT min(month) AS lo FROM known
-		)
-		SELECT g.month, c.month IS NOT NULL AS closed, c.closed_at, c.closed_by,
-			s.month IS NOT NULL AS snapshot,
-			EXISTS (SELECT 1 FROM active a WHERE a.month = g.month) AS activity
-		FROM span, LATERAL (SELECT d::date AS month FROM generate_series(span.lo, $2::date, interval '1 month') d) g
-		LEFT JOIN closed_periods c ON c.month = g.month
-		LEFT JOIN month_snapshots s ON s.month = g.month
-		ORDER BY g.month`, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("periods: %w", err)
-	}
-	out := make([]Period, len(rows))
-	for i, r := range rows {
-		p := Period{Month: monthOf(r.Month).String(), Status: "open", Snapshot: r.Snapshot, Activity: r.Activity}
-		if r.Closed {
-			p.Status = "closed"
-			t := r.ClosedAt.Time
-			p.ClosedAt = &t
-			p.ClosedBy = r.ClosedBy.String
-		}
-		out[i] = p
 	}
 	return out, nil
 }

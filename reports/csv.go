@@ -117,7 +117,7 @@ func WriteCSV(ctx context.Context, q sqlx.QueryerContext, w io.Writer, kind Expo
 	if d != RFC4180 && d != Brazil {
 		return 0, fmt.Errorf("%w: %d", ErrUnknownDialect, int(d))
 	}
-	if err := checkMonth(m); err != nil {
+	if err := m.Check(); err != nil {
 		return 0, err
 	}
 	var n int64

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -28,16 +29,16 @@ var formulas = []string{
 // bytes.
 func TestCSVDefusesFormulasInEveryDialect(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
-	at := sp(2026, 8, 10, 12, 0)
+	l, db := ledgertest.New(t)
+	at := ledgertest.SaoPaulo(2026, 8, 10, 12, 0)
 	for i, f := range formulas {
 		charge := f + "#" + string(rune('a'+i)) // each its own charge
 		s, err := postings.Sale(charge, "BRL", 10000, 0, at)
 		s.Description = f
-		post(t, l, s, err)
+		ledgertest.Post(t, l, s, err)
 		r, err := postings.Refund(charge, f, "BRL", 2500, at)
 		r.Description = f
-		post(t, l, r, err)
+		ledgertest.Post(t, l, r, err)
 	}
 	for _, d := range []reports.Dialect{reports.RFC4180, reports.Brazil} {
 		t.Run(d.String(), func(t *testing.T) {
@@ -115,16 +116,16 @@ var afterSeparator = []string{
 // value itself starts like one), and the same data gives the same bytes.
 func TestCSVQuotesCellsHoldingEitherSeparator(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
-	at := sp(2026, 8, 10, 12, 0)
+	l, db := ledgertest.New(t)
+	at := ledgertest.SaoPaulo(2026, 8, 10, 12, 0)
 	for i, f := range afterSeparator {
 		charge := "c" + string(rune('a'+i)) + f
 		s, err := postings.Sale(charge, "BRL", 10000, 0, at)
 		s.Description = f
-		post(t, l, s, err)
+		ledgertest.Post(t, l, s, err)
 		r, err := postings.Refund(charge, f, "BRL", 2500, at)
 		r.Description = f
-		post(t, l, r, err)
+		ledgertest.Post(t, l, r, err)
 	}
 	guarded := func(v string) string {
 		if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -158,7 +159,7 @@ var (
 // both scripted months, after September's refunds of August sales.
 func TestCSVGoldenOfScriptedMonths(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	postAugust(t, l)
 	postSeptember(t, l)
 	tests := []struct {
@@ -200,7 +201,7 @@ func TestCSVGoldenOfScriptedMonths(t *testing.T) {
 // and compares the bytes.
 func TestCSVExportsAreDeterministic(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	postAugust(t, l)
 	postSeptember(t, l)
 	for _, kind := range []reports.ExportKind{reports.ExportJournal, reports.ExportTrialBalance, reports.ExportIncomeStatement} {
@@ -219,7 +220,7 @@ func TestCSVExportsAreDeterministic(t *testing.T) {
 // a BOM, ";" columns, decimal commas, quoted text intact.
 func TestBrazilDialectParsesBack(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	postAugust(t, l)
 	raw := exportCSV(t, db, reports.ExportJournal, aug2026, reports.Brazil)
 	body, ok := strings.CutPrefix(raw, bom)
@@ -266,7 +267,7 @@ func TestBrazilDialectParsesBack(t *testing.T) {
 // so the HTTP layer can still answer with an error status.
 func TestWriteCSVRefusesBeforeWriting(t *testing.T) {
 	t.Parallel()
-	_, db := newLedger(t)
+	_, db := ledgertest.New(t)
 	tests := []struct {
 		name  string
 		kind  reports.ExportKind

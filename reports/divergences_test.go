@@ -10,6 +10,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/reports"
 )
 
@@ -32,7 +33,7 @@ func ids(ds []reports.Divergence) []int64 {
 
 func TestDivergencesListAndResolve(t *testing.T) {
 	t.Parallel()
-	_, db := newLedger(t)
+	_, db := ledgertest.New(t)
 	ctx := context.Background()
 	addDivergences(t, db, 5)
 	now := time.Date(2026, 9, 2, 14, 0, 0, 0, time.UTC)
@@ -114,7 +115,7 @@ func TestDivergencesListAndResolve(t *testing.T) {
 // gate transaction holds the row until every resolution waits on it.
 func TestResolveDivergenceOnce(t *testing.T) {
 	t.Parallel()
-	_, db := newLedger(t)
+	_, db := ledgertest.New(t)
 	ctx := context.Background()
 	addDivergences(t, db, 1)
 	const n = 8

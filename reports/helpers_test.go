@@ -8,7 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -24,44 +24,13 @@ var (
 // São Paulo.
 var afterSeptember = time.Date(2026, 10, 2, 12, 0, 0, 0, time.UTC)
 
-func newLedger(t *testing.T) (*postings.Ledger, *sqlx.DB) {
-	t.Helper()
-	db := pgtest.New(t)
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return postings.New(db, cal), db
-}
-
-// sp is a wall-clock time in São Paulo.
-func sp(y int, m time.Month, d, hh, mm int) time.Time {
-	loc, err := time.LoadLocation("America/Sao_Paulo")
-	if err != nil {
-		panic(err)
-	}
-	return time.Date(y, m, d, hh, mm, 0, 0, loc)
-}
-
-func post(t *testing.T, l *postings.Ledger, s postings.Set, err error) postings.Posted {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("build %s: %v", s.IdempotencyKey, err)
-	}
-	p, err := l.Post(context.Background(), s)
-	if err != nil {
-		t.Fatalf("post %s: %v", s.IdempotencyKey, err)
-	}
-	return p
-}
-
 func commission(t *testing.T, l *postings.Ledger, charge, partner string, amount, rate int64, at time.Time) {
 	t.Helper()
 	s, ok, err := postings.CommissionSet(charge, partner, "BRL", amount, rate, at)
 	if !ok && err == nil {
 		t.Fatalf("commission of %s rounds to zero", charge)
 	}
-	post(t, l, s, err)
+	ledgertest.Post(t, l, s, err)
 }
 
 // refund books a refund of charge and its commission reversal, as the
@@ -69,11 +38,11 @@ func commission(t *testing.T, l *postings.Ledger, charge, partner string, amount
 func refund(t *testing.T, l *postings.Ledger, charge, refundID, partner string, sale, comm, before, amount int64, at time.Time) {
 	t.Helper()
 	s, err := postings.Refund(charge, refundID, "BRL", amount, at)
-	post(t, l, s, err)
+	ledgertest.Post(t, l, s, err)
 	r, ok, err := postings.CommissionReversalSet(charge, refundID, partner, "BRL",
 		postings.ReversalAmount(comm, sale, before, amount), at)
 	if ok || err != nil {
-		post(t, l, r, err)
+		ledgertest.Post(t, l, r, err)
 	}
 }
 
@@ -86,18 +55,18 @@ func refund(t *testing.T, l *postings.Ledger, charge, refundID, partner string, 
 //	    payout of 5.00 to p1
 func postAugust(t *testing.T, l *postings.Ledger) {
 	t.Helper()
-	s, err := postings.Sale("c1", "BRL", 10000, 150, sp(2026, 8, 5, 10, 0))
-	post(t, l, s, err)
-	commission(t, l, "c1", "p1", 10000, 1000, sp(2026, 8, 5, 10, 0))
-	s, err = postings.Sale("c2", "BRL", 4990, 75, sp(2026, 8, 31, 22, 30))
-	post(t, l, s, err)
-	commission(t, l, "c2", "p2", 4990, 500, sp(2026, 8, 31, 22, 30))
-	s, err = postings.Sale("c3", "BRL", 2500, 0, sp(2026, 8, 20, 9, 15))
+	s, err := postings.Sale("c1", "BRL", 10000, 150, ledgertest.SaoPaulo(2026, 8, 5, 10, 0))
+	ledgertest.Post(t, l, s, err)
+	commission(t, l, "c1", "p1", 10000, 1000, ledgertest.SaoPaulo(2026, 8, 5, 10, 0))
+	s, err = postings.Sale("c2", "BRL", 4990, 75, ledgertest.SaoPaulo(2026, 8, 31, 22, 30))
+	ledgertest.Post(t, l, s, err)
+	commission(t, l, "c2", "p2", 4990, 500, ledgertest.SaoPaulo(2026, 8, 31, 22, 30))
+	s, err = postings.Sale("c3", "BRL", 2500, 0, ledgertest.SaoPaulo(2026, 8, 20, 9, 15))
 	s.Description = "=SOMA(1;2)" // a formula, to a spreadsheet
-	post(t, l, s, err)
-	s, err = postings.Payout("p1", "2026-08", "BRL", 500, sp(2026, 8, 28, 17, 0))
+	ledgertest.Post(t, l, s, err)
+	s, err = postings.Payout("p1", "2026-08", "BRL", 500, ledgertest.SaoPaulo(2026, 8, 28, 17, 0))
 	s.Description = `Repasse de agosto, "p1"; à vista`
-	post(t, l, s, err)
+	ledgertest.Post(t, l, s, err)
 }
 
 // postSeptember books September 2026:
@@ -109,14 +78,14 @@ func postAugust(t *testing.T, l *postings.Ledger) {
 //	    payout of 2.00 to p2
 func postSeptember(t *testing.T, l *postings.Ledger) {
 	t.Helper()
-	refund(t, l, "c1", "r1", "p1", 10000, 1000, 0, 4000, sp(2026, 9, 3, 11, 0))
-	refund(t, l, "c2", "r1", "p2", 4990, 249, 0, 1000, sp(2026, 9, 10, 16, 45))
-	s, err := postings.Sale("c4", "BRL", 3000, 45, sp(2026, 9, 15, 8, 0))
-	post(t, l, s, err)
-	commission(t, l, "c4", "p1", 3000, 1000, sp(2026, 9, 15, 8, 0))
-	refund(t, l, "c1", "r2", "p1", 10000, 1000, 4000, 6000, sp(2026, 9, 20, 10, 0))
-	s, err = postings.Payout("p2", "2026-09", "BRL", 200, sp(2026, 9, 25, 17, 0))
-	post(t, l, s, err)
+	refund(t, l, "c1", "r1", "p1", 10000, 1000, 0, 4000, ledgertest.SaoPaulo(2026, 9, 3, 11, 0))
+	refund(t, l, "c2", "r1", "p2", 4990, 249, 0, 1000, ledgertest.SaoPaulo(2026, 9, 10, 16, 45))
+	s, err := postings.Sale("c4", "BRL", 3000, 45, ledgertest.SaoPaulo(2026, 9, 15, 8, 0))
+	ledgertest.Post(t, l, s, err)
+	commission(t, l, "c4", "p1", 3000, 1000, ledgertest.SaoPaulo(2026, 9, 15, 8, 0))
+	refund(t, l, "c1", "r2", "p1", 10000, 1000, 4000, 6000, ledgertest.SaoPaulo(2026, 9, 20, 10, 0))
+	s, err = postings.Payout("p2", "2026-09", "BRL", 200, ledgertest.SaoPaulo(2026, 9, 25, 17, 0))
+	ledgertest.Post(t, l, s, err)
 }
 
 func exportCSV(t *testing.T, q sqlx.QueryerContext, kind reports.ExportKind, m postings.Month, d reports.Dialect) string {

@@ -85,7 +85,7 @@ func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, 
 // IncomeStatement returns month m's income statement, read from the
 // month's snapshot when it has one.
 func IncomeStatement(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (Income, error) {
-	if err := checkMonth(m); err != nil {
+	if err := m.Check(); err != nil {
 		return Income{}, err
 	}
 	var inc Income

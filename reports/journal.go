@@ -60,7 +60,7 @@ type JournalPage struct {
 // took a lower id and committed after the page was read: a client that
 // needs every set of a month reads it once closed.
 func Journal(ctx context.Context, q sqlx.QueryerContext, m postings.Month, cursor string, limit int) (JournalPage, error) {
-	if err := checkMonth(m); err != nil {
+	if err := m.Check(); err != nil {
 		return JournalPage{}, err
 	}
 	scope := "journal:" + m.String()

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/reports"
 )
 
 func TestJournalPages(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	ctx := context.Background()
 	postAugust(t, l)
 	postSeptember(t, l)
@@ -60,7 +61,7 @@ func TestJournalPages(t *testing.T) {
 	}
 	c2 := p.Sets[2]
 	if len(p.Sets) != 6 || p.NextCursor != "" || c2.ChargeID != "c2" || c2.IdempotencyKey != "sale:c2" || c2.Amount != 4990 ||
-		!c2.EventAt.Equal(sp(2026, 8, 31, 22, 30)) || c2.EventAt.Location() != time.UTC {
+		!c2.EventAt.Equal(ledgertest.SaoPaulo(2026, 8, 31, 22, 30)) || c2.EventAt.Location() != time.UTC {
 		t.Errorf("default page: %d sets, next %q, c2 %+v", len(p.Sets), p.NextCursor, c2)
 	}
 

@@ -10,8 +10,10 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/partners"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
 )
 
@@ -47,7 +49,7 @@ func TestReportsRefuseFiguresBeyondInt64(t *testing.T) {
 
 	t.Run("each account fits, their sum does not", func(t *testing.T) {
 		t.Parallel()
-		_, db := newLedger(t)
+		_, db := ledgertest.New(t)
 		// 5,000 × 10^15 = 5·10^18 per account, under 2^63−1 ≈ 9.22·10^18;
 		// the total debits, and the expenses parent, are 10^19.
 		bookHuge(t, db, "a", 5000, "expenses:commission", "income:revenue")
@@ -75,7 +77,7 @@ func TestReportsRefuseFiguresBeyondInt64(t *testing.T) {
 
 	t.Run("one account's sum does not fit", func(t *testing.T) {
 		t.Parallel()
-		l, db := newLedger(t)
+		l, db := ledgertest.New(t)
 		if _, err := accounts.Ensure(ctx, db, "liabilities:commission-payable:p1"); err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +108,7 @@ func TestReportsRefuseFiguresBeyondInt64(t *testing.T) {
 			t.Fatalf("journal csv: %d lines, %v", n, err)
 		}
 		// A month whose figures cannot be snapshotted is not closed.
-		err = reports.CloseMonth(ctx, db, l, aug2026, afterSeptember)
+		err = periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "")
 		wantOverflow(t, "close", err, "")
 		var closed int
 		if err := db.Get(&closed, `SELECT count(*) FROM closed_periods`); err != nil || closed != 0 {

@@ -1,17 +1,17 @@
 // Package reports reads the ledger for finance, by competence month: trial
 // balances with parents rolled up, an account's monthly series, the income
-// statement, the journal, divergences, month close with its snapshot, and
-// streamed CSV exports. Every amount is int64 centavos, signed debit
+// statement, the journal, divergences, the figures of a closing month's
+// snapshot, and streamed CSV exports. Every amount is int64 centavos, signed debit
 // positive unless a field says otherwise.
 //
 // A closed month never changes (the database refuses postings into it), so
 // closing one stores its trial balance and income statement
 // (month_snapshots, trial_balance_snapshots): its reports are lookups, and an
 // open month's opening balances start from the latest snapshot rather than
-// from the beginning of the ledger. Close months with CloseMonth, which
-// writes the snapshot in the closing transaction; a month closed another way
-// is still reported right, only computed from its postings (BackfillSnapshots
-// repairs that).
+// from the beginning of the ledger. Months are closed by package periods,
+// which has WriteSnapshot store the figures in the closing transaction; a
+// closed month without a snapshot (closed before snapshots existed) is
+// still reported right, only computed from its postings.
 //
 // The read functions take a sqlx.QueryerContext. Given a *sqlx.DB, each
 // runs its statements in a read-only REPEATABLE READ transaction of its
@@ -24,7 +24,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -32,6 +31,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/postings"
 )
 
@@ -41,31 +41,26 @@ var (
 	ErrInvalidMonth = postings.ErrInvalidMonth
 	// ErrInvalidRange: a series whose from is after to, or longer than
 	// MaxSeriesMonths.
-	ErrInvalidRange = errors.New("invalid month range")
+	ErrInvalidRange = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid month range")
 	// ErrUnknownAccount: no account has the code.
 	ErrUnknownAccount = accounts.ErrUnknownAccount
 	// ErrInvalidCursor: a cursor this package did not issue for the same
 	// listing (another month, another status).
-	ErrInvalidCursor = errors.New("invalid cursor")
+	ErrInvalidCursor = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid cursor")
 	// ErrUnknownKind: a CSV export kind other than journal,
 	// trial-balance and income-statement.
-	ErrUnknownKind = errors.New("unknown export kind")
+	ErrUnknownKind = kind.New(kind.NotFound, "unknown-export", "No such export", "unknown export kind")
 	// ErrUnknownDialect: a CSV dialect other than rfc4180 and br.
-	ErrUnknownDialect = errors.New("unknown CSV dialect")
+	ErrUnknownDialect = kind.New(kind.NotFound, "unknown-export", "No such export", "unknown CSV dialect")
 	// ErrInvalidStatus: a divergence status filter other than open,
 	// resolved or empty.
-	ErrInvalidStatus = errors.New("invalid divergence status")
+	ErrInvalidStatus = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid divergence status")
 	// ErrInvalidNote: an empty or overlong resolution note.
-	ErrInvalidNote = errors.New("invalid resolution note")
+	ErrInvalidNote = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid resolution note")
 	// ErrNotFound: no divergence has the id.
-	ErrNotFound = errors.New("divergence not found")
+	ErrNotFound = kind.New(kind.NotFound, "not-found", "Not found", "divergence not found")
 	// ErrAlreadyResolved: the divergence was resolved before.
-	ErrAlreadyResolved = errors.New("divergence already resolved")
-
-	// Month close refusals, from the ledger.
-	ErrMonthNotOver     = postings.ErrMonthNotOver
-	ErrEarlierMonthOpen = postings.ErrEarlierMonthOpen
-	ErrAlreadyClosed    = postings.ErrAlreadyClosed
+	ErrAlreadyResolved = kind.New(kind.Conflict, "already-resolved", "Divergence already resolved", "divergence already resolved")
 )
 
 // Page sizes of the paginated listings.
@@ -76,14 +71,6 @@ const (
 
 // MaxSeriesMonths bounds AccountSeries.
 const MaxSeriesMonths = 240
-
-// checkMonth refuses a Month that ParseMonth would not have produced.
-func checkMonth(m postings.Month) error {
-	if m.Year < 1900 || m.Year > 9999 || m.Month < 1 || m.Month > 12 {
-		return fmt.Errorf("%w: %04d-%02d", ErrInvalidMonth, m.Year, int(m.Month))
-	}
-	return nil
-}
 
 // clampLimit maps a requested page size to one served.
 func clampLimit(limit int) int {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -39,7 +41,7 @@ func diffLines(t *testing.T, got, want []reports.TrialBalanceLine) {
 // August is what it was although its sales were refunded in September.
 func TestTrialBalanceAndIncomeOfScriptedMonths(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	postAugust(t, l)
 	postSeptember(t, l)
 
@@ -149,11 +151,11 @@ func TestTrialBalanceAndIncomeOfScriptedMonths(t *testing.T) {
 // result, so NetIncome still equals the income and expense movement.
 func TestIncomeOtherCountsAdjustments(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	postAugust(t, l)
-	post(t, l, postings.Set{
+	ledgertest.Post(t, l, postings.Set{
 		Kind: postings.KindAdjustment, IdempotencyKey: "adj:revenue-fix", Amount: 300, Currency: "BRL",
-		EventAt: sp(2026, 8, 30, 12, 0),
+		EventAt: ledgertest.SaoPaulo(2026, 8, 30, 12, 0),
 		Legs:    []postings.Leg{{Account: "equity:adjustments", Amount: 300}, {Account: "income:revenue", Amount: -300}},
 	}, nil)
 	inc, err := reports.IncomeStatement(context.Background(), db, aug2026)
@@ -171,16 +173,16 @@ func TestIncomeOtherCountsAdjustments(t *testing.T) {
 // currency only, and each currency's totals balance on their own.
 func TestTrialBalanceTotalsPerCurrency(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	postAugust(t, l)
 	db.MustExec(`INSERT INTO accounts (code, type, normal_side, currency, parent_id)
 		SELECT c.code, c.type, c.side, 'USD', p.id FROM (VALUES
 			('assets:usd-wallet', 'asset', 'debit', 'assets'),
 			('equity:usd-capital', 'equity', 'credit', 'equity')) AS c (code, type, side, parent)
 		JOIN accounts p ON p.code = c.parent`)
-	post(t, l, postings.Set{
+	ledgertest.Post(t, l, postings.Set{
 		Kind: postings.KindAdjustment, IdempotencyKey: "adj:usd", Amount: 700, Currency: "USD",
-		EventAt: sp(2026, 8, 15, 12, 0),
+		EventAt: ledgertest.SaoPaulo(2026, 8, 15, 12, 0),
 		Legs:    []postings.Leg{{Account: "assets:usd-wallet", Amount: 700}, {Account: "equity:usd-capital", Amount: -700}},
 	}, nil)
 	tb, err := reports.TrialBalance(context.Background(), db, aug2026)
@@ -208,7 +210,7 @@ func TestTrialBalanceTotalsPerCurrency(t *testing.T) {
 
 func TestReportsRefuseInvalidMonths(t *testing.T) {
 	t.Parallel()
-	_, db := newLedger(t)
+	_, db := ledgertest.New(t)
 	ctx := context.Background()
 	bad := postings.Month{Year: 2026, Month: 13}
 	for name, call := range map[string]func() error{
@@ -225,7 +227,7 @@ func TestReportsRefuseInvalidMonths(t *testing.T) {
 
 func TestAccountSeriesViews(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	postAugust(t, l)
 	postSeptember(t, l)
 	type point = reports.SeriesPoint
@@ -291,7 +293,7 @@ func TestAccountSeriesViews(t *testing.T) {
 // months are closed is the series computed from postings before.
 func TestAccountSeriesSameAcrossClose(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	ctx := context.Background()
 	postAugust(t, l)
 	postSeptember(t, l)
@@ -312,7 +314,7 @@ func TestAccountSeriesSameAcrossClose(t *testing.T) {
 	}
 	before := read()
 	for _, m := range []postings.Month{aug2026, sep2026} {
-		if err := reports.CloseMonth(ctx, db, l, m, afterSeptember); err != nil {
+		if err := periods.Close(ctx, db, l.Calendar(), m, afterSeptember, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -334,14 +336,14 @@ func TestAccountSeriesSameAcrossClose(t *testing.T) {
 
 func TestBalancesSameAcrossClose(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	ctx := context.Background()
 	postAugust(t, l)
 	before, err := reports.Balances(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := reports.CloseMonth(ctx, db, l, aug2026, afterSeptember); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, ""); err != nil {
 		t.Fatal(err)
 	}
 	after, err := reports.Balances(ctx, db)

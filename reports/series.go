@@ -85,10 +85,10 @@ GROUP BY x.month`
 // are read from their snapshots, so a long series costs the open months'
 // postings only.
 func AccountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from, to postings.Month) (Series, error) {
-	if err := checkMonth(from); err != nil {
+	if err := from.Check(); err != nil {
 		return Series{}, err
 	}
-	if err := checkMonth(to); err != nil {
+	if err := to.Check(); err != nil {
 		return Series{}, err
 	}
 	n := (to.Year-from.Year)*12 + int(to.Month) - int(from.Month) + 1

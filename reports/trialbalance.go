@@ -61,7 +61,7 @@ type TrialBalanceReport struct {
 // A snapshotted (closed) month is read from its snapshot; any other month is
 // computed from the latest snapshot before it plus the postings since.
 func TrialBalance(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (TrialBalanceReport, error) {
-	if err := checkMonth(m); err != nil {
+	if err := m.Check(); err != nil {
 		return TrialBalanceReport{}, err
 	}
 	var tb TrialBalanceReport

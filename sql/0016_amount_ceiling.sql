@@ -1,4 +1,4 @@
--- The hard ceiling on amounts: the database's last barrier beside the
+-- 0016: the hard ceiling on amounts: the database's last barrier beside the
 -- configured max_amount (default R$ 10 billion, checked in Go by
 -- money.Limit before anything is written). Whatever the configuration or
 -- a bug in Go, no posting set, posting or charge holds more than

@@ -20,6 +20,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/auth"
+	"github.com/razao/razao/internal/contract"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/webhook"
 )
@@ -58,6 +59,9 @@ func startServerLogging(t *testing.T, log io.Writer, tweak ...func(*serveConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every answer the end-to-end tests receive is held to the OpenAPI
+	// document.
+	srv.http.Handler = contract.Middleware(t, srv.http.Handler)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	return "http://" + ln.Addr().String(), token, db, func() {

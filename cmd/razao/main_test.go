@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,8 +14,8 @@ import (
 
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 func runCmd(t *testing.T, args ...string) (int, string) {
@@ -89,6 +90,85 @@ func TestVerifyPassesOnCleanLedgerAndNamesBreach(t *testing.T) {
 	}
 }
 
+// verifyJSON is the report razao verify -json prints.
+type verifyJSON struct {
+	OK       bool  `json:"ok"`
+	Sets     int64 `json:"sets"`
+	Postings int64 `json:"postings"`
+	Checks   []struct {
+		Name     string   `json:"name"`
+		OK       bool     `json:"ok"`
+		Breaches int64    `json:"breaches"`
+		Examples []string `json:"examples"`
+	} `json:"checks"`
+}
+
+func runVerifyJSON(t *testing.T, url string) (int, verifyJSON) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"verify", "-json", "-database-url", url}, &out, &errOut)
+	var r verifyJSON
+	dec := json.NewDecoder(&out)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("verify -json: exit %d, %v\n%s%s", code, err, out.String(), errOut.String())
+	}
+	if dec.More() {
+		t.Fatalf("verify -json printed more than one document")
+	}
+	return code, r
+}
+
+// TestVerifyJSONIsTheSameReportForMachines: -json prints the report that
+// the text shows, one document: every check with its verdict and
+// breaches, exit 0 when clean and exitBreach when not.
+func TestVerifyJSONIsTheSameReportForMachines(t *testing.T) {
+	t.Parallel()
+	db, url := pgtest.NewWithURL(t)
+	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	seedLedger(t, postings.New(db, cal))
+
+	code, clean := runVerifyJSON(t, url)
+	_, text := runCmd(t, "verify", "-database-url", url)
+	if code != 0 || !clean.OK || clean.Sets == 0 || clean.Postings == 0 {
+		t.Fatalf("clean ledger: exit %d, %+v", code, clean)
+	}
+	for _, c := range clean.Checks {
+		if !c.OK || c.Breaches != 0 || len(c.Examples) != 0 {
+			t.Errorf("clean ledger: %+v", c)
+		}
+		if !strings.Contains(text, "  ok    "+c.Name+"\n") {
+			t.Errorf("check %q is in -json but not in the text:\n%s", c.Name, text)
+		}
+	}
+	if n := strings.Count(text, "  ok    "); n != len(clean.Checks) {
+		t.Errorf("the text has %d checks, -json %d", n, len(clean.Checks))
+	}
+
+	db.MustExec(`ALTER TABLE postings DISABLE TRIGGER USER`)
+	db.MustExec(`UPDATE postings SET amount = amount + 1 WHERE id = (SELECT min(id) FROM postings)`)
+	for _, trg := range []string{"trg_postings_append_only", "trg_postings_no_truncate", "trg_postings_sealed_set"} {
+		db.MustExec(`ALTER TABLE postings ENABLE ALWAYS TRIGGER ` + trg)
+	}
+	code, breached := runVerifyJSON(t, url)
+	if code != exitBreach || breached.OK {
+		t.Fatalf("breached ledger: exit %d, ok %t", code, breached.OK)
+	}
+	var found bool
+	for _, c := range breached.Checks {
+		if c.Name != "every posting set balances per currency" {
+			continue
+		}
+		found = true
+		if c.OK || c.Breaches != 1 || len(c.Examples) != 1 || !regexp.MustCompile(`^set \d+ \(sale of charge ch-1\): its BRL legs sum to 1$`).MatchString(c.Examples[0]) {
+			t.Errorf("unbalanced set: %+v", c)
+		}
+	}
+	if !found {
+		t.Errorf("no balance check in %+v", breached.Checks)
+	}
+}
+
 // A sum beyond int64 in a closed month also stops the snapshot comparison
 // (it reads bigint sums): verify still prints every breach it found, each
 // on its line, and exits 3.
@@ -98,8 +178,7 @@ func TestVerifyReportsABalanceBeyondInt64InAClosedMonth(t *testing.T) {
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
 	l := postings.New(db, cal)
 	seedLedger(t, l)
-	if err := reports.CloseMonth(context.Background(), db, l, postings.MonthOf(time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)),
-		time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC)); err != nil {
+	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)), time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC), ""); err != nil {
 		t.Fatal(err)
 	}
 	if code, out := runCmd(t, "verify", "-database-url", url); code != 0 {

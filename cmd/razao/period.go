@@ -9,8 +9,8 @@ import (
 	"os/user"
 	"time"
 
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 // cmdPeriod lists the competence months and closes one, with the same
@@ -43,7 +43,7 @@ func cmdPeriod(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	now := time.Now()
 	switch args[0] {
 	case "list":
-		ps, err := reports.Periods(ctx, conn, cal, now)
+		ps, err := periods.List(ctx, conn, cal, now)
 		if err != nil {
 			return err
 		}
@@ -59,7 +59,7 @@ func cmdPeriod(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		if err := reports.CloseMonthBy(ctx, conn, postings.New(conn, cal), m, now, cliCloser()); err != nil {
+		if err := periods.Close(ctx, conn, cal, m, now, cliCloser()); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s closed\n", m)

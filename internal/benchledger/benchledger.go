@@ -22,6 +22,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -34,13 +35,9 @@ var (
 	SmallMonth = postings.Month{Year: 2024, Month: time.February}
 )
 
-// CloseMonth closes a month with its snapshot: reports.CloseMonth, which
-// this package cannot import (the reports package's own benchmark uses it).
-type CloseMonth func(ctx context.Context, db *sqlx.DB, l *postings.Ledger, m postings.Month, now time.Time) error
-
 // Build loads the ledger into db, which must be migrated and hold no
 // posting set.
-func Build(b testing.TB, db *sqlx.DB, benchSales, benchPartners int, closeMonth CloseMonth) {
+func Build(b testing.TB, db *sqlx.DB, benchSales, benchPartners int) {
 	b.Helper()
 	ctx := context.Background()
 	start := time.Now()
@@ -162,7 +159,7 @@ func Build(b testing.TB, db *sqlx.DB, benchSales, benchPartners int, closeMonth 
 	l := postings.New(db, cal)
 	now := LastMonth.End(cal.Location()).Add(24 * time.Hour)
 	for m := FirstMonth; !LastClosed.Before(m); m = m.Next() {
-		if err := closeMonth(ctx, db, l, m, now); err != nil {
+		if err := periods.Close(ctx, db, l.Calendar(), m, now, ""); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -249,10 +249,10 @@ func buildTemplate(base string) (string, error) {
 		return "", err
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(7261002)`); err != nil {
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, razao.TestTemplateLockID); err != nil {
 		return "", err
 	}
-	defer conn.ExecContext(ctx, `SELECT pg_advisory_unlock(7261002)`)
+	defer conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, razao.TestTemplateLockID)
 
 	var exists bool
 	if err := conn.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name); err != nil {

@@ -6,6 +6,9 @@ package problem
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
+
+	"github.com/razao/razao/internal/kind"
 )
 
 // Base prefixes every problem type: a stable identifier clients can switch
@@ -26,4 +29,33 @@ func Write(w http.ResponseWriter, status int, kind, title, detail string) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(Problem{Type: Base + kind, Title: title, Status: status, Detail: detail})
+}
+
+// statusOf is the one map from an error's kind to its HTTP status.
+var statusOf = map[kind.Kind]int{
+	kind.Invalid:     http.StatusBadRequest,
+	kind.NotFound:    http.StatusNotFound,
+	kind.Conflict:    http.StatusConflict,
+	kind.Refused:     http.StatusUnprocessableEntity,
+	kind.Forbidden:   http.StatusForbidden,
+	kind.Unavailable: http.StatusServiceUnavailable,
+}
+
+// WriteError answers with the problem of err's kind (kind.Of), its detail
+// err's text, and reports true; an error of no kind is left to the caller
+// (a generic 500, logged with its cause) and reports false.
+func WriteError(w http.ResponseWriter, err error) bool {
+	e, ok := kind.Of(err)
+	if !ok {
+		return false
+	}
+	status, ok := statusOf[e.Kind]
+	if !ok {
+		return false
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(e.RetryAfter.Seconds())))
+	}
+	Write(w, status, e.Slug, e.Title, err.Error())
+	return true
 }

@@ -1,4 +1,4 @@
-package postings_test
+package verify_test
 
 import (
 	"context"
@@ -10,7 +10,10 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/verify"
 )
 
 // The tests below corrupt a real ledger the way only its owner can
@@ -21,21 +24,24 @@ import (
 // it, with the charges rows the webhook front would leave: ch-1 paid with
 // a 10% commission and refunded 2000 of 4990, ch-2 paid with a PSP fee and
 // no partner, a payout to partner-42.
+// aug is a time in August 2026, the month the verify tests book in.
+var aug = time.Date(2026, 8, 10, 15, 0, 0, 0, time.UTC)
+
 func seedVerified(t *testing.T, l *postings.Ledger, db *sqlx.DB) {
 	t.Helper()
 	sep := aug.AddDate(0, 1, 0)
 	s, err := postings.Sale("ch-1", "BRL", 4990, 0, aug)
-	mustPost(t, l, s, err)
+	ledgertest.Post(t, l, s, err)
 	s, err = postings.Sale("ch-2", "BRL", 10000, 120, aug)
-	mustPost(t, l, s, err)
+	ledgertest.Post(t, l, s, err)
 	c, _, err := postings.CommissionSet("ch-1", "partner-42", "BRL", 4990, 1000, aug)
-	mustPost(t, l, c, err)
+	ledgertest.Post(t, l, c, err)
 	s, err = postings.Refund("ch-1", "rf-1", "BRL", 2000, sep)
-	mustPost(t, l, s, err)
+	ledgertest.Post(t, l, s, err)
 	c, _, err = postings.CommissionReversalSet("ch-1", "rf-1", "partner-42", "BRL", postings.ReversalAmount(499, 4990, 0, 2000), sep)
-	mustPost(t, l, c, err)
+	ledgertest.Post(t, l, c, err)
 	s, err = postings.Payout("partner-42", "po-1", "BRL", 100, sep)
-	mustPost(t, l, s, err)
+	ledgertest.Post(t, l, s, err)
 	db.MustExec(`INSERT INTO charges (id, amount, partner, commission_bp, state, paid_amount, fee, commission, refunded_amount, request_hash)
 		VALUES ('ch-1', 4990, 'partner-42', 1000, 'partially_refunded', 4990, 0, 499, 2000, 'h1'),
 		       ('ch-2', 10000, NULL, 0, 'paid', 10000, 120, 0, 0, 'h2'),
@@ -43,9 +49,9 @@ func seedVerified(t *testing.T, l *postings.Ledger, db *sqlx.DB) {
 }
 
 // verifyText runs verify and returns its report as razao verify prints it.
-func verifyText(t *testing.T, db *sqlx.DB) (postings.Report, string) {
+func verifyText(t *testing.T, db *sqlx.DB) (verify.Report, string) {
 	t.Helper()
-	r, err := postings.Verify(context.Background(), db)
+	r, err := verify.Run(context.Background(), db)
 	if err != nil {
 		t.Fatalf("verify: %v", err)
 	}
@@ -133,14 +139,14 @@ func triggersOff(t *testing.T, tx *sqlx.Tx, tables ...string) (restore func()) {
 
 func setID(t *testing.T, db *sqlx.DB, key string) int64 {
 	t.Helper()
-	return count(t, db, `SELECT id FROM posting_sets WHERE idempotency_key = $1`, key)
+	return ledgertest.Count(t, db, `SELECT id FROM posting_sets WHERE idempotency_key = $1`, key)
 }
 
 func TestVerifyFindsSeededLedgerClean(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	seedVerified(t, l, db)
-	if err := l.CloseMonth(context.Background(), postings.MonthOf(aug), aug.AddDate(0, 1, 0)); err != nil {
+	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(aug), aug.AddDate(0, 1, 0), ""); err != nil {
 		t.Fatal(err)
 	}
 	assertClean(t, db)
@@ -179,7 +185,7 @@ func TestVerifyNamesLegsAppendedToACommittedSet(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			l, db := newLedger(t)
+			l, db := ledgertest.New(t)
 			seedVerified(t, l, db)
 			db.MustExec(`INSERT INTO accounts (code, type, normal_side, currency) VALUES
 				('assets:usd', 'asset', 'debit', 'USD'), ('equity:usd', 'equity', 'credit', 'USD'),
@@ -227,10 +233,10 @@ func TestVerifyNamesSetsBookedOffTheirTemplate(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			l, db := newLedger(t)
+			l, db := ledgertest.New(t)
 			db.MustExec(`INSERT INTO accounts (code, type, normal_side) VALUES ('liabilities:commission-payable:partner-7', 'liability', 'credit')`)
 			// Go validates balance and amount, not shape; nor do the triggers.
-			p := mustPost(t, l, c.set, nil)
+			p := ledgertest.Post(t, l, c.set, nil)
 			if c.want == "" {
 				assertClean(t, db)
 				return
@@ -269,7 +275,7 @@ func TestVerifyNamesBalancesBeyondInt64(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			_, db := newLedger(t)
+			_, db := ledgertest.New(t)
 			db.MustExec(`INSERT INTO accounts (code, type, normal_side, parent_id) SELECT
 				'liabilities:commission-payable:partner-42', 'liability', 'credit', id FROM accounts WHERE code = 'liabilities:commission-payable'`)
 			// A ledger written before the amount ceiling (sql/0016) existed.
@@ -312,7 +318,7 @@ func TestVerifyNamesChargeFiguresThatDisagreeWithTheirSets(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			l, db := newLedger(t)
+			l, db := ledgertest.New(t)
 			seedVerified(t, l, db)
 			assertClean(t, db)
 			db.MustExec(c.corrupt)
@@ -362,7 +368,7 @@ func TestVerifyNamesReplacedFunctionsAndTriggers(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			l, db := newLedger(t)
+			l, db := ledgertest.New(t)
 			seedVerified(t, l, db)
 			assertClean(t, db)
 			for _, s := range c.corrupt {
@@ -392,12 +398,12 @@ func TestVerifyJudgesAClosedMonthBySetsCommitOrder(t *testing.T) {
 
 	t.Run("a set begun before the close and written after it", func(t *testing.T) {
 		t.Parallel()
-		l, db := newLedger(t)
+		l, db := ledgertest.New(t)
 		seedVerified(t, l, db)
 		late := db.MustBegin()
 		defer late.Rollback()
 		late.MustExec(`SELECT 1`) // its created_at is now: before the close
-		if err := l.CloseMonth(ctx, postings.MonthOf(aug), sep); err != nil {
+		if err := periods.Close(ctx, db, l.Calendar(), postings.MonthOf(aug), sep, ""); err != nil {
 			t.Fatal(err)
 		}
 		// The owner switches the closed-month guard off in its own
@@ -413,7 +419,7 @@ func TestVerifyJudgesAClosedMonthBySetsCommitOrder(t *testing.T) {
 
 	t.Run("a set committed while the close waits for it", func(t *testing.T) {
 		t.Parallel()
-		l, db := newLedger(t)
+		l, db := ledgertest.New(t)
 		seedVerified(t, l, db)
 		// The close begins first (its closed_at is its start), then a set
 		// takes its share of the close lock, and the close waits for it.
@@ -424,8 +430,8 @@ func TestVerifyJudgesAClosedMonthBySetsCommitOrder(t *testing.T) {
 		defer writer.Rollback()
 		insertAugustSet(t, writer, "in-flight")
 		done := make(chan error, 1)
-		go func() { done <- l.CloseMonthTx(ctx, closing, postings.MonthOf(aug), sep) }()
-		waitForLockWaiters(t, db, 1)
+		go func() { done <- periods.CloseTx(ctx, closing, l.Calendar(), postings.MonthOf(aug), sep, "") }()
+		ledgertest.WaitForLockWaiters(t, db, 1)
 		if err := writer.Commit(); err != nil {
 			t.Fatal(err)
 		}
@@ -493,9 +499,9 @@ func TestVerifyNamesNeuteredTriggers(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			l, db := newLedger(t)
+			l, db := ledgertest.New(t)
 			seedVerified(t, l, db)
-			if err := l.CloseMonth(context.Background(), postings.MonthOf(aug), aug.AddDate(0, 1, 0)); err != nil {
+			if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(aug), aug.AddDate(0, 1, 0), ""); err != nil {
 				t.Fatal(err)
 			}
 			assertClean(t, db)
@@ -506,7 +512,7 @@ func TestVerifyNamesNeuteredTriggers(t *testing.T) {
 			}
 			if c.act != "" {
 				db.MustExec(c.act)
-				if n := count(t, db, `SELECT count(*) FROM posting_sets WHERE idempotency_key = 'sale:ch-2'`); n != 0 {
+				if n := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets WHERE idempotency_key = 'sale:ch-2'`); n != 0 {
 					t.Fatalf("the sale is still there")
 				}
 			}
@@ -520,7 +526,7 @@ func TestVerifyNamesNeuteredTriggers(t *testing.T) {
 // names it, and its own queries do not use it.
 func TestVerifyNamesAForeignOperatorAndIsNotFooledByIt(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	seedVerified(t, l, db)
 	assertClean(t, db)
 	db.MustExec(`CREATE FUNCTION public.never_differs(numeric, integer) RETURNS boolean LANGUAGE sql IMMUTABLE AS 'SELECT false'`)
@@ -542,9 +548,9 @@ func TestVerifyNamesAForeignOperatorAndIsNotFooledByIt(t *testing.T) {
 // most next month. The owner writes what the close refuses.
 func TestVerifyNamesGapsAndFutureMonths(t *testing.T) {
 	t.Parallel()
-	l, db := newLedger(t)
+	l, db := ledgertest.New(t)
 	seedVerified(t, l, db)
-	if err := l.CloseMonth(context.Background(), postings.MonthOf(aug), aug.AddDate(0, 1, 0)); err != nil {
+	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(aug), aug.AddDate(0, 1, 0), ""); err != nil {
 		t.Fatal(err)
 	}
 	assertClean(t, db)

@@ -1,75 +1,10 @@
-package postings
+package verify
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"strings"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
-
-	"github.com/razao/razao"
 )
-
-// Check is one invariant re-checked over the whole ledger.
-type Check struct {
-	Name     string
-	Breaches int64
-	// Examples names the first breaching rows (up to maxExamples), one
-	// readable line each, so a human can start looking.
-	Examples []string
-}
-
-// maxExamples bounds the breaches a check lists; Breaches counts them all.
-const maxExamples = 50
-
-// OK reports whether the check found no breach.
-func (c Check) OK() bool { return c.Breaches == 0 }
-
-// Report is the outcome of Verify.
-type Report struct {
-	Sets     int64
-	Postings int64
-	Checks   []Check
-}
-
-// OK reports whether every check passed.
-func (r Report) OK() bool {
-	for _, c := range r.Checks {
-		if !c.OK() {
-			return false
-		}
-	}
-	return true
-}
-
-// WriteTo prints the report for a human: a line per check, then each
-// breach of a failed check on a line of its own.
-func (r Report) WriteTo(w io.Writer) (int64, error) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "razao verify: %d posting sets, %d postings\n", r.Sets, r.Postings)
-	for _, c := range r.Checks {
-		if c.OK() {
-			fmt.Fprintf(&b, "  ok    %s\n", c.Name)
-			continue
-		}
-		fmt.Fprintf(&b, "  FAIL  %s: %d breach(es)\n", c.Name, c.Breaches)
-		for _, e := range c.Examples {
-			fmt.Fprintf(&b, "        %s\n", e)
-		}
-		if more := c.Breaches - int64(len(c.Examples)); more > 0 {
-			fmt.Fprintf(&b, "        ... and %d more\n", more)
-		}
-	}
-	if r.OK() {
-		b.WriteString("ledger is clean\n")
-	} else {
-		b.WriteString("LEDGER BREACHED\n")
-	}
-	n, err := io.WriteString(w, b.String())
-	return int64(n), err
-}
 
 // setLabel names a posting set s in a breach line: "set 12 (refund of
 // charge ch-1)", "set 15 (payout for partner partner-42)".
@@ -301,73 +236,6 @@ func periodChecks() []sqlCheck {
 			', after next month ' || to_char(date_trunc('month', ` + today + `) + interval '1 month', 'YYYY-MM')
 		FROM posting_sets s WHERE s.competence_month > date_trunc('month', ` + today + `) + interval '1 month' ORDER BY s.id`, nil},
 	}
-}
-
-// Verify re-checks every ledger invariant over the whole ledger in one
-// repeatable-read snapshot, so the checks agree with each other, and
-// compares the ledger's functions and triggers with what the embedded
-// migrations define.
-func Verify(ctx context.Context, db *sqlx.DB) (Report, error) {
-	ms, err := razao.Migrations()
-	if err != nil {
-		return Report{}, fmt.Errorf("verify: %w", err)
-	}
-	return verify(ctx, db, parseMigrations(ms))
-}
-
-func verify(ctx context.Context, db *sqlx.DB, want wantSchema) (Report, error) {
-	tx, err := db.BeginTxx(ctx, &txReadOnlySnapshot)
-	if err != nil {
-		return Report{}, fmt.Errorf("verify: begin: %w", err)
-	}
-	defer tx.Rollback()
-	// The checks hash and group the whole ledger; with the default 4 MB
-	// they spill to disk. One session, for the length of verify.
-	if _, err := tx.ExecContext(ctx, `SET LOCAL work_mem = '64MB'`); err != nil {
-		return Report{}, fmt.Errorf("verify: %w", err)
-	}
-	schema, err := ledgerSchema(ctx, tx)
-	if err != nil {
-		return Report{}, fmt.Errorf("verify: %w", err)
-	}
-	// pg_catalog first, so that verify's own queries resolve names to the
-	// system's functions and operators before anything in the ledger's
-	// schema, and pg_temp last, so no temporary table shadows a ledger
-	// table. (A closer-typed operator in the schema would still win: the
-	// queries compare exactly typed values, and the schema check below
-	// names any such object.)
-	if _, err := tx.ExecContext(ctx, `SELECT set_config('search_path', 'pg_catalog, ' || quote_ident($1) || ', pg_temp', true)`, schema); err != nil {
-		return Report{}, fmt.Errorf("verify: set search_path: %w", err)
-	}
-	var r Report
-	if err := tx.QueryRowxContext(ctx, `SELECT (SELECT count(*) FROM posting_sets), (SELECT count(*) FROM postings)`).Scan(&r.Sets, &r.Postings); err != nil {
-		return Report{}, fmt.Errorf("verify: count: %w", err)
-	}
-	for _, c := range append(ledgerChecks(), periodChecks()...) {
-		var rows []struct {
-			Line  string `db:"line"`
-			Total int64  `db:"total"`
-		}
-		// The window counts every breach before LIMIT keeps the first few.
-		q := `SELECT b.line, count(*) OVER () AS total FROM (` + c.query + `) AS b (line) LIMIT ` + fmt.Sprint(maxExamples)
-		if err := tx.SelectContext(ctx, &rows, q, c.args...); err != nil {
-			return Report{}, fmt.Errorf("verify %q: %w", c.name, err)
-		}
-		check := Check{Name: c.name}
-		for _, row := range rows {
-			check.Breaches = row.Total
-			check.Examples = append(check.Examples, row.Line)
-		}
-		r.Checks = append(r.Checks, check)
-	}
-	functions, triggers, foreign, err := schemaChecks(ctx, tx, want, schema)
-	if err != nil {
-		return Report{}, fmt.Errorf("verify: %w", err)
-	}
-	r.Checks = append(r.Checks, listCheck("every ledger function has the body and search_path the migrations define", functions),
-		listCheck("every ledger trigger exists, is enabled as the migrations say, and is defined as they define it", triggers),
-		listCheck("the ledger's schema holds no function or operator that no migration defines", foreign))
-	return r, nil
 }
 
 // listCheck makes a check of breaches found in Go.

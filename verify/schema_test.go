@@ -1,4 +1,4 @@
-package postings
+package verify
 
 import (
 	"context"
@@ -129,7 +129,7 @@ func TestVerifyNamesAFunctionWhoseSearchPathIsUnpinned(t *testing.T) {
 	want := parseMigrations(append(ms, razao.Migration{Version: 9999, Name: "9999_pin.sql", SQL: pin}))
 	check := func(t *testing.T, wantLine string) {
 		t.Helper()
-		r, err := verify(ctx, db, want)
+		r, err := run(ctx, db, want)
 		if err != nil {
 			t.Fatal(err)
 		}

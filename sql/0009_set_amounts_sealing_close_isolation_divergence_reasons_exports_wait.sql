@@ -1,4 +1,6 @@
--- 0009: closing gaps a review found in the database's last barrier.
+-- 0009: five changes to the database's last barrier and its tables, each
+-- numbered below (one file because they landed together; the version is
+-- what schema_migrations records, so it stays one).
 
 -- 1. A posting set's amount is the sum of its debits in its currency, so
 --    "refunds within the sale", which compares set amounts, compares money

@@ -1,0 +1,603 @@
+-- The current schema, generated from a database the migrations in sql/
+-- built (TestSchemaDumpIsCurrent keeps it so). Read it; never apply it:
+-- the numbered migrations are what razao migrate runs.
+
+CREATE TABLE access_grants (
+    charge_id text NOT NULL,
+    access text NOT NULL,
+    granted_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE accounts (
+    id bigint NOT NULL DEFAULT nextval('accounts_id_seq'::regclass),
+    code text NOT NULL,
+    type text NOT NULL,
+    normal_side text NOT NULL,
+    currency character(3) NOT NULL DEFAULT 'BRL'::bpchar,
+    parent_id bigint,
+    created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE api_tokens (
+    id bigint NOT NULL DEFAULT nextval('api_tokens_id_seq'::regclass),
+    name text NOT NULL,
+    token_hash bytea NOT NULL,
+    scopes text[] NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    revoked_at timestamp with time zone
+);
+
+CREATE TABLE charges (
+    id text NOT NULL,
+    psp_ref text,
+    amount bigint NOT NULL,
+    currency character(3) NOT NULL DEFAULT 'BRL'::bpchar,
+    partner text,
+    commission_bp integer NOT NULL DEFAULT 0,
+    access text NOT NULL DEFAULT ''::text,
+    metadata jsonb NOT NULL DEFAULT '{}'::jsonb,
+    state text NOT NULL DEFAULT 'pending'::text,
+    paid_amount bigint,
+    fee bigint,
+    commission bigint NOT NULL DEFAULT 0,
+    paid_at timestamp with time zone,
+    paid_ref text,
+    refunded_amount bigint NOT NULL DEFAULT 0,
+    failed_at timestamp with time zone,
+    request_hash text NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    updated_at timestamp with time zone NOT NULL DEFAULT now(),
+    merchant text
+);
+
+CREATE TABLE closed_periods (
+    month date NOT NULL,
+    closed_at timestamp with time zone NOT NULL DEFAULT now(),
+    closed_by text NOT NULL DEFAULT CURRENT_USER,
+    closed_xid xid8 DEFAULT pg_current_xact_id()
+);
+
+CREATE TABLE console_sessions (
+    session_hash bytea NOT NULL,
+    token_id bigint NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    expires_at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE divergences (
+    id bigint NOT NULL DEFAULT nextval('divergences_id_seq'::regclass),
+    inbox_id bigint,
+    charge_id text,
+    reason text NOT NULL,
+    detail text NOT NULL DEFAULT ''::text,
+    status text NOT NULL DEFAULT 'open'::text,
+    resolution_note text,
+    resolved_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE export_runs (
+    id bigint NOT NULL DEFAULT nextval('export_runs_id_seq'::regclass),
+    slot timestamp with time zone NOT NULL,
+    kind text NOT NULL,
+    dialect text NOT NULL,
+    month date NOT NULL,
+    status text NOT NULL DEFAULT 'running'::text,
+    attempts integer NOT NULL DEFAULT 1,
+    claimed_by text NOT NULL,
+    lease_until timestamp with time zone NOT NULL,
+    file_name text,
+    sha256 text,
+    rows bigint,
+    bytes bigint,
+    last_error text,
+    started_at timestamp with time zone NOT NULL DEFAULT now(),
+    finished_at timestamp with time zone
+);
+
+CREATE TABLE inbox (
+    id bigint NOT NULL DEFAULT nextval('inbox_id_seq'::regclass),
+    delivery_key text NOT NULL,
+    endpoint text NOT NULL,
+    scheme text NOT NULL,
+    merchant text NOT NULL,
+    event_type text NOT NULL,
+    event_id text NOT NULL,
+    kind text NOT NULL,
+    charge_ref text,
+    event jsonb NOT NULL,
+    body bytea,
+    headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+    status text NOT NULL DEFAULT 'pending'::text,
+    attempts integer NOT NULL DEFAULT 0,
+    next_attempt_at timestamp with time zone NOT NULL DEFAULT now(),
+    last_error text,
+    received_at timestamp with time zone NOT NULL DEFAULT now(),
+    processed_at timestamp with time zone,
+    body_id bigint
+);
+
+CREATE TABLE inbox_bodies (
+    id bigint NOT NULL DEFAULT nextval('inbox_bodies_id_seq'::regclass),
+    body bytea NOT NULL,
+    headers jsonb NOT NULL DEFAULT '{}'::jsonb,
+    received_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE month_snapshots (
+    month date NOT NULL,
+    currency character(3) NOT NULL,
+    sales bigint NOT NULL,
+    sales_count bigint NOT NULL,
+    refunds bigint NOT NULL,
+    refunds_count bigint NOT NULL,
+    commission bigint NOT NULL,
+    psp_fees bigint NOT NULL,
+    other bigint NOT NULL,
+    lines integer NOT NULL,
+    created_xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE outbox (
+    id bigint NOT NULL DEFAULT nextval('outbox_id_seq'::regclass),
+    xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    topic text NOT NULL,
+    charge_id text,
+    payload jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE posting_sets (
+    id bigint NOT NULL DEFAULT nextval('posting_sets_id_seq'::regclass),
+    kind text NOT NULL,
+    idempotency_key text NOT NULL,
+    amount bigint NOT NULL,
+    currency character(3) NOT NULL,
+    competence date NOT NULL,
+    competence_month date NOT NULL DEFAULT (date_trunc('month'::text, (competence)::timestamp without time zone))::date,
+    event_at timestamp with time zone NOT NULL,
+    charge_id text,
+    refund_id text,
+    partner text,
+    inbox_id bigint,
+    description text NOT NULL DEFAULT ''::text,
+    content_hash text NOT NULL,
+    created_xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE postings (
+    id bigint NOT NULL DEFAULT nextval('postings_id_seq'::regclass),
+    posting_set_id bigint NOT NULL,
+    account_id bigint NOT NULL,
+    currency character(3) NOT NULL,
+    amount bigint NOT NULL,
+    competence_month date NOT NULL
+);
+
+CREATE TABLE reconciliation_lines (
+    run_id bigint NOT NULL,
+    line bigint NOT NULL,
+    side text NOT NULL DEFAULT 'statement'::text,
+    kind text NOT NULL,
+    event_type text NOT NULL DEFAULT ''::text,
+    event_id text NOT NULL DEFAULT ''::text,
+    psp_id text NOT NULL DEFAULT ''::text,
+    charge_ref text NOT NULL DEFAULT ''::text,
+    refund_id text NOT NULL DEFAULT ''::text,
+    amount bigint NOT NULL DEFAULT 0,
+    fee bigint,
+    at timestamp with time zone,
+    detail text NOT NULL DEFAULT ''::text,
+    outcome text,
+    reason text,
+    charge_id text,
+    ledger_amount bigint,
+    ledger_fee bigint,
+    inbox_id bigint
+);
+
+CREATE TABLE reconciliation_pages (
+    run_id bigint NOT NULL,
+    pass integer NOT NULL,
+    page integer NOT NULL,
+    total bigint NOT NULL,
+    items integer NOT NULL,
+    page_count integer NOT NULL,
+    body bytea NOT NULL,
+    fetched_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE reconciliation_runs (
+    id bigint NOT NULL DEFAULT nextval('reconciliation_runs_id_seq'::regclass),
+    endpoint text NOT NULL,
+    source text NOT NULL,
+    window_from timestamp with time zone NOT NULL,
+    window_to timestamp with time zone NOT NULL,
+    final boolean NOT NULL,
+    scheduled boolean NOT NULL DEFAULT false,
+    status text NOT NULL DEFAULT 'running'::text,
+    claimed_by text NOT NULL,
+    lease_until timestamp with time zone NOT NULL,
+    attempts integer NOT NULL DEFAULT 1,
+    pages integer NOT NULL DEFAULT 0,
+    lines bigint NOT NULL DEFAULT 0,
+    matched bigint NOT NULL DEFAULT 0,
+    booked bigint NOT NULL DEFAULT 0,
+    divergences bigint NOT NULL DEFAULT 0,
+    loaded boolean NOT NULL DEFAULT false,
+    file_sha256 text,
+    last_error text,
+    started_at timestamp with time zone NOT NULL DEFAULT now(),
+    finished_at timestamp with time zone,
+    duration_ms bigint
+);
+
+CREATE TABLE schema_migrations (
+    version integer NOT NULL,
+    name text NOT NULL,
+    applied_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE trial_balance_snapshots (
+    month date NOT NULL,
+    account_id bigint NOT NULL,
+    opening bigint NOT NULL,
+    debits bigint NOT NULL,
+    credits bigint NOT NULL,
+    closing bigint NOT NULL
+);
+
+-- Constraints
+
+ALTER TABLE access_grants ADD CONSTRAINT access_grants_charge_id_fkey FOREIGN KEY (charge_id) REFERENCES charges(id);
+ALTER TABLE access_grants ADD CONSTRAINT access_grants_pkey PRIMARY KEY (charge_id);
+ALTER TABLE accounts ADD CONSTRAINT accounts_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES accounts(id);
+ALTER TABLE accounts ADD CONSTRAINT accounts_pkey PRIMARY KEY (id);
+ALTER TABLE accounts ADD CONSTRAINT ck_accounts_code CHECK (((code ~ '^[a-z][a-z0-9-]*(:[a-z0-9][a-z0-9_.-]*)*$'::text) AND (length(code) <= 200)));
+ALTER TABLE accounts ADD CONSTRAINT ck_accounts_currency CHECK ((currency ~ '^[A-Z]{3}$'::text));
+ALTER TABLE accounts ADD CONSTRAINT ck_accounts_normal_side CHECK ((normal_side = ANY (ARRAY['debit'::text, 'credit'::text])));
+ALTER TABLE accounts ADD CONSTRAINT ck_accounts_type CHECK ((type = ANY (ARRAY['asset'::text, 'liability'::text, 'equity'::text, 'income'::text, 'expense'::text])));
+ALTER TABLE accounts ADD CONSTRAINT uq_accounts_code UNIQUE (code);
+ALTER TABLE accounts ADD CONSTRAINT uq_accounts_id_currency UNIQUE (id, currency);
+ALTER TABLE api_tokens ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (id);
+ALTER TABLE api_tokens ADD CONSTRAINT ck_api_tokens_hash CHECK ((octet_length(token_hash) = 32));
+ALTER TABLE api_tokens ADD CONSTRAINT ck_api_tokens_name CHECK ((((length(name) >= 1) AND (length(name) <= 100)) AND (name !~ '[[:cntrl:]]'::text)));
+ALTER TABLE api_tokens ADD CONSTRAINT ck_api_tokens_revoked CHECK (((revoked_at IS NULL) OR (revoked_at >= created_at)));
+ALTER TABLE api_tokens ADD CONSTRAINT ck_api_tokens_scopes CHECK (((array_ndims(scopes) = 1) AND ((cardinality(scopes) >= 1) AND (cardinality(scopes) <= 3)) AND (scopes <@ ARRAY['read'::text, 'write'::text, 'admin'::text])));
+ALTER TABLE api_tokens ADD CONSTRAINT uq_api_tokens_hash UNIQUE (token_hash);
+ALTER TABLE charges ADD CONSTRAINT charges_pkey PRIMARY KEY (id);
+ALTER TABLE charges ADD CONSTRAINT ck_charges_amount CHECK ((amount > 0));
+ALTER TABLE charges ADD CONSTRAINT ck_charges_amount_ceiling CHECK ((amount <= '1000000000000000'::bigint));
+ALTER TABLE charges ADD CONSTRAINT ck_charges_commission_bp CHECK (((commission_bp >= 0) AND (commission_bp <= 10000)));
+ALTER TABLE charges ADD CONSTRAINT ck_charges_id CHECK ((id ~ '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$'::text));
+ALTER TABLE charges ADD CONSTRAINT ck_charges_merchant CHECK ((merchant <> ''::text));
+ALTER TABLE charges ADD CONSTRAINT ck_charges_partner CHECK (((partner IS NOT NULL) OR (commission_bp = 0)));
+ALTER TABLE charges ADD CONSTRAINT ck_charges_refunded CHECK (((refunded_amount >= 0) AND (refunded_amount <= COALESCE(paid_amount, (0)::bigint))));
+ALTER TABLE charges ADD CONSTRAINT ck_charges_state CHECK ((state = ANY (ARRAY['pending'::text, 'paid'::text, 'partially_refunded'::text, 'refunded'::text, 'failed'::text])));
+ALTER TABLE closed_periods ADD CONSTRAINT ck_closed_periods_first_day CHECK ((EXTRACT(day FROM month) = (1)::numeric));
+ALTER TABLE closed_periods ADD CONSTRAINT closed_periods_pkey PRIMARY KEY (month);
+ALTER TABLE console_sessions ADD CONSTRAINT ck_console_sessions_expiry CHECK ((expires_at > created_at));
+ALTER TABLE console_sessions ADD CONSTRAINT ck_console_sessions_hash CHECK ((octet_length(session_hash) = 32));
+ALTER TABLE console_sessions ADD CONSTRAINT console_sessions_pkey PRIMARY KEY (session_hash);
+ALTER TABLE divergences ADD CONSTRAINT ck_divergences_reason CHECK ((reason = ANY (ARRAY['unknown_charge'::text, 'amount_mismatch'::text, 'currency_mismatch'::text, 'refund_exceeds_paid'::text, 'refund_amount_missing'::text, 'malformed'::text, 'disputed'::text, 'second_payment'::text, 'processing_failed'::text, 'refund_of_other_payment'::text, 'refund_amount_changed'::text, 'refund_without_payment'::text, 'merchant_mismatch'::text])));
+ALTER TABLE divergences ADD CONSTRAINT ck_divergences_status CHECK ((status = ANY (ARRAY['open'::text, 'resolved'::text])));
+ALTER TABLE divergences ADD CONSTRAINT divergences_inbox_id_fkey FOREIGN KEY (inbox_id) REFERENCES inbox(id);
+ALTER TABLE divergences ADD CONSTRAINT divergences_pkey PRIMARY KEY (id);
+ALTER TABLE divergences ADD CONSTRAINT uq_divergences_inbox UNIQUE (inbox_id);
+ALTER TABLE export_runs ADD CONSTRAINT ck_export_runs_month CHECK ((EXTRACT(day FROM month) = (1)::numeric));
+ALTER TABLE export_runs ADD CONSTRAINT ck_export_runs_status CHECK ((status = ANY (ARRAY['running'::text, 'waiting'::text, 'succeeded'::text, 'failed'::text])));
+ALTER TABLE export_runs ADD CONSTRAINT export_runs_pkey PRIMARY KEY (id);
+ALTER TABLE export_runs ADD CONSTRAINT uq_export_runs_slot UNIQUE (slot, kind, dialect);
+ALTER TABLE inbox ADD CONSTRAINT ck_inbox_body CHECK (((body IS NULL) <> (body_id IS NULL)));
+ALTER TABLE inbox ADD CONSTRAINT ck_inbox_kind CHECK ((kind = ANY (ARRAY['paid'::text, 'refunded'::text, 'failed'::text, 'ignored'::text, 'disputed'::text, 'malformed'::text])));
+ALTER TABLE inbox ADD CONSTRAINT ck_inbox_status CHECK ((status = ANY (ARRAY['pending'::text, 'processed'::text, 'parked'::text, 'divergent'::text, 'ignored'::text])));
+ALTER TABLE inbox ADD CONSTRAINT fk_inbox_body FOREIGN KEY (body_id) REFERENCES inbox_bodies(id);
+ALTER TABLE inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (id);
+ALTER TABLE inbox ADD CONSTRAINT uq_inbox_event UNIQUE (endpoint, event_type, event_id);
+ALTER TABLE inbox_bodies ADD CONSTRAINT inbox_bodies_pkey PRIMARY KEY (id);
+ALTER TABLE month_snapshots ADD CONSTRAINT ck_month_snapshots_counts CHECK (((sales_count >= 0) AND (refunds_count >= 0) AND (lines >= 0)));
+ALTER TABLE month_snapshots ADD CONSTRAINT fk_month_snapshots_closed FOREIGN KEY (month) REFERENCES closed_periods(month);
+ALTER TABLE month_snapshots ADD CONSTRAINT month_snapshots_pkey PRIMARY KEY (month);
+ALTER TABLE outbox ADD CONSTRAINT ck_outbox_topic CHECK ((topic = ANY (ARRAY['charge.paid'::text, 'access.granted'::text, 'charge.refunded'::text, 'charge.failed'::text, 'divergence.opened'::text])));
+ALTER TABLE outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
+ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_amount CHECK ((amount > 0));
+ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_amount_ceiling CHECK ((amount <= '1000000000000000'::bigint));
+ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_charge CHECK (((kind <> ALL (ARRAY['sale'::text, 'commission'::text, 'refund'::text, 'commission_reversal'::text])) OR (charge_id IS NOT NULL)));
+ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_key CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 300)));
+ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_kind CHECK ((kind = ANY (ARRAY['sale'::text, 'commission'::text, 'refund'::text, 'commission_reversal'::text, 'payout'::text, 'adjustment'::text])));
+ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_partner CHECK (((kind <> ALL (ARRAY['commission'::text, 'commission_reversal'::text, 'payout'::text])) OR (partner IS NOT NULL)));
+ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_refund CHECK (((kind <> ALL (ARRAY['refund'::text, 'commission_reversal'::text])) OR (refund_id IS NOT NULL)));
+ALTER TABLE posting_sets ADD CONSTRAINT posting_sets_pkey PRIMARY KEY (id);
+ALTER TABLE posting_sets ADD CONSTRAINT uq_posting_sets_id_month UNIQUE (id, competence_month);
+ALTER TABLE posting_sets ADD CONSTRAINT uq_posting_sets_idempotency_key UNIQUE (idempotency_key);
+ALTER TABLE postings ADD CONSTRAINT ck_postings_amount_ceiling CHECK (((amount <= '1000000000000000'::bigint) AND (amount >= '-1000000000000000'::bigint)));
+ALTER TABLE postings ADD CONSTRAINT ck_postings_amount_nonzero CHECK ((amount <> 0));
+ALTER TABLE postings ADD CONSTRAINT fk_postings_account_currency FOREIGN KEY (account_id, currency) REFERENCES accounts(id, currency);
+ALTER TABLE postings ADD CONSTRAINT fk_postings_set_month FOREIGN KEY (posting_set_id, competence_month) REFERENCES posting_sets(id, competence_month);
+ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY (id);
+ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_kind CHECK ((kind = ANY (ARRAY['paid'::text, 'refunded'::text, 'refund_open'::text, 'invalid'::text])));
+ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_outcome CHECK ((outcome = ANY (ARRAY['matched'::text, 'booked'::text, 'divergence'::text])));
+ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_side CHECK ((side = ANY (ARRAY['statement'::text, 'ledger'::text])));
+ALTER TABLE reconciliation_lines ADD CONSTRAINT reconciliation_lines_pkey PRIMARY KEY (run_id, line);
+ALTER TABLE reconciliation_lines ADD CONSTRAINT reconciliation_lines_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE CASCADE;
+ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_pkey PRIMARY KEY (run_id, pass, page);
+ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE CASCADE;
+ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_endpoint CHECK (((length(endpoint) >= 1) AND (length(endpoint) <= 63)));
+ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_source CHECK ((source = ANY (ARRAY['bcb-pix'::text, 'csv'::text])));
+ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_status CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text])));
+ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_window CHECK ((window_from < window_to));
+ALTER TABLE reconciliation_runs ADD CONSTRAINT reconciliation_runs_pkey PRIMARY KEY (id);
+ALTER TABLE schema_migrations ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+ALTER TABLE trial_balance_snapshots ADD CONSTRAINT ck_trial_balance_snapshots_closing CHECK ((closing = ((opening + debits) - credits)));
+ALTER TABLE trial_balance_snapshots ADD CONSTRAINT ck_trial_balance_snapshots_sides CHECK (((debits >= 0) AND (credits >= 0)));
+ALTER TABLE trial_balance_snapshots ADD CONSTRAINT fk_trial_balance_snapshots_account FOREIGN KEY (account_id) REFERENCES accounts(id);
+ALTER TABLE trial_balance_snapshots ADD CONSTRAINT fk_trial_balance_snapshots_month FOREIGN KEY (month) REFERENCES month_snapshots(month);
+ALTER TABLE trial_balance_snapshots ADD CONSTRAINT pk_trial_balance_snapshots PRIMARY KEY (month, account_id);
+
+-- Indexes that back no constraint
+
+CREATE INDEX ix_charges_paid_ref ON public.charges USING btree (paid_ref) WHERE (paid_ref IS NOT NULL);
+CREATE UNIQUE INDEX uq_charges_psp_ref ON public.charges USING btree (psp_ref) WHERE (psp_ref IS NOT NULL);
+CREATE INDEX ix_console_sessions_expires ON public.console_sessions USING btree (expires_at);
+CREATE INDEX ix_console_sessions_token ON public.console_sessions USING btree (token_id);
+CREATE INDEX ix_divergences_open ON public.divergences USING btree (created_at) WHERE (status = 'open'::text);
+CREATE INDEX ix_divergences_status_id ON public.divergences USING btree (status, id);
+CREATE INDEX ix_export_runs_retry ON public.export_runs USING btree (slot) WHERE (status <> 'succeeded'::text);
+CREATE INDEX ix_inbox_due ON public.inbox USING btree (next_attempt_at) WHERE (status = 'pending'::text);
+CREATE INDEX ix_inbox_parked ON public.inbox USING btree (charge_ref) WHERE (status = 'parked'::text);
+CREATE INDEX ix_outbox_cursor ON public.outbox USING btree (xid, id);
+CREATE INDEX ix_posting_sets_charge ON public.posting_sets USING btree (charge_id) WHERE (charge_id IS NOT NULL);
+CREATE INDEX ix_posting_sets_competence_month ON public.posting_sets USING btree (competence_month, id);
+CREATE INDEX ix_posting_sets_event_at ON public.posting_sets USING btree (event_at) WHERE (kind = ANY (ARRAY['sale'::text, 'refund'::text]));
+CREATE INDEX ix_posting_sets_partner ON public.posting_sets USING btree (partner) WHERE (partner IS NOT NULL);
+CREATE UNIQUE INDEX uq_commission_per_charge ON public.posting_sets USING btree (charge_id) WHERE (kind = 'commission'::text);
+CREATE UNIQUE INDEX uq_refund_per_psp_refund ON public.posting_sets USING btree (charge_id, refund_id) WHERE (kind = 'refund'::text);
+CREATE UNIQUE INDEX uq_reversal_per_psp_refund ON public.posting_sets USING btree (charge_id, refund_id) WHERE (kind = 'commission_reversal'::text);
+CREATE UNIQUE INDEX uq_sale_per_charge ON public.posting_sets USING btree (charge_id) WHERE (kind = 'sale'::text);
+CREATE INDEX ix_postings_account_month ON public.postings USING btree (account_id, competence_month) INCLUDE (amount);
+CREATE INDEX ix_postings_set ON public.postings USING btree (posting_set_id);
+CREATE INDEX ix_reconciliation_runs_endpoint ON public.reconciliation_runs USING btree (endpoint, id);
+CREATE INDEX ix_reconciliation_runs_unfinished ON public.reconciliation_runs USING btree (lease_until) WHERE (status = 'running'::text);
+CREATE UNIQUE INDEX uq_reconciliation_runs_window ON public.reconciliation_runs USING btree (endpoint, window_from, window_to, final) WHERE scheduled;
+
+-- Functions
+
+CREATE OR REPLACE FUNCTION public.api_tokens_revoke_only()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        IF OLD.revoked_at IS NULL AND NEW.revoked_at IS NOT NULL
+           AND (NEW.id, NEW.name, NEW.token_hash, NEW.scopes, NEW.created_at)
+               IS NOT DISTINCT FROM (OLD.id, OLD.name, OLD.token_hash, OLD.scopes, OLD.created_at) THEN
+            RETURN NEW;
+        END IF;
+    END IF;
+    RAISE EXCEPTION 'api_tokens: % refused: a token can only be revoked, once', TG_OP
+        USING ERRCODE = 'restrict_violation', CONSTRAINT = TG_NAME;
+END;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.ledger_check_posting_set()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+DECLARE
+    legs         bigint;
+    debits       numeric;
+    total        numeric;
+    currencies   bigint;
+    unbalanced   text;
+BEGIN
+    SELECT count(*), coalesce(sum(amount::numeric) FILTER (WHERE amount > 0::bigint AND currency = NEW.currency), 0::numeric),
+           coalesce(sum(amount::numeric), 0::numeric), count(DISTINCT currency)
+        INTO legs, debits, total, currencies FROM postings WHERE posting_set_id = NEW.id;
+    IF legs < 2::bigint THEN
+        RAISE EXCEPTION 'posting set % has % posting(s); at least 2 are required', NEW.id, legs
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_balanced';
+    END IF;
+    IF currencies > 1::bigint OR total <> 0::numeric THEN
+        SELECT string_agg(currency::text || ' ' || s::text, ', ') INTO unbalanced FROM (
+            SELECT currency, sum(amount::numeric) AS s FROM postings
+            WHERE posting_set_id = NEW.id GROUP BY currency HAVING sum(amount::numeric) <> 0::numeric
+        ) u;
+        IF unbalanced IS NOT NULL THEN
+            RAISE EXCEPTION 'posting set % does not balance: %', NEW.id, unbalanced
+                USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_balanced';
+        END IF;
+    END IF;
+    IF debits <> NEW.amount::numeric THEN
+        RAISE EXCEPTION 'posting set % states amount % but debits %', NEW.id, NEW.amount, debits
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_balanced';
+    END IF;
+    RETURN NULL;
+END;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.ledger_check_refunds_within_sale()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+DECLARE
+    sale_amount  numeric;
+    refunded     numeric;
+BEGIN
+    SELECT amount::numeric INTO sale_amount FROM posting_sets
+        WHERE kind = 'sale' AND charge_id = NEW.charge_id FOR NO KEY UPDATE;
+    -- A new statement, so a new snapshot: it sees the refunds committed by
+    -- whoever held the lock before us.
+    SELECT coalesce(sum(amount::numeric), 0::numeric) INTO refunded FROM posting_sets
+        WHERE kind = 'refund' AND charge_id = NEW.charge_id;
+    IF sale_amount IS NULL OR refunded > sale_amount THEN
+        RAISE EXCEPTION 'refunds of charge % total % above its sale %', NEW.charge_id, refunded, coalesce(sale_amount, 0::numeric)
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_refunds_within_sale';
+    END IF;
+    RETURN NULL;
+END;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.ledger_close_waits_for_postings()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+DECLARE
+    last_closed date;
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'months are closed at READ COMMITTED, not %', upper(current_setting('transaction_isolation'))
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_closed_periods_close_lock';
+    END IF;
+    LOCK TABLE month_close_lock IN EXCLUSIVE MODE;
+    -- Read after the lock: every close before this one has committed.
+    SELECT max(month) INTO last_closed FROM closed_periods;
+    IF last_closed IS NOT NULL AND NEW.month <> (last_closed + interval '1 month')::date THEN
+        RAISE EXCEPTION 'month % cannot be closed: the next month to close is %', to_char(NEW.month, 'YYYY-MM'),
+            to_char(last_closed + interval '1 month', 'YYYY-MM')
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_closed_periods_close_lock';
+    END IF;
+    -- UTC+14 is the first zone where a month ends.
+    IF now() < ((NEW.month + interval '1 month')::timestamp AT TIME ZONE 'Etc/GMT-14') THEN
+        RAISE EXCEPTION 'month % has not ended yet', to_char(NEW.month, 'YYYY-MM')
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_closed_periods_close_lock';
+    END IF;
+    NEW.closed_xid := pg_current_xact_id();
+    NEW.closed_at := now();
+    RETURN NEW;
+END;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.ledger_lock_account(account_code text)
+ RETURNS bigint
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+    SELECT id FROM accounts WHERE code = account_code FOR NO KEY UPDATE
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.ledger_refuse_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+BEGIN
+    RAISE EXCEPTION 'ledger table % is append-only: % refused', TG_TABLE_NAME, TG_OP
+        USING ERRCODE = 'restrict_violation', CONSTRAINT = TG_NAME;
+END;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.ledger_refuse_closed_month()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'posting sets are written at READ COMMITTED, not %', upper(current_setting('transaction_isolation'))
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_open_month';
+    END IF;
+    LOCK TABLE month_close_lock IN ROW EXCLUSIVE MODE;
+    -- Generated columns are not computed yet in a BEFORE trigger.
+    IF EXISTS (SELECT 1 FROM closed_periods WHERE month = date_trunc('month', NEW.competence::timestamp)::date) THEN
+        RAISE EXCEPTION 'competence month % is closed', to_char(NEW.competence, 'YYYY-MM')
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_open_month';
+    END IF;
+    NEW.created_xid := pg_current_xact_id();
+    RETURN NEW;
+END;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.ledger_refuse_sealed_set()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+DECLARE
+    set_id  bigint;
+    added   bigint;
+    set_xid xid8;
+    legs    bigint;
+BEGIN
+    FOR set_id, added IN SELECT posting_set_id, count(*) FROM new_postings GROUP BY posting_set_id LOOP
+        SELECT created_xid INTO set_xid FROM posting_sets WHERE id = set_id;
+        SELECT count(*) INTO legs FROM postings WHERE posting_set_id = set_id;
+        IF set_xid IS NULL OR set_xid <> pg_current_xact_id() OR legs <> added THEN
+            RAISE EXCEPTION 'posting set % is sealed: its postings are written by the statement that writes its first, in the transaction that created it', set_id
+                USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_postings_sealed_set';
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.ledger_stamp_created_xid()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+BEGIN
+    NEW.created_xid := pg_current_xact_id();
+    RETURN NEW;
+END;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.reports_refuse_sealed_snapshot()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+BEGIN
+    IF EXISTS (
+        SELECT 1 FROM new_lines n JOIN month_snapshots s ON s.month = n.month
+        WHERE s.created_xid <> pg_current_xact_id()
+    ) THEN
+        RAISE EXCEPTION 'month snapshot is sealed: lines can only be added by the transaction that created it'
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_trial_balance_snapshots_sealed';
+    END IF;
+    RETURN NULL;
+END;
+$function$
+;
+
+
+-- Triggers (every one enabled ALWAYS unless said)
+
+CREATE TRIGGER trg_accounts_immutable BEFORE DELETE OR UPDATE ON public.accounts FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_api_tokens_no_truncate BEFORE TRUNCATE ON public.api_tokens FOR EACH STATEMENT EXECUTE FUNCTION api_tokens_revoke_only();
+CREATE TRIGGER trg_api_tokens_revoke_only BEFORE DELETE OR UPDATE ON public.api_tokens FOR EACH ROW EXECUTE FUNCTION api_tokens_revoke_only();
+CREATE TRIGGER trg_closed_periods_append_only BEFORE DELETE OR UPDATE ON public.closed_periods FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_closed_periods_close_lock BEFORE INSERT ON public.closed_periods FOR EACH ROW EXECUTE FUNCTION ledger_close_waits_for_postings();
+CREATE TRIGGER trg_closed_periods_no_truncate BEFORE TRUNCATE ON public.closed_periods FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_month_close_lock_no_rows BEFORE INSERT OR DELETE OR UPDATE ON public.month_close_lock FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_month_close_lock_no_truncate BEFORE TRUNCATE ON public.month_close_lock FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_month_snapshots_append_only BEFORE DELETE OR UPDATE ON public.month_snapshots FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_month_snapshots_created_xid BEFORE INSERT ON public.month_snapshots FOR EACH ROW EXECUTE FUNCTION ledger_stamp_created_xid();
+CREATE TRIGGER trg_month_snapshots_no_truncate BEFORE TRUNCATE ON public.month_snapshots FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_posting_sets_append_only BEFORE DELETE OR UPDATE ON public.posting_sets FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON public.posting_sets DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ledger_check_posting_set();
+CREATE TRIGGER trg_posting_sets_no_truncate BEFORE TRUNCATE ON public.posting_sets FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_posting_sets_open_month BEFORE INSERT ON public.posting_sets FOR EACH ROW EXECUTE FUNCTION ledger_refuse_closed_month();
+CREATE CONSTRAINT TRIGGER trg_refunds_within_sale AFTER INSERT ON public.posting_sets DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.kind = 'refund'::text)) EXECUTE FUNCTION ledger_check_refunds_within_sale();
+CREATE TRIGGER trg_postings_append_only BEFORE DELETE OR UPDATE ON public.postings FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_postings_no_truncate BEFORE TRUNCATE ON public.postings FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON public.postings REFERENCING NEW TABLE AS new_postings FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set();
+CREATE TRIGGER trg_trial_balance_snapshots_append_only BEFORE DELETE OR UPDATE ON public.trial_balance_snapshots FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_trial_balance_snapshots_no_truncate BEFORE TRUNCATE ON public.trial_balance_snapshots FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_trial_balance_snapshots_sealed AFTER INSERT ON public.trial_balance_snapshots REFERENCING NEW TABLE AS new_lines FOR EACH STATEMENT EXECUTE FUNCTION reports_refuse_sealed_snapshot();

@@ -1,0 +1,108 @@
+package razao_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/razao/razao"
+	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/verify"
+)
+
+// oldNames are the names migrations had before they were renamed for what
+// they do; databases migrated then record these in schema_migrations.
+var oldNames = map[int]string{
+	2: "0002_webhooks.sql",
+	3: "0003_reports.sql",
+	4: "0004_tokens.sql",
+	5: "0005_exports.sql",
+	9: "0009_review_fixes.sql",
+}
+
+// TestDatabaseMigratedUnderOldNamesMigratesCleanly: versions are recorded
+// by number, so a database whose first twelve migrations were applied
+// under their old names takes only the rest, keeps its records, and is a
+// complete, clean ledger by CheckSchema and verify.
+func TestDatabaseMigratedUnderOldNamesMigratesCleanly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := emptyDatabase(t)
+	ms, err := razao.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, name := range oldNames {
+		i := slices.IndexFunc(ms, func(m razao.Migration) bool { return m.Version == v })
+		if i < 0 {
+			t.Fatalf("no migration %d", v)
+		}
+		if ms[i].Name == name {
+			t.Fatalf("migration %d is still named %s", v, name)
+		}
+	}
+	// What the old binary did for versions 1..12: apply each file and
+	// record it under the name it had.
+	db.MustExec(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`)
+	var rest []string
+	for _, m := range ms {
+		if m.Version > 12 {
+			rest = append(rest, m.Name)
+			continue
+		}
+		name := m.Name
+		if old, ok := oldNames[m.Version]; ok {
+			name = old
+		}
+		tx := db.MustBegin()
+		tx.MustExec(m.SQL)
+		tx.MustExec(`INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, name)
+		if err := tx.Commit(); err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+	}
+	applied, err := razao.Migrate(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(applied, rest) {
+		t.Errorf("applied %v, want only %v", applied, rest)
+	}
+	if again, err := razao.Migrate(ctx, db); err != nil || len(again) != 0 {
+		t.Errorf("second migrate: %v, %v", again, err)
+	}
+	if err := razao.CheckSchema(ctx, db); err != nil {
+		t.Errorf("CheckSchema: %v", err)
+	}
+	var recorded string
+	db.Get(&recorded, `SELECT name FROM schema_migrations WHERE version = 9`)
+	if recorded != oldNames[9] {
+		t.Errorf("version 9 recorded as %q, want its old record %q kept", recorded, oldNames[9])
+	}
+	r, err := verify.Run(ctx, db)
+	if err != nil || !r.OK() {
+		t.Errorf("verify: %v %+v", err, r)
+	}
+}
+
+// emptyDatabase creates a database with no schema at all, dropped at the
+// end of the test.
+func emptyDatabase(t *testing.T) *sqlx.DB {
+	t.Helper()
+	admin := pgtest.New(t) // any connection to the server will do
+	name := fmt.Sprintf("razao_old_names_%d", time.Now().UnixNano())
+	admin.MustExec(`CREATE DATABASE ` + pq.QuoteIdentifier(name))
+	t.Cleanup(func() { admin.Exec(`DROP DATABASE IF EXISTS ` + pq.QuoteIdentifier(name) + ` WITH (FORCE)`) })
+	db, err := razao.Open(context.Background(), pgtest.WithDatabase(pgtest.ServerURL(t), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
