@@ -9,3 +9,7 @@ func (in *Inbox) Batching() bool { return in.group.Started() }
 
 // ClaimDueSQL is the workers' claim statement, for its plan's test.
 const ClaimDueSQL = claimDueSQL
+
+// LargeSlotsTaken is how many large unauthenticated bodies hold a slot of
+// the gate, for tests that must know a slot is taken before going on.
+func (h *Handler) LargeSlotsTaken() int { return len(h.large.slots) }

@@ -54,7 +54,14 @@ func TestLargeUnauthenticatedBodiesWaitForOneOfTwoSlots(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		pr, pw := io.Pipe()
 		held, heldAnswers = append(held, pw), append(heldAnswers, send(forged(pr)))
-		pw.Write(bytes.Repeat([]byte("x"), 1024)) // returns once the server reads it: the slot is taken
+		pw.Write(bytes.Repeat([]byte("x"), 1024))
+	}
+	// The pipe's writes return once the client has taken the bytes, not
+	// once the server has: wait until both bodies hold their slots.
+	for deadline := time.Now().Add(30 * time.Second); e.handler.LargeSlotsTaken() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the two held bodies never took the gate's slots (%d taken)", e.handler.LargeSlotsTaken())
+		}
 	}
 	third := send(forged(bytes.NewReader(bytes.Repeat([]byte("y"), size))))
 

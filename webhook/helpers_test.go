@@ -49,6 +49,7 @@ type env struct {
 	proc    *webhook.Processor
 	inbox   *webhook.Inbox
 	router  http.Handler
+	handler *webhook.Handler
 	// running: the workers run (groupCommit); else each request is
 	// followed by a drain, as if a worker took its delivery at once.
 	running bool
@@ -174,7 +175,7 @@ func newEnvWithEndpoints(t testing.TB, db *sqlx.DB, url string, cfgs ...webhook.
 	h := webhook.NewHandler(eps, inbox, proc, func() time.Time { return clock }, log)
 	r := mux.NewRouter()
 	r.Handle("/webhooks/{endpoint}", h)
-	return &env{t: t, db: db, url: url, applier: applier, proc: proc, inbox: inbox, router: r}
+	return &env{t: t, db: db, url: url, applier: applier, proc: proc, inbox: inbox, router: r, handler: h}
 }
 
 // charge registers a charge the way the app does.
