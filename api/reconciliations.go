@@ -19,7 +19,9 @@ import (
 // the runs' history and each run's lines. They are served without a
 // reconciler too (the history stays readable; uploads find no endpoint).
 func (a *API) registerReconciliations(route func(method, path string, scope auth.Scope, h http.HandlerFunc)) {
-	route(http.MethodPost, "/reconciliations", auth.Write, a.uploadStatement)
+	// A statement books money no webhook announced: finance's call, like
+	// resolving a divergence, not the selling app's (whose token writes).
+	route(http.MethodPost, "/reconciliations", auth.Admin, a.uploadStatement)
 	route(http.MethodGet, "/reconciliations", auth.Read, a.listReconciliations)
 	route(http.MethodGet, "/reconciliations/{id}", auth.Read, a.getReconciliation)
 	route(http.MethodGet, "/reconciliations/{id}/lines.csv", auth.Read, a.reconciliationCSV)

@@ -139,7 +139,7 @@ func apiEnv(e *env) (http.Handler, map[auth.Scope]string) {
 	r := mux.NewRouter()
 	a.Register(r)
 	tokens := map[auth.Scope]string{}
-	for _, s := range []auth.Scope{auth.Read, auth.Write} {
+	for _, s := range []auth.Scope{auth.Read, auth.Write, auth.Admin} {
 		tok, _, err := auth.Create(context.Background(), e.db, "t-"+string(s), []auth.Scope{s})
 		if err != nil {
 			e.t.Fatal(err)
@@ -160,7 +160,7 @@ func call(h http.Handler, method, target, token, ctype string, body []byte) *htt
 	return rr
 }
 
-// TestReconciliationsAPI: uploads need the write scope, text/csv and a
+// TestReconciliationsAPI: uploads need the admin scope, text/csv and a
 // body within the endpoint's max_file_bytes; a run lists its unmatched
 // lines page by page, and its lines as CSV with formula cells guarded.
 func TestReconciliationsAPI(t *testing.T) {
@@ -176,22 +176,26 @@ func TestReconciliationsAPI(t *testing.T) {
 		"t2,\"=HYPERLINK(\"\"x\"\")\",DEPOSIT,1.00," + ts + ",\n" +
 		"t3,nope,DEPOSIT,1.00," + ts + ",\n")
 	upload := "/v1/reconciliations?endpoint=hodle&from=" + winFrom.Format(time.RFC3339) + "&to=" + winTo.Format(time.RFC3339)
-	if rr := call(h, "POST", upload, tok[auth.Read], "text/csv", file); rr.Code != http.StatusForbidden {
-		t.Fatalf("upload with a read token: %d", rr.Code)
+	for _, s := range []auth.Scope{auth.Read, auth.Write} {
+		// A write token is the selling app's: it must not book money no
+		// PSP announced.
+		if rr := call(h, "POST", upload, tok[s], "text/csv", file); rr.Code != http.StatusForbidden {
+			t.Fatalf("upload with a %s token: %d", s, rr.Code)
+		}
 	}
-	if rr := call(h, "POST", upload, tok[auth.Write], "application/json", file); rr.Code != http.StatusUnsupportedMediaType {
+	if rr := call(h, "POST", upload, tok[auth.Admin], "application/json", file); rr.Code != http.StatusUnsupportedMediaType {
 		t.Fatalf("upload as JSON: %d", rr.Code)
 	}
-	if rr := call(h, "POST", upload, tok[auth.Write], "text/csv", bytes.Repeat(file, 20)); rr.Code != http.StatusRequestEntityTooLarge {
+	if rr := call(h, "POST", upload, tok[auth.Admin], "text/csv", bytes.Repeat(file, 20)); rr.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("upload over max_file_bytes: %d %s", rr.Code, rr.Body)
 	}
-	if rr := call(h, "POST", "/v1/reconciliations?endpoint=bcb", tok[auth.Write], "text/csv", file); rr.Code != http.StatusNotFound {
+	if rr := call(h, "POST", "/v1/reconciliations?endpoint=bcb", tok[auth.Admin], "text/csv", file); rr.Code != http.StatusNotFound {
 		t.Fatalf("upload for a bcb-pix endpoint: %d", rr.Code)
 	}
-	if rr := call(h, "POST", "/v1/reconciliations?endpoint=hodle&from=yesterday&to="+winTo.Format(time.RFC3339), tok[auth.Write], "text/csv", file); rr.Code != http.StatusBadRequest {
+	if rr := call(h, "POST", "/v1/reconciliations?endpoint=hodle&from=yesterday&to="+winTo.Format(time.RFC3339), tok[auth.Admin], "text/csv", file); rr.Code != http.StatusBadRequest {
 		t.Fatalf("upload with a bad window: %d", rr.Code)
 	}
-	rr := call(h, "POST", upload, tok[auth.Write], "text/csv", file)
+	rr := call(h, "POST", upload, tok[auth.Admin], "text/csv", file)
 	var run reconcile.Run
 	if rr.Code != http.StatusCreated || json.Unmarshal(rr.Body.Bytes(), &run) != nil || run.Lines != 3 || run.Booked != 1 || run.Divergences != 2 {
 		t.Fatalf("upload: %d %s", rr.Code, rr.Body)

@@ -37,7 +37,9 @@ func newReconciler(cfg serveConfig, db *sqlx.DB, inbox *webhook.Inbox, ledger *p
 // cmdReconcile reconciles one endpoint's statement now: a CSV file
 // (-file) or a window of its Pix API (-from, -to), with the config file
 // razao serve runs with. What the ledger lacks is stored into the inbox
-// and booked before the command returns.
+// before the command returns; the workers of a running razao serve book it
+// (this command runs none), at their next poll (worker_interval) at the
+// latest.
 func cmdReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("reconcile", stderr)
 	endpoint := fs.String("endpoint", "", "the webhook endpoint whose statement it is (required)")
