@@ -3,11 +3,16 @@ package webhook
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/gorilla/mux"
 	"golang.org/x/time/rate"
 )
 
@@ -36,7 +41,7 @@ func TestLargeUnauthenticatedBodiesShareOneReadBudget(t *testing.T) {
 		src := &countingReader{r: bytes.NewReader(bytes.Repeat([]byte("x"), size))}
 		r := httptest.NewRequest("POST", "/webhooks/hodle", src)
 		r.ContentLength = int64(size)
-		in, leave, ok := g.enter(r)
+		in, leave, ok := g.enter(httptest.NewRecorder(), r)
 		if !ok {
 			t.Fatal("no slot, with every slot free")
 		}
@@ -61,5 +66,49 @@ func TestLargeUnauthenticatedBodiesShareOneReadBudget(t *testing.T) {
 	}
 	if len(g.slots) != 0 {
 		t.Fatalf("%d slots still taken after every body was answered", len(g.slots))
+	}
+}
+
+// A sender that stalls mid-body loses its slot once readWithin has passed,
+// instead of holding it until the server's read timeout: two idle
+// connections reopened every 15 s used to turn away every large delivery
+// with 503. Here both slots are taken by stalled senders, and a large body
+// sent after them still reaches authentication (401: it is forged).
+func TestStalledLargeBodiesGiveUpTheirSlots(t *testing.T) {
+	t.Parallel()
+	ep, err := NewEndpoint(EndpointConfig{Name: "hodle", Scheme: "hodle", Merchant: "m",
+		Secrets: []string{"example-secret-for-local-tests-only"}}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler([]*Endpoint{ep}, nil, nil, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h.large.readWithin = 100 * time.Millisecond
+	h.large.wait = 30 * time.Second // far beyond readWithin: only a freed slot lets the third in
+	r := mux.NewRouter()
+	r.Handle("/webhooks/{endpoint}", h)
+	srv := httptest.NewUnstartedServer(r)
+	srv.Config.ReadTimeout = time.Minute
+	srv.Start()
+	defer srv.Close()
+	for i := 0; i < largeSlots; i++ {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /webhooks/hodle HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+	}
+	for deadline := time.Now().Add(30 * time.Second); h.LargeSlotsTaken() < largeSlots; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled senders never took the slots (%d taken)", h.LargeSlotsTaken())
+		}
+	}
+	resp, err := http.Post(srv.URL+"/webhooks/hodle", "application/json", bytes.NewReader(bytes.Repeat([]byte("x"), 40<<10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a large body after two stalled senders: %d, want 401 (it reached authentication)", resp.StatusCode)
 	}
 }

@@ -42,6 +42,12 @@ const (
 	// largeWait bounds how long a large body waits for a slot and for the
 	// budget to read it before it is answered 503, which a PSP retries.
 	largeWait = 5 * time.Second
+	// largeReadWithin bounds how long a large body may take to arrive once
+	// it holds a slot: a sender that stalls mid-body must not keep the
+	// slot until the server's read timeout, or two idle connections turn
+	// away every large genuine delivery. A PSP's 256 KB crosses a data
+	// centre's link in milliseconds.
+	largeReadWithin = 2 * time.Second
 )
 
 // errGateBusy says a large unauthenticated body could not be read within
@@ -50,13 +56,15 @@ var errGateBusy = errors.New("too many large deliveries at once")
 
 // gate holds the slots and the read budget of large unauthenticated bodies.
 type gate struct {
-	slots  chan struct{}
-	budget *rate.Limiter
-	wait   time.Duration
+	slots      chan struct{}
+	budget     *rate.Limiter
+	wait       time.Duration
+	readWithin time.Duration
 }
 
 func newGate() *gate {
-	return &gate{slots: make(chan struct{}, largeSlots), budget: rate.NewLimiter(largeRate, largeBurst), wait: largeWait}
+	return &gate{slots: make(chan struct{}, largeSlots), budget: rate.NewLimiter(largeRate, largeBurst),
+		wait: largeWait, readWithin: largeReadWithin}
 }
 
 // large says whether r's body may be large: over smallBody, or of unknown
@@ -65,16 +73,26 @@ func large(r *http.Request) bool { return r.ContentLength < 0 || r.ContentLength
 
 // enter takes a slot for r if its body may be large and returns the
 // function that gives it back and the body to read, which for a large body
-// waits for the budget; ok is false when no slot freed up within the
-// gate's wait or the request ended.
-func (g *gate) enter(r *http.Request) (body io.Reader, leave func(), ok bool) {
+// waits for the budget and must arrive within readWithin; ok is false when
+// no slot freed up within the gate's wait or the request ended.
+func (g *gate) enter(w http.ResponseWriter, r *http.Request) (body io.Reader, leave func(), ok bool) {
 	if !large(r) {
 		return r.Body, func() {}, true
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.wait)
 	select {
 	case g.slots <- struct{}{}:
-		return &budgeted{r: r.Body, g: g, ctx: ctx}, func() { cancel(); <-g.slots }, true
+		// Not supported by a test's recorder; a real connection has it.
+		// The deadline is lifted once the body is read (leave): left set,
+		// it would end the server's background read of the connection
+		// while the delivery is stored, and with it the request's context.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(g.readWithin))
+		return &budgeted{r: r.Body, g: g, ctx: ctx}, func() {
+			cancel()
+			_ = rc.SetReadDeadline(time.Time{})
+			<-g.slots
+		}, true
 	case <-ctx.Done():
 		cancel()
 		return nil, nil, false
