@@ -201,7 +201,10 @@ const horizon = `(
 // drops ORDER BY and LIMIT from an EXISTS and then chose a scan of the
 // whole outbox for it (the horizon is unknown when planning), a cost that
 // grew with every event ever written and was paid on every read of every
-// wake.
+// wake. Its lower bound is one scalar on xid, the later of the cursor's and
+// the horizon's, with the rest of the cursor as a filter: with the row
+// comparison as its bound, the scan started at the cursor, and a stream
+// far behind read every index entry between it and the horizon.
 const readSQL = `
 WITH h AS MATERIALIZED (SELECT ` + horizon + ` AS x),
 ev AS (
@@ -211,7 +214,7 @@ ev AS (
   ORDER BY xid, id
   LIMIT $3)
 SELECT ev.xid::text AS xid, ev.id, ev.topic, ev.charge_id, ev.payload, ev.created_at,
-  (SELECT o.id FROM outbox o WHERE (o.xid, o.id) > ($1::xid8, $2::bigint) AND o.xid >= (SELECT x FROM h)
+  (SELECT o.id FROM outbox o WHERE o.xid >= greatest($1::xid8, (SELECT x FROM h)) AND (o.xid > $1::xid8 OR o.id > $2::bigint)
    ORDER BY o.xid, o.id LIMIT 1) IS NOT NULL AS held
 FROM (SELECT) AS one LEFT JOIN ev ON true
 ORDER BY ev.xid, ev.id`

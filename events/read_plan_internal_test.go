@@ -21,11 +21,9 @@ func TestReadFindsHeldEventsThroughTheCursorIndex(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	ctx := context.Background()
-	// One xid per event, as deliveries write them (only the plan is
-	// looked at, so whether these xids are past or future does not
-	// matter).
+	// One xid per event, as deliveries write them, all in the past.
 	if _, err := db.ExecContext(ctx, `INSERT INTO outbox (xid, topic, charge_id, payload)
-		SELECT g::text::xid8, 'charge.paid', 'c' || g, '{}'
+		SELECT greatest(1, pg_current_xact_id()::text::bigint - 20001 + g)::text::xid8, 'charge.paid', 'c' || g, '{}'
 		FROM generate_series(1, 20000) g`); err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +52,25 @@ func TestReadFindsHeldEventsThroughTheCursorIndex(t *testing.T) {
 	if len(scans) == 0 {
 		t.Fatalf("no scan of outbox in the plan:\n%s", plan)
 	}
+	// A stream far behind (from the beginning): the held check starts at
+	// the horizon, not at the cursor, so it reads a few index pages, not
+	// the 20,000 entries before the horizon.
+	if err := db.QueryRowContext(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+readSQL, "0", 0, MaxLimit).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	nodes = nil
+	if err := json.Unmarshal([]byte(plan), &nodes); err != nil {
+		t.Fatal(err)
+	}
+	walkPlan(nodes[0]["Plan"], func(n map[string]any) {
+		if n["Relation Name"] == "outbox" && n["Node Type"] == "Index Only Scan" {
+			pages, _ := n["Shared Hit Blocks"].(float64)
+			read, _ := n["Shared Read Blocks"].(float64)
+			if pages+read > 10 {
+				t.Errorf("the held check from the beginning read %v index pages, want a few: it must start at the horizon\n%s", pages+read, plan)
+			}
+		}
+	})
 	for _, s := range scans {
 		if !strings.HasSuffix(s, "using ix_outbox_cursor") {
 			t.Errorf("the read scans outbox as %q, want only the cursor index (ix_outbox_cursor); plan:\n%s", s, plan)
