@@ -103,7 +103,14 @@ func (r *Reconciler) events(lines []toBook, ep *endpoint) ([]scheme.Event, map[i
 			refused[l.Line] = err.Error()
 			continue
 		}
-		evs, nums = append(evs, l.event(ep.hook.Scheme.Name())), append(nums, l.Line)
+		ev := l.event(ep.hook.Scheme.Name())
+		// One line the inbox would refuse (an id too long for its set
+		// keys, say) must not refuse the whole chunk, on every run.
+		if err := r.inbox.CheckVerified(ep.hook, ev); err != nil {
+			refused[l.Line] = err.Error()
+			continue
+		}
+		evs, nums = append(evs, ev), append(nums, l.Line)
 	}
 	return evs, refused, nums
 }

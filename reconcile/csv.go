@@ -198,12 +198,18 @@ func (c *csvReader) parse(rec []string) (Line, error) {
 	switch {
 	case c.m.Kind == "" || slices.Contains(c.m.PaidValues, kind):
 	case slices.Contains(c.m.RefundValues, kind):
-		l.Kind, l.RefundID, l.EventType, l.EventID = KindRefunded, refund, csvRefundType, refund
+		// A refund id is the PSP's for one payment (a Pix's devoluções are
+		// numbered per Pix): the key holds the payment too, or two
+		// payments' refunds "D1" would be one line, and one lost.
+		l.Kind, l.RefundID, l.EventType, l.EventID = KindRefunded, refund, csvRefundType, psp+":"+refund
 	default:
 		return Line{}, fmt.Errorf("kind %.32q is neither a payment nor a refund", kind)
 	}
-	if l.EventID == "" {
-		return Line{}, fmt.Errorf("no %s id", map[Kind]string{KindPaid: "PSP", KindRefunded: "refund"}[l.Kind])
+	if psp == "" {
+		return Line{}, fmt.Errorf("no PSP id")
+	}
+	if l.Kind == KindRefunded && refund == "" {
+		return Line{}, fmt.Errorf("no refund id")
 	}
 	var err error
 	if l.Amount, err = c.amount(amount); err != nil {

@@ -11,6 +11,17 @@ import (
 // statement instead of received: it came with no HTTP request.
 var statementHeaders = []byte(`{"Source":"statement"}`)
 
+// CheckVerified says whether StoreVerified would take ev for endpoint ep,
+// so that a caller storing many can set aside the one it would refuse
+// instead of losing the whole call to it.
+func (in *Inbox) CheckVerified(ep *Endpoint, ev scheme.Event) error {
+	one := []scheme.Event{ev}
+	if err := checkEvents(ep, one); err != nil {
+		return err
+	}
+	return checkAmounts(one, in.proc.applier.Ledger.Limit())
+}
+
 // StoreVerified stores the events of one delivery that razao verified by
 // other means than the webhook, a PSP's statement read by reconciliation,
 // for endpoint ep, exactly as an authentic webhook delivery is stored:

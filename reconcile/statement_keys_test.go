@@ -1,0 +1,69 @@
+package reconcile_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Two Pix each with a devolução "D1" (the Pix API numbers devoluções per
+// Pix) in one CSV: both are refunded. Keyed by the refund id alone, the
+// two lines were one, and one refund was lost.
+func TestCSVRefundIDsArePerPayment(t *testing.T) {
+	e := newEnv(t)
+	e.charge("c1", 1000, "")
+	e.charge("c2", 1000, "")
+	br := func(tm time.Time) string { return tm.In(e.ledger.Calendar().Location()).Format(time.RFC3339) }
+	file := "e2e;txid;tipo;valor;horario;devolucao\r\n" +
+		e2e(1) + ";c1;PIX;10,00;" + br(at(1)) + ";\r\n" +
+		e2e(2) + ";c2;PIX;10,00;" + br(at(2)) + ";\r\n" +
+		e2e(1) + ";c1;DEVOLUCAO;3,00;" + br(at(10)) + ";D1\r\n" +
+		e2e(2) + ";c2;DEVOLUCAO;4,00;" + br(at(11)) + ";D1\r\n"
+	run := e.runCSV("bcbcsv", file)
+	t.Logf("run: lines=%d matched=%d booked=%d div=%d", run.Lines, run.Matched, run.Booked, run.Divergences)
+	t.Logf("outcomes: %q", e.outcomes(run.ID))
+	n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'refund'`)
+	if n != 2 {
+		t.Errorf("%d refunds booked, want 2", n)
+	}
+}
+
+// A refund id of 200 bytes (within the reader's 256, beyond what its set
+// keys may hold) is one invalid line: the lost payment beside it is still
+// booked. It used to refuse the whole chunk, on every run.
+func TestCSVLineTheInboxWouldRefuseIsInvalidAlone(t *testing.T) {
+	e := newEnv(t)
+	e.charge("p1", 1000, "")
+	e.charge("ok-1", 100, "")
+	if code, _ := e.postHodle("trk-p1", "p1", "10.00"); code != 200 {
+		t.Fatal(code)
+	}
+	ts := at(1).Format(time.RFC3339)
+	file := "trackId,externalId,type,amount,date,refundId\n" +
+		"trk-ok,ok-1,DEPOSIT,1.00," + ts + ",\n" +
+		"trk-p1,p1,REFUND,1.00," + ts + "," + strings.Repeat("r", 200) + "\n"
+	for i := 0; i < 2; i++ {
+		_, err := e.rec.ReconcileFile(context.Background(), "hodle", strings.NewReader(file), winFrom, winTo)
+		t.Logf("run %d: err=%v", i, err)
+	}
+	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND charge_id = 'ok-1'`); n != 1 {
+		t.Errorf("ok-1 sale count %d, want 1", n)
+	}
+}
+
+// The same across two statement files: the second "D1" is not taken for a
+// duplicate of the first.
+func TestCSVRefundIDsArePerPaymentAcrossRuns(t *testing.T) {
+	e := newEnv(t)
+	e.charge("c1", 1000, "")
+	e.charge("c2", 1000, "")
+	br := func(tm time.Time) string { return tm.In(e.ledger.Calendar().Location()).Format(time.RFC3339) }
+	hdr := "e2e;txid;tipo;valor;horario;devolucao\r\n"
+	run1 := e.runCSV("bcbcsv", hdr+e2e(1)+";c1;PIX;10,00;"+br(at(1))+";\r\n"+e2e(1)+";c1;DEVOLUCAO;3,00;"+br(at(10))+";D1\r\n")
+	run2 := e.runCSV("bcbcsv", hdr+e2e(2)+";c2;PIX;10,00;"+br(at(2))+";\r\n"+e2e(2)+";c2;DEVOLUCAO;4,00;"+br(at(11))+";D1\r\n")
+	t.Logf("run1 %q run2 %q", e.outcomes(run1.ID), e.outcomes(run2.ID))
+	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'refund' AND charge_id = 'c2'`); n != 1 {
+		t.Errorf("c2 has %d refunds, want 1 (run2 booked=%d)", n, run2.Booked)
+	}
+}
