@@ -170,14 +170,9 @@ func (a *API) exportCSV(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	out := &lazyHeader{w: w, header: func() {
-		w.Header().Set("Content-Type", d.ContentType())
-		w.Header().Set("Content-Disposition", `attachment; filename="`+reports.FileName(kind, m, d)+`"`)
-		w.Header().Set("Cache-Control", "no-store")
-	}}
-	// WriteCSV reads in a read-only snapshot of its own.
-	if _, err := reports.WriteCSV(r.Context(), a.DB, out, kind, m, d); err != nil {
-		if !out.started {
+	// The export reads in a read-only snapshot of its own.
+	if started, err := reports.ServeCSV(r.Context(), a.DB, w, kind, m, d); err != nil {
+		if !started {
 			writeError(w, r, a.Log, err)
 			return
 		}
@@ -186,20 +181,4 @@ func (a *API) exportCSV(w http.ResponseWriter, r *http.Request) {
 		a.Log.ErrorContext(r.Context(), "export stream failed", "kind", kind, "month", m.String(), "error", err)
 		panic(http.ErrAbortHandler)
 	}
-}
-
-// lazyHeader sets the CSV headers on the first write, so that an error
-// found before any byte can still be answered as a problem.
-type lazyHeader struct {
-	w       http.ResponseWriter
-	header  func()
-	started bool
-}
-
-func (l *lazyHeader) Write(p []byte) (int, error) {
-	if !l.started {
-		l.started = true
-		l.header()
-	}
-	return l.w.Write(p)
 }

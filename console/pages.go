@@ -258,34 +258,14 @@ func (c *Console) exportCSV(w http.ResponseWriter, r *http.Request) {
 		c.failWith(w, r, err)
 		return
 	}
-	out := &lazyHeader{w: w, header: func() {
-		w.Header().Set("Content-Type", d.ContentType())
-		w.Header().Set("Content-Disposition", `attachment; filename="`+reports.FileName(kind, m, d)+`"`)
-	}}
-	if _, err := reports.WriteCSV(r.Context(), c.DB, out, kind, m, d); err != nil {
-		if !out.started {
+	if started, err := reports.ServeCSV(r.Context(), c.DB, w, kind, m, d); err != nil {
+		if !started {
 			c.failWith(w, r, err)
 			return
 		}
 		c.Log.ErrorContext(r.Context(), "console export stream failed", "kind", kind, "month", m.String(), "error", err)
 		panic(http.ErrAbortHandler) // a cut download, not a short file that looks whole
 	}
-}
-
-// lazyHeader sets the CSV headers on the first write, so an error found
-// before any byte is still answered as a page.
-type lazyHeader struct {
-	w       http.ResponseWriter
-	header  func()
-	started bool
-}
-
-func (l *lazyHeader) Write(p []byte) (int, error) {
-	if !l.started {
-		l.started = true
-		l.header()
-	}
-	return l.w.Write(p)
 }
 
 // idParam parses a positive integer id from the path.
