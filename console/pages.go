@@ -12,46 +12,54 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
+	"github.com/razao/razao/internal/problem"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
 
-// failWith answers err as an error page: the refusals a user can cause
-// with their own words, anything else as a 500 logged with its detail.
+// refusals are what a user can cause with their own words, each said in
+// Portuguese; its status is its kind's, as the API answers it
+// (problem.StatusOf), unless given here.
+var refusals = []struct {
+	err    error
+	status int
+	msg    string
+}{
+	{reports.ErrInvalidMonth, 0, "Mês inválido: use AAAA-MM."},
+	{reports.ErrInvalidRange, 0, "Intervalo de meses inválido."},
+	{reports.ErrInvalidCursor, 0, "Paginação inválida: volte à primeira página."},
+	{reports.ErrUnknownAccount, 0, "Conta desconhecida."},
+	{accounts.ErrInvalidCode, http.StatusNotFound, "Conta desconhecida."},
+	{partners.ErrNotFound, 0, "Parceiro desconhecido."},
+	{reports.ErrNotFound, 0, "Divergência desconhecida."},
+	{reports.ErrUnknownKind, 0, "Exportação desconhecida."},
+	{reports.ErrUnknownDialect, 0, "Exportação desconhecida."},
+	{reports.ErrAlreadyResolved, 0, "Esta divergência já foi resolvida."},
+	{reports.ErrInvalidNote, 0, "Escreva uma nota de resolução (até 2.000 caracteres)."},
+	{periods.ErrMonthNotOver, 0, "Este mês ainda não terminou: não pode ser fechado."},
+	{periods.ErrEarlierMonthOpen, 0, "Um mês anterior está aberto: feche os meses em ordem."},
+	{periods.ErrAlreadyClosed, 0, "Este mês já está fechado."},
+}
+
+// failWith answers err as an error page: a refusal with its message,
+// anything else as a 500 logged with its detail.
 func (c *Console) failWith(w http.ResponseWriter, r *http.Request, err error) {
-	status, msg := http.StatusInternalServerError, "Erro interno: tente de novo; se persistir, veja os logs do serviço."
-	switch {
-	case errors.Is(err, reports.ErrInvalidMonth):
-		status, msg = http.StatusBadRequest, "Mês inválido: use AAAA-MM."
-	case errors.Is(err, reports.ErrInvalidRange):
-		status, msg = http.StatusBadRequest, "Intervalo de meses inválido."
-	case errors.Is(err, reports.ErrInvalidCursor):
-		status, msg = http.StatusBadRequest, "Paginação inválida: volte à primeira página."
-	case errors.Is(err, reports.ErrUnknownAccount), errors.Is(err, accounts.ErrInvalidCode):
-		status, msg = http.StatusNotFound, "Conta desconhecida."
-	case errors.Is(err, partners.ErrNotFound):
-		status, msg = http.StatusNotFound, "Parceiro desconhecido."
-	case errors.Is(err, reports.ErrNotFound):
-		status, msg = http.StatusNotFound, "Divergência desconhecida."
-	case errors.Is(err, reports.ErrUnknownKind), errors.Is(err, reports.ErrUnknownDialect):
-		status, msg = http.StatusNotFound, "Exportação desconhecida."
-	case errors.Is(err, reports.ErrAlreadyResolved):
-		status, msg = http.StatusConflict, "Esta divergência já foi resolvida."
-	case errors.Is(err, reports.ErrInvalidNote):
-		status, msg = http.StatusBadRequest, "Escreva uma nota de resolução (até 2.000 caracteres)."
-	case errors.Is(err, periods.ErrMonthNotOver):
-		status, msg = http.StatusConflict, "Este mês ainda não terminou: não pode ser fechado."
-	case errors.Is(err, periods.ErrEarlierMonthOpen):
-		status, msg = http.StatusConflict, "Um mês anterior está aberto: feche os meses em ordem."
-	case errors.Is(err, periods.ErrAlreadyClosed):
-		status, msg = http.StatusConflict, "Este mês já está fechado."
+	for _, f := range refusals {
+		if errors.Is(err, f.err) {
+			status := f.status
+			if status == 0 {
+				status = problem.StatusOf(f.err)
+			}
+			c.fail(w, r, status, f.msg)
+			return
+		}
 	}
-	if status == http.StatusInternalServerError && r.Context().Err() == nil {
+	if r.Context().Err() == nil {
 		c.Log.ErrorContext(r.Context(), "console page failed", "path", r.URL.Path, "error", err)
 	}
-	c.fail(w, r, status, msg)
+	c.fail(w, r, http.StatusInternalServerError, "Erro interno: tente de novo; se persistir, veja os logs do serviço.")
 }
 
 // currentMonth is the competence month of now.

@@ -41,6 +41,16 @@ var statusOf = map[kind.Kind]int{
 	kind.Unavailable: http.StatusServiceUnavailable,
 }
 
+// StatusOf is the HTTP status of err's kind, 500 for an error of no kind.
+func StatusOf(err error) int {
+	if e, ok := kind.Of(err); ok {
+		if status, ok := statusOf[e.Kind]; ok {
+			return status
+		}
+	}
+	return http.StatusInternalServerError
+}
+
 // WriteError answers with the problem of err's kind (kind.Of), its detail
 // err's text, and reports true; an error of no kind is left to the caller
 // (a generic 500, logged with its cause) and reports false.
