@@ -200,8 +200,11 @@ func (c *csvReader) parse(rec []string) (Line, error) {
 	case slices.Contains(c.m.RefundValues, kind):
 		// A refund id is the PSP's for one payment (a Pix's devoluções are
 		// numbered per Pix): the key holds the payment too, or two
-		// payments' refunds "D1" would be one line, and one lost.
-		l.Kind, l.RefundID, l.EventType, l.EventID = KindRefunded, refund, csvRefundType, psp+":"+refund
+		// payments' refunds "D1" would be one line, and one lost. The
+		// payment's id is length-prefixed, so that ids holding the
+		// separator cannot make two keys one ("a:b"+"c", "a"+"b:c").
+		l.Kind, l.RefundID, l.EventType = KindRefunded, refund, csvRefundType
+		l.EventID = strconv.Itoa(len(psp)) + ":" + psp + ":" + refund
 	default:
 		return Line{}, fmt.Errorf("kind %.32q is neither a payment nor a refund", kind)
 	}

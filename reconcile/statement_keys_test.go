@@ -67,3 +67,21 @@ func TestCSVRefundIDsArePerPaymentAcrossRuns(t *testing.T) {
 		t.Errorf("c2 has %d refunds, want 1 (run2 booked=%d)", n, run2.Booked)
 	}
 }
+
+// Ids holding the key's separator cannot make two refunds one: payment
+// "a:b" refunded "c" and payment "a" refunded "b:c" are two refunds.
+func TestCSVRefundKeysCannotCollide(t *testing.T) {
+	e := newEnv(t)
+	e.charge("h1", 1000, "")
+	e.charge("h2", 1000, "")
+	ts := at(1).Format(time.RFC3339)
+	file := "trackId,externalId,type,amount,date,refundId\n" +
+		"a:b,h1,DEPOSIT,10.00," + ts + ",\n" +
+		"a,h2,DEPOSIT,10.00," + ts + ",\n" +
+		"a:b,h1,REFUND,1.00," + ts + ",c\n" +
+		"a,h2,REFUND,2.00," + ts + ",b:c\n"
+	run := e.runCSV("hodle", file)
+	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'refund'`); n != 2 {
+		t.Errorf("%d refunds booked, want 2; outcomes %q", n, e.outcomes(run.ID))
+	}
+}
