@@ -76,7 +76,7 @@ func (a *API) uploadStatement(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusRequestEntityTooLarge, "too-large", "Body too large",
 			fmt.Sprintf("a statement file of this endpoint is at most %d bytes", max))
 	case err != nil:
-		writeReconcileError(w, r, a, err)
+		writeError(w, r, a.Log, err)
 	default:
 		writeJSON(w, http.StatusCreated, run)
 	}
@@ -102,7 +102,7 @@ func (a *API) listReconciliations(w http.ResponseWriter, r *http.Request) {
 	n := pageLimit(r)
 	runs, err := reconcile.ListRuns(r.Context(), a.DB, q.Get("endpoint"), before, n)
 	if err != nil {
-		writeReconcileError(w, r, a, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	page := RunPage{Runs: runs}
@@ -124,13 +124,13 @@ func (a *API) getReconciliation(w http.ResponseWriter, r *http.Request) {
 	}
 	run, err := reconcile.GetRun(r.Context(), a.DB, id)
 	if err != nil {
-		writeReconcileError(w, r, a, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	n := pageLimit(r)
 	lines, err := reconcile.Lines(r.Context(), a.DB, id, true, after, n)
 	if err != nil {
-		writeReconcileError(w, r, a, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	d := RunDetail{Run: run, Unmatched: lines}
@@ -153,7 +153,7 @@ func (a *API) reconciliationCSV(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := reconcile.GetRun(r.Context(), a.DB, id); err != nil {
-		writeReconcileError(w, r, a, err)
+		writeError(w, r, a.Log, err)
 		return
 	}
 	w.Header().Set("Content-Type", d.ContentType())
@@ -196,17 +196,4 @@ func pageLimit(r *http.Request) int {
 		return 100
 	}
 	return n
-}
-
-// writeReconcileError maps reconciliation's errors, and leaves the rest to
-// writeError.
-func writeReconcileError(w http.ResponseWriter, r *http.Request, a *API, err error) {
-	switch {
-	case errors.Is(err, reconcile.ErrInput):
-		writeProblem(w, http.StatusBadRequest, "invalid-statement", "Statement cannot be reconciled", err.Error())
-	case errors.Is(err, reconcile.ErrNotFound), errors.Is(err, reconcile.ErrUnknownEndpoint):
-		writeProblem(w, http.StatusNotFound, "not-found", "Not found", err.Error())
-	default:
-		writeError(w, r, a.Log, err)
-	}
 }

@@ -12,6 +12,8 @@ package reconcile
 import (
 	"errors"
 	"time"
+
+	"github.com/razao/razao/internal/kind"
 )
 
 // Kind is what a statement line says happened.
@@ -83,7 +85,7 @@ var ErrConfig = errors.New("reconciliation config")
 
 // ErrInput reports a statement or request that cannot be reconciled: a
 // file too large, a header missing a mapped column, a bad window.
-var ErrInput = errors.New("reconciliation input")
+var ErrInput = kind.New(kind.Invalid, "invalid-statement", "Statement cannot be reconciled", "reconciliation input")
 
 // maxIDLength bounds every id a line carries, as the inbox bounds them.
 const maxIDLength = 256

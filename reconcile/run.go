@@ -15,6 +15,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile/bcbpix"
 	"github.com/razao/razao/webhook"
@@ -128,7 +129,7 @@ func (r *Reconciler) MaxFileBytes(endpoint string) int64 {
 }
 
 // ErrUnknownEndpoint: the endpoint has no statement source of that kind.
-var ErrUnknownEndpoint = errors.New("no such reconciled endpoint")
+var ErrUnknownEndpoint = kind.New(kind.NotFound, "not-found", "Not found", "no such reconciled endpoint")
 
 // errStopped is a run ended by the test hook, left as a crash leaves it.
 var errStopped = errors.New("run stopped after a page (test hook)")

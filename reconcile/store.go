@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"github.com/razao/razao/internal/kind"
 )
 
 // pinSearchPath makes the transaction resolve names in the ledger's schema
@@ -116,7 +117,7 @@ const runColumns = `id, endpoint, source, window_from, window_to, final, schedul
 	matched, booked, divergences, file_sha256, last_error, started_at, finished_at, duration_ms, loaded`
 
 // ErrNotFound: no run with that id.
-var ErrNotFound = errors.New("reconciliation run not found")
+var ErrNotFound = kind.New(kind.NotFound, "not-found", "Not found", "reconciliation run not found")
 
 // GetRun returns one run.
 func GetRun(ctx context.Context, db sqlx.QueryerContext, id int64) (Run, error) {
