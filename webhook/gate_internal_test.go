@@ -41,7 +41,7 @@ func TestLargeUnauthenticatedBodiesShareOneReadBudget(t *testing.T) {
 		src := &countingReader{r: bytes.NewReader(bytes.Repeat([]byte("x"), size))}
 		r := httptest.NewRequest("POST", "/webhooks/hodle", src)
 		r.ContentLength = int64(size)
-		in, leave, ok := g.enter(httptest.NewRecorder(), r)
+		in, leave, ok := g.enter(httptest.NewRecorder(), r, DefaultMaxBody)
 		if !ok {
 			t.Fatal("no slot, with every slot free")
 		}
@@ -110,5 +110,23 @@ func TestStalledLargeBodiesGiveUpTheirSlots(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a large body after two stalled senders: %d, want 401 (it reached authentication)", resp.StatusCode)
+	}
+}
+
+// The read deadline of a large body leaves room for the largest body an
+// endpoint may take (16 MiB) to come in at the budget while every slot
+// reads: a fixed 2 s would have refused every body over about 16 MiB/s ×
+// 2 s ÷ 2 slots, whatever its sender's speed.
+func TestReadDeadlineLeavesRoomForTheLargestBody(t *testing.T) {
+	g := newGate()
+	const largest = 16 << 20
+	need := time.Duration(float64(largest*largeSlots) / largeRate * float64(time.Second))
+	for _, n := range []int64{largest, -1} {
+		if d := g.readDeadline(n, largest); d < need+largeReadWithin {
+			t.Errorf("a body of %d bytes (max 16 MiB) has %s to arrive, want at least %s", n, d, need+largeReadWithin)
+		}
+	}
+	if d := g.readDeadline(1<<40, DefaultMaxBody); d > largeReadWithin+time.Second {
+		t.Errorf("a stated length beyond max_body_bytes buys %s: the deadline must follow max_body_bytes", d)
 	}
 }

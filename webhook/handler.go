@@ -301,7 +301,7 @@ func reply(w http.ResponseWriter, code int, body Response) {
 // is a registration test. A large body holds one of the gate's slots
 // until it is authenticated.
 func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, ep *Endpoint) (scheme.Request, bool) {
-	in, leave, ok := h.large.enter(w, r)
+	in, leave, ok := h.large.enter(w, r, ep.MaxBody)
 	if !ok {
 		h.busy(w, ep)
 		return scheme.Request{}, false

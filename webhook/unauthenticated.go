@@ -42,8 +42,8 @@ const (
 	// largeWait bounds how long a large body waits for a slot and for the
 	// budget to read it before it is answered 503, which a PSP retries.
 	largeWait = 5 * time.Second
-	// largeReadWithin bounds how long a large body may take to arrive once
-	// it holds a slot: a sender that stalls mid-body must not keep the
+	// largeReadWithin, plus the budget's time for the body (readDeadline),
+	// bounds how long a large body may take to arrive once it holds a slot: a sender that stalls mid-body must not keep the
 	// slot until the server's read timeout, or two idle connections turn
 	// away every large genuine delivery. A PSP's 256 KB crosses a data
 	// centre's link in milliseconds.
@@ -75,7 +75,7 @@ func large(r *http.Request) bool { return r.ContentLength < 0 || r.ContentLength
 // function that gives it back and the body to read, which for a large body
 // waits for the budget and must arrive within readWithin; ok is false when
 // no slot freed up within the gate's wait or the request ended.
-func (g *gate) enter(w http.ResponseWriter, r *http.Request) (body io.Reader, leave func(), ok bool) {
+func (g *gate) enter(w http.ResponseWriter, r *http.Request, maxBody int64) (body io.Reader, leave func(), ok bool) {
 	if !large(r) {
 		return r.Body, func() {}, true
 	}
@@ -87,7 +87,7 @@ func (g *gate) enter(w http.ResponseWriter, r *http.Request) (body io.Reader, le
 		// it would end the server's background read of the connection
 		// while the delivery is stored, and with it the request's context.
 		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(g.readWithin))
+		_ = rc.SetReadDeadline(time.Now().Add(g.readDeadline(r.ContentLength, maxBody)))
 		return &budgeted{r: r.Body, g: g, ctx: ctx}, func() {
 			cancel()
 			_ = rc.SetReadDeadline(time.Time{})
@@ -97,6 +97,22 @@ func (g *gate) enter(w http.ResponseWriter, r *http.Request) (body io.Reader, le
 		cancel()
 		return nil, nil, false
 	}
+}
+
+// readDeadline is how long a large body of length n (unknown: -1) may
+// take to arrive once it holds a slot: readWithin, plus the time the
+// budget needs to let the whole body in while every slot reads, so that
+// the largest body an endpoint takes (max_body_bytes, up to 16 MiB) is
+// never cut by the deadline alone.
+func (g *gate) readDeadline(n, maxBody int64) time.Duration {
+	if n < 0 || n > maxBody {
+		n = maxBody
+	}
+	perSecond := float64(g.budget.Limit())
+	if perSecond <= 0 || g.budget.Limit() == rate.Inf {
+		return g.readWithin
+	}
+	return g.readWithin + time.Duration(float64(n)*float64(cap(g.slots))/perSecond*float64(time.Second))
 }
 
 // budgeted reads r no faster than its gate's budget allows, failing with
