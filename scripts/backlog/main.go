@@ -9,13 +9,14 @@
 // autovacuum settings to the server's, to compare with the migrations'.
 //
 // It runs razao's own webhook.Inbox, Processor and Worker in process, on a
-// fresh database razao_backlog_<pid> on a loopback server (dropped at the
-// end unless -keep), through a database/sql connector that times the
-// workers' claim statement and changes nothing else.
+// fresh database razao_backlog_<pid> on a loopback server, or on a
+// throwaway cluster of its own with -cluster (dropped at the end unless
+// -keep), through a database/sql connector that times the workers' claim
+// statement and changes nothing else.
 //
-//	go run ./scripts/backlog                          # 1,000,000 applied; 50,000 drained; 10 minutes at 300/s
-//	go run ./scripts/backlog -steady 0                # the drain only
-//	go run ./scripts/backlog -autovacuum default      # the same without the inbox's settings
+//	go run ./scripts/backlog -cluster                      # 1,000,000 applied; 50,000 drained; 10 minutes at 300/s
+//	go run ./scripts/backlog -cluster -autovacuum default  # the same with the server's autovacuum settings for inbox
+//	go run ./scripts/backlog -steady 0                     # the drain only, on the server at -database-url
 package main
 
 import (
@@ -30,6 +31,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +43,7 @@ import (
 
 	"github.com/razao/razao"
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
 	"github.com/razao/razao/webhook/scheme"
@@ -72,6 +75,7 @@ func run() int {
 	workers := fs.Int("workers", webhook.DefaultWorkers, "claim loops (the service's default)")
 	autovac := fs.String("autovacuum", "table", "table: the inbox's settings from the migrations; default: reset to the server's")
 	keep := fs.Bool("keep", false, "keep the database")
+	cluster := fs.Bool("cluster", false, "run on a throwaway PostgreSQL cluster of its own (scripts/localpg.sh: PostgreSQL's defaults, autovacuum on; fsync off) instead of -database-url")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: go run ./scripts/backlog [flags]\n\nDrains a backlog of deliveries through razao's workers, then runs a steady stream, timing the claim.")
 		fs.PrintDefaults()
@@ -107,6 +111,15 @@ func run() int {
 	// a slow machine, the steady stream, and its own drain.
 	ctx, cancel := context.WithTimeout(ctx, *steady+30*time.Minute)
 	defer cancel()
+	if *cluster {
+		url, stop, err := startCluster()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "backlog:", err)
+			return 1
+		}
+		defer stop()
+		*dbURL = url
+	}
 	b := &bench{backlog: *backlog, history: *history, steady: *steady, rate: *rate, sample: *sample,
 		workers: *workers, autovac: *autovac, rec: &claims{}}
 	err := b.run(ctx, *dbURL, *keep)
@@ -135,6 +148,35 @@ func checkLoopback(raw string) error {
 		}
 	}
 	return nil
+}
+
+// startCluster starts a throwaway cluster with PostgreSQL's default
+// settings, as the storm of make replicas does (pgtest.StartCluster: fsync
+// and synchronous_commit off, so commits cost less than on a real server):
+// a shared server may run with autovacuum off (test servers often do), and
+// then no setting of the inbox's can be measured.
+func startCluster() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "razao-backlog-")
+	if err != nil {
+		return "", nil, err
+	}
+	// The server runs as an unprivileged user, who must traverse it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	data, port := filepath.Join(dir, "data"), 55000+os.Getpid()%900
+	url, err := pgtest.StartCluster(data, port)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return url, func() {
+		if err := pgtest.StopCluster(data, port); err != nil {
+			fmt.Fprintln(os.Stderr, "backlog:", err)
+			return
+		}
+		os.RemoveAll(dir)
+	}, nil
 }
 
 // withDatabase is raw naming database name instead.
@@ -235,13 +277,16 @@ func (b *bench) setUp(ctx context.Context) error {
 			return fmt.Errorf("reset inbox autovacuum: %w", err)
 		}
 	}
-	var opts, naptime, costDelay, costLimit string
+	var opts, autovacuum, naptime, costDelay, costLimit string
 	if err := b.plain.QueryRowContext(ctx, `SELECT coalesce(array_to_string(reloptions, ', '), '(none)'),
-		current_setting('autovacuum_naptime'), current_setting('autovacuum_vacuum_cost_delay'), current_setting('autovacuum_vacuum_cost_limit')
-		FROM pg_class WHERE oid = 'inbox'::regclass`).Scan(&opts, &naptime, &costDelay, &costLimit); err != nil {
+		current_setting('autovacuum'), current_setting('autovacuum_naptime'), current_setting('autovacuum_vacuum_cost_delay'), current_setting('autovacuum_vacuum_cost_limit')
+		FROM pg_class WHERE oid = 'inbox'::regclass`).Scan(&opts, &autovacuum, &naptime, &costDelay, &costLimit); err != nil {
 		return fmt.Errorf("read settings: %w", err)
 	}
-	fmt.Printf("inbox autovacuum (%s): %s; server: naptime %s, cost_delay %s, cost_limit %s\n", b.autovac, opts, naptime, costDelay, costLimit)
+	fmt.Printf("inbox autovacuum (%s): %s; server: autovacuum %s, naptime %s, cost_delay %s, cost_limit %s\n", b.autovac, opts, autovacuum, naptime, costDelay, costLimit)
+	if autovacuum != "on" {
+		fmt.Println("the server runs no autovacuum at all: the inbox's settings do nothing here (-cluster runs on a server of its own)")
+	}
 
 	total := b.backlog + int(b.steady.Seconds()*float64(b.rate)*1.2) + 1000
 	start := time.Now()
@@ -462,12 +507,18 @@ func (b *bench) stream(ctx context.Context) error {
 	prevStored := int64(0)
 	tick := time.NewTicker(b.sample)
 	defer tick.Stop()
+	last := begin
 	for done := false; !done; {
 		select {
 		case <-sctx.Done():
 			done = true
+			if time.Since(last) < time.Second {
+				continue // the interval was just reported
+			}
 		case <-tick.C:
 		}
+		interval := time.Since(last)
+		last = time.Now()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -500,10 +551,10 @@ func (b *bench) stream(ctx context.Context) error {
 		n := stored.Load()
 		lagText := "     -        -"
 		if lag50.Valid {
-			lagText = fmt.Sprintf("%6.0fms %6.0fms", lag50.Float64*1000, lag99.Float64*1000)
+			lagText = fmt.Sprintf("%6.1fms %6.1fms", lag50.Float64*1000, lag99.Float64*1000)
 		}
 		fmt.Printf("%5.0fs %9.0f  %6d  %10.1f  %7s  %7s  %12.0f  %5.2f  %7d  %8d  %8d  %11d  %18d  %s\n",
-			time.Since(begin).Seconds(), float64(n-prevStored)/b.sample.Seconds(), len(t), mean(r), ms(ps[0]), ms(ps[1]),
+			time.Since(begin).Seconds(), float64(n-prevStored)/interval.Seconds(), len(t), mean(r), ms(ps[0]), ms(ps[1]),
 			pages, probeMS, st.Pending, st.Dead, st.Live, st.Autovacuums, st.IndexPages, lagText)
 		prevStored = n
 	}
