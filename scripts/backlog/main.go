@@ -222,7 +222,13 @@ func (b *bench) run(ctx context.Context, server string, keep bool) error {
 			}
 		}()
 	}
-	b.url = withDatabase(server, name)
+	return b.measure(ctx, withDatabase(server, name))
+}
+
+// measure runs the measurement on the database at url.
+func (b *bench) measure(ctx context.Context, url string) error {
+	b.url = url
+	var err error
 	if b.plain, err = razao.Open(ctx, b.url); err != nil {
 		return err
 	}
