@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
+	"github.com/razao/razao/events"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
@@ -252,11 +254,51 @@ func (c *Console) partner(w http.ResponseWriter, r *http.Request) {
 
 // events serves the live strip: the /v1/events stream, authenticated by
 // the session (its token is in the context, so the hub ends the stream
-// when the token is revoked, as for a bearer).
+// when the token is revoked, as for a bearer). The stream lives no longer
+// than its session: at every keepalive the session is looked up again, and
+// once it is gone (signed out, on this replica or another; expired; its
+// token revoked) the stream is cut.
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
-	if _, ok := auth.FromContext(r.Context()); !ok {
+	s, ok := sessionFrom(r.Context())
+	if _, hasToken := auth.FromContext(r.Context()); !ok || !hasToken {
 		c.fail(w, r, http.StatusUnauthorized, "Sessão ausente.")
 		return
 	}
-	c.Events.ServeHTTP(w, r)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go c.watchSession(ctx, cancel, s.plaintext)
+	c.Events.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// watchSession calls end once the session of plaintext is no longer live,
+// checking every keepalive until ctx ends. A database error is not an end:
+// the stream keeps its session until a lookup says it has none.
+func (c *Console) watchSession(ctx context.Context, end context.CancelFunc, plaintext string) {
+	t := time.NewTicker(c.keepAlive())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, err := c.lookup(ctx, plaintext)
+		switch {
+		case errors.Is(err, errNoSession):
+			c.Log.DebugContext(ctx, "console event stream cut: its session ended", "reason", err)
+			end()
+			return
+		case err != nil && ctx.Err() == nil:
+			c.Log.WarnContext(ctx, "console event stream: cannot re-check its session", "error", err)
+		}
+	}
+}
+
+// keepAlive is how often an open stream re-checks its session: the hub's
+// keepalive, at which it re-checks tokens too.
+func (c *Console) keepAlive() time.Duration {
+	if h, ok := c.Events.(*events.Hub); ok && h.KeepAlive > 0 {
+		return h.KeepAlive
+	}
+	return events.DefaultKeepAlive
 }
