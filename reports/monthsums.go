@@ -39,9 +39,9 @@ const revenueAccount = 0
 //
 // The branches are gated per month by conditions on the month's row only
 // (one-time filters): a month with sums reads its lines and the sets its
-// snapshot did not see (ix_posting_sets_created_xid; their ids are an
-// array so that their postings are read by ix_postings_set, never by a
-// scan of postings, however few the planner guesses), one without reads
+// snapshot did not see (ix_posting_sets_month_xid, then each set's
+// postings by ix_postings_set: the OFFSET 0 keeps the planner from a scan
+// of postings, however many sets it guesses), one without reads
 // its postings, by account (ix_postings_account_month) when accounts are
 // given, else by set (ix_posting_sets_competence_month).
 const monthSumsSQL = `
@@ -58,11 +58,10 @@ SELECT ms.month, x.account_id, x.kind, x.debits, x.credits, x.sets
 FROM ms CROSS JOIN LATERAL (
 	WITH r AS MATERIALIZED (
 		SELECT p.account_id, s.id AS set_id, s.kind, p.amount
-		FROM postings p JOIN posting_sets s ON s.id = p.posting_set_id
-		WHERE ms.snapshot IS NOT NULL AND p.competence_month = ms.month
-			AND p.posting_set_id = ANY (ARRAY(SELECT d.id FROM posting_sets d
-				WHERE d.created_xid >= pg_snapshot_xmin(ms.snapshot) AND NOT pg_visible_in_snapshot(d.created_xid, ms.snapshot)
-					AND d.competence_month = ms.month))
+		FROM posting_sets s CROSS JOIN LATERAL (
+			SELECT p.account_id, p.amount FROM postings p WHERE p.posting_set_id = s.id OFFSET 0) p
+		WHERE ms.snapshot IS NOT NULL AND s.competence_month = ms.month
+			AND s.created_xid >= pg_snapshot_xmin(ms.snapshot) AND NOT pg_visible_in_snapshot(s.created_xid, ms.snapshot)
 			AND ($2::bigint[] IS NULL OR p.account_id = ANY($2::bigint[]))
 		UNION ALL
 		SELECT p.account_id, s.id, s.kind, p.amount

@@ -17,6 +17,8 @@ import (
 type books struct {
 	TB     reports.TrialBalanceReport
 	Income reports.Income
+	// Series of cash and revenue from the month before to the month.
+	Cash, Revenue reports.Series
 }
 
 func readBooks(t *testing.T, q sqlx.QueryerContext, months ...postings.Month) []books {
@@ -32,7 +34,13 @@ func readBooks(t *testing.T, q sqlx.QueryerContext, months ...postings.Month) []
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, books{tb, inc})
+		var series [2]reports.Series
+		for i, code := range []string{"assets:cash", "income:revenue"} {
+			if series[i], err = reports.AccountSeries(ctx, q, code, m.Prev(), m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = append(out, books{tb, inc, series[0], series[1]})
 	}
 	return out
 }

@@ -12,9 +12,11 @@
 -- a lower id can commit after one with a higher id. posting_sets'
 -- created_xid (stamped by its trigger, sql/0012) and S decide it:
 -- NOT pg_visible_in_snapshot(created_xid, S), and every such set has
--- created_xid >= pg_snapshot_xmin(S), which the index below finds.
+-- created_xid >= pg_snapshot_xmin(S), which the index below finds, per
+-- month. (One more index entry per set, on an ever-growing key, like the
+-- primary key's.)
 
-CREATE INDEX ix_posting_sets_created_xid ON posting_sets (created_xid);
+CREATE INDEX ix_posting_sets_month_xid ON posting_sets (competence_month, created_xid);
 
 -- One row per summed month: the snapshot its lines are of.
 CREATE TABLE month_sums (
