@@ -139,6 +139,21 @@ CREATE TABLE month_snapshots (
     created_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
+CREATE TABLE month_sum_lines (
+    month date NOT NULL,
+    account_id bigint NOT NULL,
+    kind text NOT NULL,
+    debits numeric NOT NULL,
+    credits numeric NOT NULL,
+    sets bigint NOT NULL
+);
+
+CREATE TABLE month_sums (
+    month date NOT NULL,
+    snapshot pg_snapshot NOT NULL,
+    computed_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE outbox (
     id bigint NOT NULL DEFAULT nextval('outbox_id_seq'::regclass),
     xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
@@ -300,6 +315,11 @@ ALTER TABLE inbox_bodies ADD CONSTRAINT inbox_bodies_pkey PRIMARY KEY (id);
 ALTER TABLE month_snapshots ADD CONSTRAINT ck_month_snapshots_counts CHECK (((sales_count >= 0) AND (refunds_count >= 0) AND (lines >= 0)));
 ALTER TABLE month_snapshots ADD CONSTRAINT fk_month_snapshots_closed FOREIGN KEY (month) REFERENCES closed_periods(month);
 ALTER TABLE month_snapshots ADD CONSTRAINT month_snapshots_pkey PRIMARY KEY (month);
+ALTER TABLE month_sum_lines ADD CONSTRAINT ck_month_sum_lines_positive CHECK (((debits >= (0)::numeric) AND (credits >= (0)::numeric) AND (sets >= 0)));
+ALTER TABLE month_sum_lines ADD CONSTRAINT month_sum_lines_month_fkey FOREIGN KEY (month) REFERENCES month_sums(month) ON DELETE CASCADE;
+ALTER TABLE month_sum_lines ADD CONSTRAINT month_sum_lines_pkey PRIMARY KEY (month, account_id, kind);
+ALTER TABLE month_sums ADD CONSTRAINT ck_month_sums_first_day CHECK ((month = (date_trunc('month'::text, (month)::timestamp with time zone))::date));
+ALTER TABLE month_sums ADD CONSTRAINT month_sums_pkey PRIMARY KEY (month);
 ALTER TABLE outbox ADD CONSTRAINT ck_outbox_topic CHECK ((topic = ANY (ARRAY['charge.paid'::text, 'access.granted'::text, 'charge.refunded'::text, 'charge.failed'::text, 'divergence.opened'::text])));
 ALTER TABLE outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_amount CHECK ((amount > 0));
@@ -351,6 +371,7 @@ CREATE INDEX ix_outbox_cursor ON public.outbox USING btree (xid, id);
 CREATE INDEX ix_posting_sets_charge ON public.posting_sets USING btree (charge_id) WHERE (charge_id IS NOT NULL);
 CREATE INDEX ix_posting_sets_competence_month ON public.posting_sets USING btree (competence_month, id);
 CREATE INDEX ix_posting_sets_event_at ON public.posting_sets USING btree (event_at) WHERE (kind = ANY (ARRAY['sale'::text, 'refund'::text]));
+CREATE INDEX ix_posting_sets_month_xid ON public.posting_sets USING btree (competence_month, created_xid);
 CREATE INDEX ix_posting_sets_partner ON public.posting_sets USING btree (partner) WHERE (partner IS NOT NULL);
 CREATE UNIQUE INDEX uq_commission_per_charge ON public.posting_sets USING btree (charge_id) WHERE (kind = 'commission'::text);
 CREATE UNIQUE INDEX uq_refund_per_psp_refund ON public.posting_sets USING btree (charge_id, refund_id) WHERE (kind = 'refund'::text);

@@ -8,14 +8,18 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/big"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
 )
 
 // Errors returned by this package; callers test them with errors.Is. A
@@ -69,45 +73,112 @@ func Get(ctx context.Context, q sqlx.QueryerContext, partner string) (Summary, e
 	return summarize(ctx, q, partner, a)
 }
 
-// summarize reads the account's postings (and its descendants', as for
-// every parent balance) in one statement, so the figures are of one
-// snapshot and add up.
+// summarize reads the partner's account (and its descendants', as for
+// every parent balance) from the ledger's month sums (reports.AccountFlows,
+// the code every report reads postings with).
 func summarize(ctx context.Context, q sqlx.QueryerContext, partner string, a accounts.Account) (Summary, error) {
-	s := Summary{Partner: partner, Account: a.Code, Currency: a.Currency}
-	// The sums are exact numerics, checked against int64 here, so one
-	// that does not fit is named rather than failing the statement.
-	var sums struct {
-		Owed        postings.Sum `db:"owed"`
-		Commissions postings.Sum `db:"commissions"`
-		Reversed    postings.Sum `db:"reversed"`
-		Paid        postings.Sum `db:"paid"`
-		Adjustments postings.Sum `db:"adjustments"`
-	}
-	err := sqlx.GetContext(ctx, q, &sums, `
-		SELECT
-			-sum(p.amount) AS owed,
-			-sum(p.amount) FILTER (WHERE ps.kind = 'commission') AS commissions,
-			sum(p.amount) FILTER (WHERE ps.kind = 'commission_reversal') AS reversed,
-			sum(p.amount) FILTER (WHERE ps.kind = 'payout') AS paid,
-			-sum(p.amount) FILTER (WHERE ps.kind NOT IN ('commission', 'commission_reversal', 'payout')) AS adjustments
-		FROM postings p
-		JOIN accounts a ON a.id = p.account_id
-		JOIN posting_sets ps ON ps.id = p.posting_set_id
-		WHERE a.code = $1 OR starts_with(a.code, $1 || ':')`, a.Code)
+	all, err := summarizeMany(ctx, q, []accounts.Account{a})
 	if err != nil {
-		return Summary{}, fmt.Errorf("summary of partner %s: %w", partner, err)
+		return Summary{}, err
 	}
-	for _, f := range []struct {
-		to   *int64
-		from postings.Sum
-		name string
-	}{{&s.Owed, sums.Owed, "owed"}, {&s.Commissions, sums.Commissions, "commissions"}, {&s.Reversed, sums.Reversed, "reversed"},
-		{&s.Paid, sums.Paid, "paid"}, {&s.Adjustments, sums.Adjustments, "adjustments"}} {
-		if *f.to, err = f.from.Int64(f.name+" of", a.Code); err != nil {
-			return Summary{}, fmt.Errorf("summary of partner %s: %w", partner, err)
+	s := all[0]
+	s.Partner = partner
+	return s, nil
+}
+
+// summarizeMany reads the summaries of the partners of accts (their
+// payable accounts) at once: one reading of the month sums for all of
+// them and their descendants.
+func summarizeMany(ctx context.Context, q sqlx.QueryerContext, accts []accounts.Account) ([]Summary, error) {
+	codes := make([]string, len(accts))
+	for i, a := range accts {
+		codes[i] = a.Code
+	}
+	var tree []struct {
+		ID   int64  `db:"id"`
+		Code string `db:"code"`
+		Root string `db:"root"`
+	}
+	err := sqlx.SelectContext(ctx, q, &tree, `SELECT a.id, a.code, r.code AS root
+		FROM unnest($1::text[]) r (code) JOIN accounts a ON a.code = r.code OR starts_with(a.code, r.code || ':')`,
+		pq.StringArray(codes))
+	if err != nil {
+		return nil, fmt.Errorf("summary of %d partner(s): accounts: %w", len(accts), err)
+	}
+	ids := make([]int64, 0, len(tree))
+	for _, t := range tree {
+		ids = append(ids, t.ID)
+	}
+	flows, err := reports.AccountFlows(ctx, q, ids)
+	if err != nil {
+		return nil, fmt.Errorf("summary of %d partner(s): %w", len(accts), err)
+	}
+	// Each figure is summed in 128 bits and checked once whole.
+	type figures struct{ owed, commissions, reversed, paid, adjustments big.Int }
+	byRoot := make(map[string]*figures, len(accts))
+	for _, c := range codes {
+		byRoot[c] = &figures{}
+	}
+	for _, t := range tree {
+		f := byRoot[t.Root]
+		for kind, fl := range flows[t.ID] {
+			// The account's net credit by this kind of set.
+			credit := new(big.Int).Sub(big.NewInt(fl.Credits), big.NewInt(fl.Debits))
+			f.owed.Add(&f.owed, credit)
+			switch postings.Kind(kind) {
+			case postings.KindCommission:
+				f.commissions.Add(&f.commissions, credit)
+			case postings.KindCommissionReversal:
+				f.reversed.Sub(&f.reversed, credit)
+			case postings.KindPayout:
+				f.paid.Sub(&f.paid, credit)
+			default:
+				f.adjustments.Add(&f.adjustments, credit)
+			}
 		}
 	}
-	return s, nil
+	out := make([]Summary, len(accts))
+	for i, a := range accts {
+		f := byRoot[a.Code]
+		s := Summary{Partner: strings.TrimPrefix(a.Code, accounts.CommissionPayable+":"), Account: a.Code, Currency: a.Currency}
+		for _, v := range []struct {
+			to   *int64
+			from *big.Int
+			name string
+		}{{&s.Owed, &f.owed, "owed"}, {&s.Commissions, &f.commissions, "commissions"}, {&s.Reversed, &f.reversed, "reversed"},
+			{&s.Paid, &f.paid, "paid"}, {&s.Adjustments, &f.adjustments, "adjustments"}} {
+			if !v.from.IsInt64() {
+				return nil, fmt.Errorf("summary of partner %s: %w: %s of %s", s.Partner, postings.ErrSumOverflow, v.name, a.Code)
+			}
+			*v.to = v.from.Int64()
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// Page returns the summaries of up to limit partners (the direct
+// sub-accounts of the commission-payable account, by code) after the
+// partner id after ("" from the first), and whether more follow: one
+// reading of the ledger for the page, the figures Get gives each.
+func Page(ctx context.Context, q sqlx.QueryerContext, after string, limit int) ([]Summary, bool, error) {
+	prefix := accounts.CommissionPayable + ":"
+	var accts []accounts.Account
+	err := sqlx.SelectContext(ctx, q, &accts, `SELECT id, code, type, normal_side, currency, parent_id FROM accounts
+		WHERE starts_with(code, $1) AND strpos(substr(code, length($1) + 1), ':') = 0 AND code > ($1 || $2)
+		ORDER BY code LIMIT $3`, prefix, after, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("list partners: %w", err)
+	}
+	more := len(accts) > limit
+	if more {
+		accts = accts[:limit]
+	}
+	if len(accts) == 0 {
+		return nil, false, nil
+	}
+	out, err := summarizeMany(ctx, q, accts)
+	return out, more, err
 }
 
 // PayoutRequest asks to pay Amount centavos to Partner.

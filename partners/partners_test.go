@@ -15,6 +15,7 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
 )
 
 var (
@@ -407,4 +408,53 @@ func waitLockWaiters(t *testing.T, db *sqlx.DB, n int) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// A page of partners reads them all at once from the month sums, with the
+// figures Get gives each: before the sums are stored, from them, and
+// with sets booked after them.
+func TestPageGivesEachPartnersSummaryFromTheMonthSums(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.sell("ch-1", "partner-42", 10000, 1000)
+	e.sell("ch-2", "partner-7", 5000, 1000)
+	e.sell("ch-3", "partner-9", 3000, 500)
+	e.refund("ch-1", "rf-1", "partner-42", 5000, postings.ReversalAmount(1000, 10000, 0, 5000))
+	if _, err := e.payout(partners.PayoutRequest{Partner: "partner-7", IdempotencyKey: "pay-1", Amount: 200}); err != nil {
+		t.Fatal(err)
+	}
+	want := []partners.Summary{
+		{Partner: "partner-42", Account: "liabilities:commission-payable:partner-42", Currency: "BRL", Owed: 500, Commissions: 1000, Reversed: 500},
+		{Partner: "partner-7", Account: "liabilities:commission-payable:partner-7", Currency: "BRL", Owed: 300, Commissions: 500, Paid: 200},
+		{Partner: "partner-9", Account: "liabilities:commission-payable:partner-9", Currency: "BRL", Owed: 150, Commissions: 150},
+	}
+	check := func(what string) {
+		t.Helper()
+		first, more, err := partners.Page(ctx, e.db, "", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest, last, err := partners.Page(ctx, e.db, first[len(first)-1].Partner, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := append(first, rest...)
+		if !more || last || len(got) != len(want) {
+			t.Fatalf("%s: pages %+v (more %v) then %+v (more %v)", what, first, more, rest, last)
+		}
+		for i := range want {
+			if got[i] != want[i] || e.summary(want[i].Partner) != want[i] {
+				t.Errorf("%s: page has %+v, Get %+v, want %+v", what, got[i], e.summary(want[i].Partner), want[i])
+			}
+		}
+	}
+	check("without month sums")
+	if _, err := reports.RefreshMonthSums(ctx, e.db); err != nil {
+		t.Fatal(err)
+	}
+	check("from the month sums")
+	e.sell("ch-4", "partner-9", 2000, 500)
+	want[2].Owed, want[2].Commissions = 250, 250
+	check("with a commission after the sums")
 }

@@ -75,7 +75,30 @@ func run(ctx context.Context, db *sqlx.DB, want wantSchema) (Report, error) {
 		return Report{}, err
 	}
 	r.Checks = append(r.Checks, snapshots)
+	sums, err := monthSumsCheck(ctx, tx)
+	if err != nil && r.OK() {
+		return Report{}, err
+	}
+	r.Checks = append(r.Checks, sums)
 	return r, nil
+}
+
+// monthSumsCheck compares the month sums the reports read with the
+// postings (reports.CheckMonthSums), as snapshotCheck does snapshots.
+func monthSumsCheck(ctx context.Context, tx *sqlx.Tx) (Check, error) {
+	check := Check{Name: "month sums equal their postings"}
+	mismatches, err := reports.CheckMonthSums(ctx, tx)
+	if err != nil {
+		check.Breaches = 1
+		check.Examples = []string{fmt.Sprintf("could not compare: %v", err)}
+	}
+	for _, m := range mismatches {
+		check.Breaches++
+		if len(check.Examples) < maxExamples {
+			check.Examples = append(check.Examples, fmt.Sprintf("%s %s: read %d, ledger %d", m.Month, m.What, m.Snapshot, m.Ledger))
+		}
+	}
+	return check, err
 }
 
 // snapshotCheck compares every closed month's snapshot with its postings
