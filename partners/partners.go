@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ var (
 	// ErrOverOwed is returned for a payout above what is owed to the
 	// partner, unless the request allows it.
 	ErrOverOwed = kind.New(kind.Refused, "over-owed", "Payout above what is owed", "payout exceeds what is owed")
+	// ErrBusy is returned when a partner's accounts kept changing while
+	// they were summed: the request may be tried again.
+	ErrBusy = kind.New(kind.Unavailable, "unavailable", "Service unavailable", "partner accounts changing; try again")
 )
 
 // Summary is a partner's commission-payable account, from the ledger, in
@@ -94,22 +98,7 @@ func summarizeMany(ctx context.Context, q sqlx.QueryerContext, accts []accounts.
 	for i, a := range accts {
 		codes[i] = a.Code
 	}
-	var tree []struct {
-		ID   int64  `db:"id"`
-		Code string `db:"code"`
-		Root string `db:"root"`
-	}
-	err := sqlx.SelectContext(ctx, q, &tree, `SELECT a.id, a.code, r.code AS root
-		FROM unnest($1::text[]) r (code) JOIN accounts a ON a.code = r.code OR starts_with(a.code, r.code || ':')`,
-		pq.StringArray(codes))
-	if err != nil {
-		return nil, fmt.Errorf("summary of %d partner(s): accounts: %w", len(accts), err)
-	}
-	ids := make([]int64, 0, len(tree))
-	for _, t := range tree {
-		ids = append(ids, t.ID)
-	}
-	flows, err := reports.AccountFlows(ctx, q, ids)
+	tree, flows, err := treeFlows(ctx, q, codes)
 	if err != nil {
 		return nil, fmt.Errorf("summary of %d partner(s): %w", len(accts), err)
 	}
@@ -155,6 +144,67 @@ func summarizeMany(ctx context.Context, q sqlx.QueryerContext, accts []accounts.
 		out[i] = s
 	}
 	return out, nil
+}
+
+// treeAccount is an account of a partner's tree: its payable account
+// (root) or one under it.
+type treeAccount struct {
+	ID   int64  `db:"id"`
+	Code string `db:"code"`
+	Root string `db:"root"`
+}
+
+// afterTree, when set (by tests), runs between reading the partners'
+// accounts and reading their sums.
+var afterTree func()
+
+// treeFlows reads the accounts under codes and their sums. They are two
+// statements, and at READ COMMITTED (a payout's transaction) an account
+// and its postings committed between them would be summed by the second
+// and missing from the first: the tree is read again after the sums,
+// and the reading repeated until the two agree. Accounts are never
+// deleted, so a tree unchanged across the sums holds every account whose
+// postings they saw.
+func treeFlows(ctx context.Context, q sqlx.QueryerContext, codes []string) ([]treeAccount, map[int64]map[string]reports.KindFlow, error) {
+	tree, err := accountTree(ctx, q, codes)
+	for attempt := 0; err == nil; attempt++ {
+		if afterTree != nil {
+			afterTree()
+		}
+		ids := make([]int64, len(tree))
+		for i, t := range tree {
+			ids[i] = t.ID
+		}
+		flows, err := reports.AccountFlows(ctx, q, ids)
+		if err != nil {
+			return nil, nil, err
+		}
+		again, err := accountTree(ctx, q, codes)
+		if err != nil {
+			return nil, nil, err
+		}
+		if slices.Equal(tree, again) {
+			return tree, flows, nil
+		}
+		if attempt == 4 {
+			return nil, nil, fmt.Errorf("%w: its accounts kept changing while they were summed", ErrBusy)
+		}
+		tree = again
+	}
+	return nil, nil, err
+}
+
+// accountTree reads the accounts of codes and of their descendants, in
+// one order.
+func accountTree(ctx context.Context, q sqlx.QueryerContext, codes []string) ([]treeAccount, error) {
+	var tree []treeAccount
+	err := sqlx.SelectContext(ctx, q, &tree, `SELECT a.id, a.code, r.code AS root
+		FROM unnest($1::text[]) r (code) JOIN accounts a ON a.code = r.code OR starts_with(a.code, r.code || ':')
+		ORDER BY r.code, a.id`, pq.StringArray(codes))
+	if err != nil {
+		return nil, fmt.Errorf("accounts: %w", err)
+	}
+	return tree, nil
 }
 
 // Page returns the summaries of up to limit partners (the direct

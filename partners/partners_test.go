@@ -2,6 +2,7 @@ package partners_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"sync"
@@ -457,4 +458,33 @@ func TestPageGivesEachPartnersSummaryFromTheMonthSums(t *testing.T) {
 	e.sell("ch-4", "partner-9", 2000, 500)
 	want[2].Owed, want[2].Commissions = 250, 250
 	check("with a commission after the sums")
+}
+
+// A sub-account of the partner and its posting committed between the
+// reading of the partner's accounts and of their sums (at READ COMMITTED,
+// as a payout reads) are summed: the accounts are read again after the
+// sums and the reading repeated. (Not parallel: the hook is global.)
+func TestSummaryCountsAnAccountCreatedWhileSumming(t *testing.T) {
+	e := newEnv(t)
+	e.sell("ch-1", "partner-42", 10000, 1000) // commission 1000
+	var once sync.Once
+	partners.SetAfterTree(func() {
+		once.Do(func() {
+			e.post(postings.Set{Kind: postings.KindAdjustment, IdempotencyKey: "adj-bonus", Amount: 300, Currency: "BRL", EventAt: aug10,
+				Legs: []postings.Leg{{Account: "expenses:commission", Amount: 300}, {Account: "liabilities:commission-payable:partner-42:bonus", Amount: -300}}}, nil)
+		})
+	})
+	defer partners.SetAfterTree(nil)
+	tx, err := e.db.BeginTxx(context.Background(), &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	got, err := partners.Get(context.Background(), tx, "partner-42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Owed != 1300 || got.Commissions != 1000 || got.Adjustments != 300 {
+		t.Fatalf("summary = %+v, want 1,300 owed: 1,000 commission and the 300 bonus under the partner", got)
+	}
 }
