@@ -234,6 +234,14 @@ CREATE TABLE reconciliation_runs (
     duration_ms bigint
 );
 
+CREATE TABLE refund_aliases (
+    charge_id text NOT NULL,
+    refund_id text NOT NULL,
+    alias_id text NOT NULL,
+    inbox_id bigint,
+    created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE schema_migrations (
     version integer NOT NULL,
     name text NOT NULL,
@@ -329,6 +337,9 @@ ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_source CHE
 ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_status CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text])));
 ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_window CHECK ((window_from < window_to));
 ALTER TABLE reconciliation_runs ADD CONSTRAINT reconciliation_runs_pkey PRIMARY KEY (id);
+ALTER TABLE refund_aliases ADD CONSTRAINT ck_refund_aliases_other CHECK ((alias_id <> refund_id));
+ALTER TABLE refund_aliases ADD CONSTRAINT refund_aliases_pkey PRIMARY KEY (charge_id, alias_id);
+ALTER TABLE refund_aliases ADD CONSTRAINT uq_refund_aliases_refund UNIQUE (charge_id, refund_id);
 ALTER TABLE schema_migrations ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT ck_trial_balance_snapshots_closing CHECK ((closing = ((opening + debits) - credits)));
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT ck_trial_balance_snapshots_sides CHECK (((debits >= 0) AND (credits >= 0)));

@@ -130,7 +130,9 @@ func stagedSteps(table string, run Run, ep endpointInfo) []step {
 // matchRefundsSQL decides every refund line not yet decided, after the
 // payments: a refund's charge is the one its payment's PSP id paid, else
 // our id, else the registered PSP reference, else the charge a payment
-// line of this run found (a payment booked by this very run).
+// line of this run found (a payment booked by this very run). Its refund
+// is the one booked under its id, or under the other id it was paired
+// with (refund_aliases: a file's id for a refund its webhook booked).
 const matchRefundsSQL = `
 	UPDATE {lines} l SET
 		outcome = CASE WHEN v.verdict IN ('matched', 'not_settled') THEN 'matched' WHEN v.verdict IN ('book', 'in_inbox') THEN 'booked' ELSE 'divergence' END,
@@ -162,13 +164,15 @@ const matchRefundsSQL = `
 			LEFT JOIN divergences dv ON dv.inbox_id = ib.id
 			WHERE x.run_id = $1 AND x.outcome IS NULL AND x.kind IN ('refunded', 'refund_open')
 		) y
-		LEFT JOIN posting_sets rs ON rs.kind = 'refund' AND rs.charge_id = y.c_id AND rs.refund_id = y.refund_id
+		LEFT JOIN refund_aliases ra ON ra.charge_id = y.c_id AND ra.alias_id = y.refund_id
+		LEFT JOIN posting_sets rs ON rs.kind = 'refund' AND rs.charge_id = y.c_id AND rs.refund_id = coalesce(ra.refund_id, y.refund_id)
 	) v
 	WHERE l.run_id = $1 AND l.line = v.line`
 
 // phantomsSQL lists, for a final window, the endpoint's sales and refunds
 // booked in it ([$3, $4) by event time) that no line of the run names:
-// money the ledger has and the PSP does not. Recomputed whole each time.
+// money the ledger has and the PSP does not (a refund is named by its id
+// or the other id it was paired with). Recomputed whole each time.
 const phantomsSQL = `
 	INSERT INTO reconciliation_lines (run_id, line, side, kind, refund_id, amount, at, outcome, reason,
 		charge_id, ledger_amount, inbox_id, detail)
@@ -178,12 +182,13 @@ const phantomsSQL = `
 		'booked in the ledger, absent from the statement'
 	FROM posting_sets s
 	JOIN inbox i ON i.id = s.inbox_id AND i.endpoint = $2
+	LEFT JOIN refund_aliases a ON a.charge_id = s.charge_id AND a.refund_id = s.refund_id
 	CROSS JOIN (SELECT coalesce(max(line), 0) AS n FROM reconciliation_lines WHERE run_id = $1) base
 	WHERE s.kind IN ('sale', 'refund') AND s.event_at >= $3 AND s.event_at < $4
 	  AND NOT EXISTS (SELECT 1 FROM reconciliation_lines l
 		WHERE l.run_id = $1 AND l.side = 'statement' AND l.charge_id = s.charge_id
 		  AND ((s.kind = 'sale' AND l.kind = 'paid')
-		    OR (s.kind = 'refund' AND l.kind IN ('refunded', 'refund_open') AND l.refund_id = s.refund_id)))`
+		    OR (s.kind = 'refund' AND l.kind IN ('refunded', 'refund_open') AND l.refund_id IN (s.refund_id, a.alias_id))))`
 
 // paymentRefPrefix is what the scheme puts before a PSP id in a charge's
 // paid_ref (see charges.SchemePaymentRef): standard names no PSP id, so
