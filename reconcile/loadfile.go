@@ -77,6 +77,7 @@ func (r *Reconciler) loadFile(ctx context.Context, run *Run, ep *endpoint, file 
 			return fmt.Errorf("load statement file: staging: %w", err)
 		}
 	}
+	start := time.Now()
 	src := &fileLines{ctx: ctx, r: r, run: run.ID, cr: cr}
 	n, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", stagedName}, lineColumns, src)
 	if src.err != nil {
@@ -93,10 +94,13 @@ func (r *Reconciler) loadFile(ctx context.Context, run *Run, ep *endpoint, file 
 	if _, err := tx.Exec(ctx, `ANALYZE `+stagedLines); err != nil {
 		return fmt.Errorf("load statement file: analyze: %w", err)
 	}
+	r.log.Debug("statement file copied", "run", run.ID, "lines", n, "took", time.Since(start))
 	for _, s := range stagedSteps(stagedLines, *run, ep.info()) {
+		t0 := time.Now()
 		if _, err := tx.Exec(ctx, s.sql, s.args...); err != nil {
 			return fmt.Errorf("load statement file: %s: %w", s.name, err)
 		}
+		r.log.Debug("statement file step", "run", run.ID, "step", s.name, "took", time.Since(t0))
 	}
 	if run.From.Equal(time.Unix(0, 0)) {
 		if src.lo.IsZero() {
