@@ -74,14 +74,19 @@ func Get(ctx context.Context, q sqlx.QueryerContext, partner string) (Summary, e
 	if err != nil {
 		return Summary{}, err
 	}
-	return summarize(ctx, q, partner, a)
+	return summarize(ctx, q, partner, a, reports.AccountFlows)
 }
 
+// flowsReader reads accounts' flows: reports.AccountFlows (through the
+// month sums, for what is shown) or reports.AccountFlowsFromPostings (for
+// what a payout decides).
+type flowsReader func(context.Context, sqlx.QueryerContext, []int64) (map[int64]map[string]reports.KindFlow, error)
+
 // summarize reads the partner's account (and its descendants', as for
-// every parent balance) from the ledger's month sums (reports.AccountFlows,
-// the code every report reads postings with).
-func summarize(ctx context.Context, q sqlx.QueryerContext, partner string, a accounts.Account) (Summary, error) {
-	all, err := summarizeMany(ctx, q, []accounts.Account{a})
+// every parent balance) with flows, the code every report reads postings
+// with.
+func summarize(ctx context.Context, q sqlx.QueryerContext, partner string, a accounts.Account, flows flowsReader) (Summary, error) {
+	all, err := summarizeMany(ctx, q, []accounts.Account{a}, flows)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -93,12 +98,12 @@ func summarize(ctx context.Context, q sqlx.QueryerContext, partner string, a acc
 // summarizeMany reads the summaries of the partners of accts (their
 // payable accounts) at once: one reading of the month sums for all of
 // them and their descendants.
-func summarizeMany(ctx context.Context, q sqlx.QueryerContext, accts []accounts.Account) ([]Summary, error) {
+func summarizeMany(ctx context.Context, q sqlx.QueryerContext, accts []accounts.Account, read flowsReader) ([]Summary, error) {
 	codes := make([]string, len(accts))
 	for i, a := range accts {
 		codes[i] = a.Code
 	}
-	tree, flows, err := treeFlows(ctx, q, codes)
+	tree, flows, err := treeFlows(ctx, q, codes, read)
 	if err != nil {
 		return nil, fmt.Errorf("summary of %d partner(s): %w", len(accts), err)
 	}
@@ -165,7 +170,7 @@ var afterTree func()
 // and the reading repeated until the two agree. Accounts are never
 // deleted, so a tree unchanged across the sums holds every account whose
 // postings they saw.
-func treeFlows(ctx context.Context, q sqlx.QueryerContext, codes []string) ([]treeAccount, map[int64]map[string]reports.KindFlow, error) {
+func treeFlows(ctx context.Context, q sqlx.QueryerContext, codes []string, read flowsReader) ([]treeAccount, map[int64]map[string]reports.KindFlow, error) {
 	tree, err := accountTree(ctx, q, codes)
 	for attempt := 0; err == nil; attempt++ {
 		if afterTree != nil {
@@ -175,7 +180,7 @@ func treeFlows(ctx context.Context, q sqlx.QueryerContext, codes []string) ([]tr
 		for i, t := range tree {
 			ids[i] = t.ID
 		}
-		flows, err := reports.AccountFlows(ctx, q, ids)
+		flows, err := read(ctx, q, ids)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -227,7 +232,7 @@ func Page(ctx context.Context, q sqlx.QueryerContext, after string, limit int) (
 	if len(accts) == 0 {
 		return nil, false, nil
 	}
-	out, err := summarizeMany(ctx, q, accts)
+	out, err := summarizeMany(ctx, q, accts, reports.AccountFlows)
 	return out, more, err
 }
 
@@ -382,7 +387,9 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 	// is the account's.
 	set.Currency = a.Currency
 
-	before, err := summarize(ctx, tx, req.Partner, a)
+	// From the postings, not the month sums: what is owed decides what
+	// may be paid, and the month sums are a cache the service role writes.
+	before, err := summarize(ctx, tx, req.Partner, a, reports.AccountFlowsFromPostings)
 	if err != nil {
 		return Result{}, err
 	}

@@ -82,7 +82,7 @@ func BenchmarkReports(b *testing.B) {
 	// from, which reads every earlier posting.
 	b.Run("trial-balance/open-month-no-snapshot", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := reports.LiveOwnLines(ctx, db, benchLastMonth, sql.NullTime{}); err != nil {
+			if _, err := reports.LiveOwnLines(ctx, db, benchLastMonth, sql.NullTime{}, false); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -35,12 +35,14 @@ func writeSnapshot(ctx context.Context, q sqlx.ExtContext, m postings.Month) err
 	if err := sqlx.GetContext(ctx, q, &base, `SELECT max(month) FROM month_snapshots WHERE month < $1`, m.First()); err != nil {
 		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
-	own, err := liveOwnLines(ctx, q, m, base)
+	// From the postings alone, not the month sums: a snapshot is sealed
+	// for good, and the month sums are a cache the service role writes.
+	own, err := liveOwnLines(ctx, q, m, base, true)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
 	own = keepShown(own)
-	f, err := liveIncome(ctx, q, m, false)
+	f, err := liveIncome(ctx, q, m, true)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", m, err)
 	}

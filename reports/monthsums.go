@@ -53,6 +53,7 @@ WITH m AS (
 	WHERE $1::date[] IS NULL
 ), ms AS (
 	SELECT m.month, s.snapshot FROM m LEFT JOIN month_sums s ON s.month = m.month AND NOT $4::boolean
+		AND pg_snapshot_xmax(s.snapshot) <= pg_snapshot_xmax(pg_current_snapshot())
 )
 SELECT ms.month, x.account_id, x.kind, x.debits, x.credits, x.sets
 FROM ms CROSS JOIN LATERAL (
@@ -214,7 +215,8 @@ func RefreshMonthSums(ctx context.Context, db *sqlx.DB) (int, error) {
 		SELECT d::date FROM generate_series((SELECT min(competence_month) FROM posting_sets),
 			(SELECT max(competence_month) FROM posting_sets), interval '1 month') d
 		LEFT JOIN month_sums s ON s.month = d::date
-		WHERE s.month IS NULL OR EXISTS (SELECT 1 FROM posting_sets p
+		WHERE s.month IS NULL OR pg_snapshot_xmax(s.snapshot) > pg_snapshot_xmax(pg_current_snapshot())
+			OR EXISTS (SELECT 1 FROM posting_sets p
 			WHERE p.created_xid >= pg_snapshot_xmin(s.snapshot) AND NOT pg_visible_in_snapshot(p.created_xid, s.snapshot)
 				AND p.competence_month = s.month)
 		ORDER BY 1`)
@@ -222,9 +224,14 @@ func RefreshMonthSums(ctx context.Context, db *sqlx.DB) (int, error) {
 		return 0, fmt.Errorf("month sums: months to refresh: %w", err)
 	}
 	n := 0
+	var foreign error
 	for _, t := range months {
 		stored, err := refreshMonth(ctx, db, monthOf(t))
 		if lostRace(err) {
+			continue
+		}
+		if errors.Is(err, ErrForeignXids) {
+			foreign = errors.Join(foreign, err) // the other months are still refreshed
 			continue
 		}
 		if err != nil {
@@ -234,8 +241,13 @@ func RefreshMonthSums(ctx context.Context, db *sqlx.DB) (int, error) {
 			n++
 		}
 	}
-	return n, nil
+	return n, foreign
 }
+
+// ErrForeignXids says a month holds posting sets stamped with transaction
+// ids ahead of the cluster's: its reports sum its postings, slower but
+// right, and it keeps no month sums.
+var ErrForeignXids = errors.New("transaction ids behind the ledger's")
 
 // MonthSumsInterval is how often razao serve refreshes the month sums:
 // a report reads about this long's sets beyond them.
@@ -277,6 +289,18 @@ func refreshMonth(ctx context.Context, db *sqlx.DB, m postings.Month) (bool, err
 	}
 	if _, err := tx.ExecContext(ctx, `SET LOCAL jit = off`); err != nil {
 		return false, fmt.Errorf("month sums %s: %w", m, err)
+	}
+	// Sets stamped with transaction ids this cluster has not reached
+	// come from another cluster (a logical restore): which of them a
+	// snapshot of this one sees cannot be told from their ids, so the
+	// month keeps no sums and its reports sum its postings.
+	var foreign bool
+	if err := tx.GetContext(ctx, &foreign, `SELECT EXISTS (SELECT 1 FROM posting_sets
+		WHERE competence_month = $1 AND created_xid >= pg_snapshot_xmax(pg_current_snapshot()))`, m.First()); err != nil {
+		return false, fmt.Errorf("month sums %s: %w", m, err)
+	}
+	if foreign {
+		return false, fmt.Errorf("%w: month sums %s: posting sets carry transaction ids ahead of this cluster's (restored from another?)", ErrForeignXids, m)
 	}
 	revenue, err := revenueAccounts(ctx, tx)
 	if err != nil {
@@ -348,12 +372,23 @@ type KindFlow struct {
 // over the whole ledger by kind of set (the month sums of every month).
 // Accounts without postings are absent.
 func AccountFlows(ctx context.Context, q sqlx.QueryerContext, ids []int64) (map[int64]map[string]KindFlow, error) {
+	return accountFlows(ctx, q, ids, false)
+}
+
+// AccountFlowsFromPostings is AccountFlows read from the postings alone:
+// for a decision that moves money (a payout), which must not rest on the
+// month sums, a cache that the service role writes.
+func AccountFlowsFromPostings(ctx context.Context, q sqlx.QueryerContext, ids []int64) (map[int64]map[string]KindFlow, error) {
+	return accountFlows(ctx, q, ids, true)
+}
+
+func accountFlows(ctx context.Context, q sqlx.QueryerContext, ids []int64, fromPostings bool) (map[int64]map[string]KindFlow, error) {
 	out := map[int64]map[string]KindFlow{}
 	if len(ids) == 0 {
 		return out, nil
 	}
 	err := read(ctx, q, func(q sqlx.QueryerContext) error {
-		flows, err := sumMonths(ctx, q, sumQuery{Accounts: ids})
+		flows, err := sumMonths(ctx, q, sumQuery{Accounts: ids, FromPostings: fromPostings})
 		if err != nil {
 			return err
 		}

@@ -81,7 +81,7 @@ func trialBalance(ctx context.Context, q sqlx.QueryerContext, m postings.Month) 
 	var own []ownLine
 	if st.Snapshot {
 		own, err = snapshotOwnLines(ctx, q, m)
-	} else if own, err = liveOwnLines(ctx, q, m, st.Base); err == nil {
+	} else if own, err = liveOwnLines(ctx, q, m, st.Base, false); err == nil {
 		own = keepShown(own)
 	}
 	if err != nil {
@@ -133,7 +133,7 @@ func (l ownLine) zero() bool { return l.Opening == 0 && l.Debits == 0 && l.Credi
 // snapshot of month base (the latest before m, NULL if none) and the month
 // sums (sumMonths) of the months since, m included: the cost grows with
 // the sets since the month sums were refreshed, not with the ledger.
-func liveOwnLines(ctx context.Context, q sqlx.QueryerContext, m postings.Month, base sql.NullTime) ([]ownLine, error) {
+func liveOwnLines(ctx context.Context, q sqlx.QueryerContext, m postings.Month, base sql.NullTime, fromPostings bool) ([]ownLine, error) {
 	var accts []ownLine
 	err := sqlx.SelectContext(ctx, q, &accts, `SELECT a.id AS account_id, a.code, a.type, a.normal_side, a.currency,
 		coalesce(s.closing, 0) AS opening, 0 AS debits, 0 AS credits
@@ -145,7 +145,7 @@ func liveOwnLines(ctx context.Context, q sqlx.QueryerContext, m postings.Month, 
 	if err != nil {
 		return nil, fmt.Errorf("trial balance %s: %w", m, err)
 	}
-	flows, err := sumMonths(ctx, q, sumQuery{Months: append(months, m)})
+	flows, err := sumMonths(ctx, q, sumQuery{Months: append(months, m), FromPostings: fromPostings})
 	if err != nil {
 		return nil, fmt.Errorf("trial balance %s: %w", m, err)
 	}
