@@ -16,6 +16,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
@@ -136,7 +137,7 @@ func TestConsoleRefusesNoSessionForgedCSRFAndRevokedToken(t *testing.T) {
 			t.Errorf("close with csrf %q: %d, want 403", bad, res.StatusCode)
 		}
 	}
-	if d, _ := reports.GetDivergence(context.Background(), f.db, div); d.Status != reports.DivergenceOpen {
+	if d, _ := divergences.Get(context.Background(), f.db, div); d.Status != divergences.StatusOpen {
 		t.Fatalf("a forged form resolved the divergence: %+v", d)
 	}
 	if tb, _ := reports.TrialBalance(context.Background(), f.db, aug2026); tb.Closed {
@@ -396,7 +397,7 @@ func TestDivergencesOpenFirstWithDeliveryResolvedByAdminOnly(t *testing.T) {
 			t.Errorf("resolve %s: %d", id, res.StatusCode)
 		}
 	}
-	var page2 struct{ Divergences []reports.Divergence }
+	var page2 struct{ Divergences []divergences.Divergence }
 	admin.api(f.admin, "/v1/divergences?status=resolved", &page2)
 	if len(page2.Divergences) != 1 || page2.Divergences[0].ID != first || page2.Divergences[0].ResolutionNote != "charge <b>registered</b> late" {
 		t.Fatalf("API after resolve: %+v", page2)
