@@ -575,3 +575,24 @@ func TestReconciliationHook(t *testing.T) {
 		t.Error("the menu does not link the reconciliation page")
 	}
 }
+
+// A divergence a reconciliation run found shows where it was found and
+// both sides: the statement's and the ledger's.
+func TestDivergenceOfAReconciliationShowsBothSides(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.db.MustExec(`INSERT INTO divergences (source, reconciliation_key, endpoint, run_line, line_kind, charge_id, reason, detail,
+			statement_psp_id, statement_charge_ref, statement_refund_id, statement_amount, ledger_amount)
+		VALUES ('reconciliation', '["bcb","amount_mismatch"]', 'bcb', 7, 'paid', 'order-9', 'amount_mismatch', 'differs',
+			'E123', 'order-9', '', 9900, 10000)`)
+	srv := httptest.NewServer(f.router)
+	defer srv.Close()
+	c := newClient(t, srv)
+	c.signIn(f.read)
+	_, page := c.get("/console/divergences")
+	for _, want := range []string{"Conciliação bcb, linha 7 (paid)", "<code>E123</code>", brl(9900), brl(10000)} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the reconciliation's divergence does not show %q", want)
+		}
+	}
+}

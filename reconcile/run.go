@@ -208,7 +208,8 @@ func (r *Reconciler) create(ctx context.Context, ep *endpoint, from, to time.Tim
 	return run, nil
 }
 
-// execute loads what the run has not loaded yet, matches, and books.
+// execute loads what the run has not loaded yet, matches, books, and
+// opens the divergences.
 func (r *Reconciler) execute(ctx context.Context, run *Run, ep *endpoint, file io.Reader) error {
 	if !run.Loaded {
 		var err error
@@ -230,7 +231,8 @@ func (r *Reconciler) execute(ctx context.Context, run *Run, ep *endpoint, file i
 	if _, err := r.book(ctx, *run, ep); err != nil {
 		return err
 	}
-	return nil
+	_, err := r.openDivergences(ctx, *run, ep)
+	return err
 }
 
 // finish records the run's end: its tallies and status, or its error.

@@ -27,6 +27,7 @@ func TestTypedStatesMatchTheSchema(t *testing.T) {
 		{"charges", "ck_charges_state", words(charges.States)},
 		{"divergences", "ck_divergences_reason", words(divergences.Reasons)},
 		{"divergences", "ck_divergences_status", words(divergences.Statuses)},
+		{"divergences", "ck_divergences_source", words(divergences.Sources)},
 		{"outbox", "ck_outbox_topic", words(events.Topics)},
 		// postings has no list of its own yet (its layout is being
 		// redone): every kind it declares, here.
