@@ -345,7 +345,6 @@ ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY (id);
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_kind CHECK ((kind = ANY (ARRAY['paid'::text, 'refunded'::text, 'refund_open'::text, 'invalid'::text])));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_outcome CHECK ((outcome = ANY (ARRAY['matched'::text, 'booked'::text, 'divergence'::text])));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_side CHECK ((side = ANY (ARRAY['statement'::text, 'ledger'::text])));
-ALTER TABLE reconciliation_lines ADD CONSTRAINT reconciliation_lines_divergence_id_fkey FOREIGN KEY (divergence_id) REFERENCES divergences(id);
 ALTER TABLE reconciliation_lines ADD CONSTRAINT reconciliation_lines_pkey PRIMARY KEY (run_id, line);
 ALTER TABLE reconciliation_lines ADD CONSTRAINT reconciliation_lines_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE CASCADE;
 ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_pkey PRIMARY KEY (run_id, pass, page);

@@ -46,5 +46,9 @@ ALTER TABLE divergences ADD CONSTRAINT ck_divergences_reason CHECK (reason IN ('
     'divergent_in_inbox'));
 
 -- A run's divergent line points at its divergence: the one it opened, the
--- one an earlier run opened for the same fact, or the delivery path's.
-ALTER TABLE reconciliation_lines ADD COLUMN divergence_id bigint REFERENCES divergences (id);
+-- one an earlier run opened for the same fact, or the delivery path's. No
+-- foreign key: its check is an after-row trigger queued for every line a
+-- statement's COPY writes (a million, with the column NULL), and only the
+-- opening step sets it, from a join on the divergence itself; divergences
+-- are never deleted.
+ALTER TABLE reconciliation_lines ADD COLUMN divergence_id bigint;
