@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lib/pq"
+
 	"github.com/razao/razao/divergences"
 )
 
@@ -24,13 +26,16 @@ const lineKeySQL = `jsonb_build_array($2::text, l.reason, CASE
 		ELSE jsonb_build_array('line', extract(epoch FROM $3::timestamptz)::text, extract(epoch FROM $4::timestamptz)::text, l.line)
 	END)::text`
 
+// The statements below take $1 the run, $2 its endpoint, the divergent
+// lines not yet pointing at a divergence as the last argument.
+
 // pointAtDeliverySQL points the run's divergent lines whose delivery the
 // delivery path set aside already, with a divergence of the same reason,
 // at that divergence: the same fact, found twice, is one divergence.
 const pointAtDeliverySQL = `
 	UPDATE reconciliation_lines l SET divergence_id = d.id
 	FROM inbox i JOIN divergences d ON d.inbox_id = i.id
-	WHERE l.run_id = $1 AND l.outcome = 'divergence' AND l.divergence_id IS NULL AND l.event_id <> ''
+	WHERE l.run_id = $1 AND l.line = ANY($3::bigint[]) AND l.event_id <> ''
 	  AND i.endpoint = $2 AND i.event_type = l.event_type AND i.event_id = l.event_id
 	  AND i.status = 'divergent' AND d.reason = l.reason`
 
@@ -56,14 +61,14 @@ const foundSQL = `
 		l.ledger_amount, l.ledger_fee,
 		CASE WHEN l.side = 'ledger' THEN l.inbox_id END AS ledger_inbox_id
 	FROM reconciliation_lines l
-	WHERE l.run_id = $1 AND l.outcome = 'divergence' AND l.divergence_id IS NULL`
+	WHERE l.run_id = $1 AND l.line = ANY($5::bigint[]) AND l.divergence_id IS NULL`
 
 // pointAtKeySQL points the run's other divergent lines at the divergence
 // of their key: the one just opened, or an earlier run's.
 const pointAtKeySQL = `
 	UPDATE reconciliation_lines l SET divergence_id = d.id
 	FROM divergences d
-	WHERE l.run_id = $1 AND l.outcome = 'divergence' AND l.divergence_id IS NULL
+	WHERE l.run_id = $1 AND l.line = ANY($5::bigint[]) AND l.divergence_id IS NULL
 	  AND d.reconciliation_key = ` + lineKeySQL
 
 // openDivergences opens the run's divergences, in one transaction: a run
@@ -76,15 +81,26 @@ func (r *Reconciler) openDivergences(ctx context.Context, run Run, ep *endpoint)
 		return 0, fmt.Errorf("open divergences of run %d: %w", run.ID, err)
 	}
 	defer tx.Rollback()
-	name := ep.hook.Name
-	if _, err := tx.ExecContext(ctx, pointAtDeliverySQL, run.ID, name); err != nil {
+	// The run's lines are read once, for the divergent ones not yet
+	// pointing anywhere (an index has none: matching updates lines in
+	// place); each step below then reads those by key.
+	var ids []int64
+	if err := tx.SelectContext(ctx, &ids, `SELECT line FROM reconciliation_lines
+		WHERE run_id = $1 AND outcome = 'divergence' AND divergence_id IS NULL`, run.ID); err != nil {
+		return 0, fmt.Errorf("open divergences of run %d: %w", run.ID, err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	name, lines := ep.hook.Name, pq.Array(ids)
+	if _, err := tx.ExecContext(ctx, pointAtDeliverySQL, run.ID, name, lines); err != nil {
 		return 0, fmt.Errorf("open divergences of run %d: the delivery path's: %w", run.ID, err)
 	}
-	found, opened, err := divergences.OpenFound(ctx, tx, foundSQL, run.ID, name, run.From, run.To)
+	found, opened, err := divergences.OpenFound(ctx, tx, foundSQL, run.ID, name, run.From, run.To, lines)
 	if err != nil {
 		return 0, fmt.Errorf("run %d: %w", run.ID, err)
 	}
-	res, err := tx.ExecContext(ctx, pointAtKeySQL, run.ID, name, run.From, run.To)
+	res, err := tx.ExecContext(ctx, pointAtKeySQL, run.ID, name, run.From, run.To, lines)
 	if err != nil {
 		return 0, fmt.Errorf("open divergences of run %d: point lines: %w", run.ID, err)
 	}
