@@ -112,5 +112,8 @@ func (r *Reconciler) openDivergences(ctx context.Context, run Run, ep *endpoint)
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("open divergences of run %d: commit: %w", run.ID, err)
 	}
+	if opened > 0 && r.OnCommit != nil {
+		r.OnCommit()
+	}
 	return opened, nil
 }

@@ -86,6 +86,8 @@ func TestReconciliationDivergencesAreListedAndAnnouncedOnce(t *testing.T) {
 	}
 	fee = strings.Replace(fee, ",80,", ",99,", 1)
 
+	kicks := 0
+	e.rec.OnCommit = func() { kicks++ }
 	runs := func() []reconcile.Run {
 		return []reconcile.Run{e.runPix(winFrom, winTo), e.runCSV("abacate", fee)}
 	}
@@ -146,6 +148,10 @@ func TestReconciliationDivergencesAreListedAndAnnouncedOnce(t *testing.T) {
 	if len(evs) != 4 {
 		t.Errorf("%d divergence.opened events, want 4", len(evs))
 	}
+	// Each run that opened divergences kicks the event stream's notifier.
+	if kicks != 2 {
+		t.Errorf("%d notifier kicks, want 2", kicks)
+	}
 	pointing := func(runs []reconcile.Run) []int64 {
 		var ids []int64
 		for _, run := range runs {
@@ -185,6 +191,9 @@ func TestReconciliationDivergencesAreListedAndAnnouncedOnce(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM divergences`); n != 4 {
 		t.Fatalf("%d divergences after running the windows again, want 4", n)
+	}
+	if kicks != 2 {
+		t.Errorf("%d notifier kicks after runs that opened nothing, want still 2", kicks)
 	}
 	if n := len(openedEvents(e)); n != 4 {
 		t.Fatalf("%d divergence.opened events after running the windows again, want 4", n)

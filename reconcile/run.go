@@ -79,6 +79,10 @@ type Reconciler struct {
 	stopAfterPage func(page int) bool
 	// Progress, when set, is told each page fetched or 10,000 lines read.
 	Progress func(stage string, n int64)
+	// OnCommit, when set, runs after a commit that appended outbox events
+	// (the divergence.opened of a run's divergences): the service kicks
+	// its events.Notifier there, as the delivery path does.
+	OnCommit func()
 }
 
 // New checks the reconciliation config against the webhook endpoints.
