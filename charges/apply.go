@@ -52,6 +52,11 @@ type Event struct {
 	HasAmount bool
 	Fee       int64
 	HasFee    bool
+	// StatementRefund: a refund read from a PSP's statement file under
+	// the file's own refund id (StatementRefundType), which its webhook
+	// may name by another: the two are paired, not booked twice (see
+	// ChargeState.pairFor).
+	StatementRefund bool
 	// FullRefundIfNoAmount: the scheme documents a refund without an
 	// amount as a refund of everything left.
 	FullRefundIfNoAmount bool
@@ -153,13 +158,23 @@ func NewApplier(db *sqlx.DB, ledger *postings.Ledger) *Applier {
 const lockChargesSQL = `SELECT ` + chargeColumns + ` FROM charges
 	WHERE id = ANY($1) OR psp_ref = ANY($2) ORDER BY id FOR UPDATE`
 
-// readGrantsRefundsSQL reads which charges have their grant and which of
-// the refunds named are booked.
+// StatementRefundType is the inbox event type of a refund read from a
+// statement file, under the file's own refund id (reconcile's CSV lines).
+const StatementRefundType = "statement:refunded"
+
+// readGrantsRefundsSQL reads which charges have their grant and the
+// refunds booked against them: whether each was booked from a statement
+// file's line ($2 is StatementRefundType) and its other id, if paired.
 const readGrantsRefundsSQL = `
-	SELECT charge_id, '' AS refund_id, 0::bigint AS amount FROM access_grants WHERE charge_id = ANY($1)
+	SELECT charge_id, '' AS refund_id, 0::bigint AS amount, NULL::timestamptz AS at, false AS statement, '' AS alias_id
+	FROM access_grants WHERE charge_id = ANY($1)
 	UNION ALL
-	SELECT charge_id, refund_id, amount FROM posting_sets
-	WHERE kind = 'refund' AND charge_id = ANY($1) AND refund_id = ANY($2)`
+	SELECT s.charge_id, s.refund_id, s.amount, s.event_at, coalesce(i.event_type = $2, false), coalesce(a.alias_id, '')
+	FROM posting_sets s
+	LEFT JOIN inbox i ON i.id = s.inbox_id
+	LEFT JOIN refund_aliases a ON a.charge_id = s.charge_id AND a.refund_id = s.refund_id
+	WHERE s.kind = 'refund' AND s.charge_id = ANY($1)
+	ORDER BY 1, 4`
 
 // writeChargesSQL writes the changed charges and the new grants in one
 // statement; either array may be empty.
@@ -216,6 +231,7 @@ type Locked struct {
 	// are deterministic.
 	changed []*lockedCharge
 	grants  []*lockedCharge
+	aliases []RefundAlias
 }
 
 // lockedCharge is a locked charge as the events so far have left it.
@@ -243,7 +259,7 @@ const (
 // refunds are booked.
 func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event, skipLocked bool) (*Locked, error) {
 	l := &Locked{a: a, byID: map[string]*lockedCharge{}, byRef: map[string]*lockedCharge{}}
-	var ids, refs, refunds []string
+	var ids, refs []string
 	for _, ev := range evs {
 		if ev.ChargeID != "" {
 			ids = append(ids, ev.ChargeID)
@@ -252,9 +268,6 @@ func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event, skipLock
 			// Only an event without our id is found by the PSP's reference
 			// (see find): the others do not lock a charge they will not touch.
 			refs = append(refs, ev.PSPRef)
-		}
-		if ev.Kind == Refunded && ev.RefundID != "" {
-			refunds = append(refunds, ev.RefundID)
 		}
 	}
 	if len(ids)+len(refs) == 0 {
@@ -285,7 +298,7 @@ func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event, skipLock
 	if !l.needsRead(evs) {
 		return l, nil
 	}
-	return l, l.readGrantsAndRefunds(ctx, tx, locked, refunds)
+	return l, l.readGrantsAndRefunds(ctx, tx, locked)
 }
 
 // missesAny reports whether some event names a charge not locked here.
@@ -339,13 +352,16 @@ func (l *Locked) needsRead(evs []Event) bool {
 
 // readGrantsAndRefunds runs after the locks are held, in a statement of its
 // own, so it sees what a transaction we queued behind committed.
-func (l *Locked) readGrantsAndRefunds(ctx context.Context, tx *sqlx.Tx, ids, refunds []string) error {
+func (l *Locked) readGrantsAndRefunds(ctx context.Context, tx *sqlx.Tx, ids []string) error {
 	var rows []struct {
-		ChargeID string `db:"charge_id"`
-		RefundID string `db:"refund_id"`
-		Amount   int64  `db:"amount"`
+		ChargeID  string     `db:"charge_id"`
+		RefundID  string     `db:"refund_id"`
+		Amount    int64      `db:"amount"`
+		At        *time.Time `db:"at"`
+		Statement bool       `db:"statement"`
+		AliasID   string     `db:"alias_id"`
 	}
-	err := query(ctx, tx, &rows, l.a.readGrantsRefunds, pq.Array(ids), pq.Array(refunds))
+	err := query(ctx, tx, &rows, l.a.readGrantsRefunds, pq.Array(ids), StatementRefundType)
 	if err != nil {
 		return fmt.Errorf("read grants and refunds of %v: %w", ids, err)
 	}
@@ -359,6 +375,7 @@ func (l *Locked) readGrantsAndRefunds(ctx context.Context, tx *sqlx.Tx, ids, ref
 			c.Refunds = map[string]int64{}
 		}
 		c.Refunds[r.RefundID] = r.Amount
+		c.Booked = append(c.Booked, BookedRefund{ID: r.RefundID, Amount: r.Amount, At: *r.At, Statement: r.Statement, Alias: r.AliasID})
 	}
 	return nil
 }
@@ -426,6 +443,9 @@ func (l *Locked) keep(c *lockedCharge, d Decision) {
 	if d.Grant {
 		l.grants = append(l.grants, c)
 	}
+	if d.Alias != nil {
+		l.aliases = append(l.aliases, *d.Alias)
+	}
 }
 
 func (c *Charge) isPaid() bool {
@@ -446,7 +466,30 @@ func (l *Locked) WriteTx(ctx context.Context, tx *sqlx.Tx) error {
 			}
 		}
 	}
+	if err := l.writeAliases(ctx, tx); err != nil {
+		return err
+	}
 	return l.writeCharges(ctx, tx)
+}
+
+// writeAliases writes the refunds paired with their other id. The unique
+// keys hold each booked refund to one pair, whatever code decided.
+func (l *Locked) writeAliases(ctx context.Context, tx *sqlx.Tx) error {
+	if len(l.aliases) == 0 {
+		return nil
+	}
+	n := len(l.aliases)
+	charges, refunds, aliases, inbox := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
+	for i, a := range l.aliases {
+		charges[i], refunds[i], aliases[i], inbox[i] = a.ChargeID, a.RefundID, a.AliasID, a.InboxID
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO refund_aliases (charge_id, refund_id, alias_id, inbox_id)
+		SELECT c, r, a, nullif(i, 0) FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS u (c, r, a, i)`,
+		pq.Array(charges), pq.Array(refunds), pq.Array(aliases), pq.Array(inbox))
+	if err != nil {
+		return fmt.Errorf("pair refunds %v with %v: %w", refunds, aliases, err)
+	}
+	return nil
 }
 
 func (l *Locked) writeCharges(ctx context.Context, tx *sqlx.Tx) error {

@@ -3,6 +3,7 @@ package charges
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/razao/razao/divergences"
@@ -18,6 +19,62 @@ type ChargeState struct {
 	Charge
 	Granted bool
 	Refunds map[string]int64
+	// Booked are the refunds booked against it, with what pairing a refund
+	// known by two ids needs (see pairFor).
+	Booked []BookedRefund
+}
+
+// BookedRefund is one refund booked against a charge.
+type BookedRefund struct {
+	ID     string
+	Amount int64
+	At     time.Time
+	// Statement: booked from a statement file's line, under the file's own
+	// refund id, not the notification's (see Event.StatementRefund).
+	Statement bool
+	// Alias is the other side's id for the same refund, once paired.
+	Alias string
+}
+
+// RefundAlias pairs the id a refund is booked under with the other
+// side's id for it (table refund_aliases).
+type RefundAlias struct {
+	ChargeID, RefundID, AliasID string
+	InboxID                     int64
+}
+
+// aliased is the booked refund whose other id is id, or -1.
+func (s *ChargeState) aliased(id string) int {
+	for i, b := range s.Booked {
+		if b.Alias == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// pairFor is the booked refund that ev, a refund under an id not booked,
+// is another name of, or -1: one booked from the other side (a statement
+// file's line for a notification, a notification for a file's line), not
+// paired yet, of the same amount; the nearest in time. The two sides
+// share nothing else: the file's refund id is not the webhook's, and
+// Hodle's refund webhook carries no time. Refunds of one charge and one
+// amount are alike in everything the ledger books, so a refund that is in
+// truth a second one, paired so, costs one booking until its own twin
+// arrives: that one then finds nothing left to pair with and is booked.
+// Paired one to one, the two ids of a refund never book it twice.
+func (s *ChargeState) pairFor(ev Event) int {
+	best, gap := -1, time.Duration(0)
+	for i, b := range s.Booked {
+		if b.Statement == ev.StatementRefund || b.Alias != "" || b.Amount != ev.Amount || b.ID == ev.RefundID {
+			continue
+		}
+		g := b.At.Sub(ev.At).Abs()
+		if best < 0 || g < gap {
+			best, gap = i, g
+		}
+	}
+	return best
 }
 
 // Rules are what deciding needs beyond the charge and the event: the
@@ -39,6 +96,9 @@ type Decision struct {
 	Sets []postings.Set
 	// Grant says the charge's access grant is to be written.
 	Grant bool
+	// Alias, when set, is a refund found booked under the other side's
+	// id: the pair is to be written, and nothing booked.
+	Alias *RefundAlias
 }
 
 // Decide says what ev does to the charge s: the charge's new state, the
@@ -214,12 +274,25 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 			ev.RefundID, ev.PaymentRef, *c.PaidRef)
 		return nil
 	}
-	if booked, ok := c.Refunds[ev.RefundID]; ok {
+	booked, ok := c.Refunds[ev.RefundID]
+	bookedAs := ev.RefundID
+	if i := c.aliased(ev.RefundID); !ok && i >= 0 {
+		booked, ok, bookedAs = c.Booked[i].Amount, true, c.Booked[i].ID
+	}
+	if ok {
 		if ev.HasAmount && ev.Amount != booked {
-			*d = d.diverge(divergences.ReasonRefundAmountChanged, "refund %s was booked for %d; now stated as %d",
-				ev.RefundID, booked, ev.Amount)
+			*d = d.diverge(divergences.ReasonRefundAmountChanged, "refund %s was booked for %d as %s; now stated as %d",
+				ev.RefundID, booked, bookedAs, ev.Amount)
 			return nil
 		}
+		d.Result = NoOp
+		return nil
+	}
+	if i := c.pairFor(ev); ev.HasAmount && i >= 0 {
+		// The same refund under the other side's id: booked once, paired.
+		c.Booked = slices.Clone(c.Booked) // the caller's slice stays as it was
+		c.Booked[i].Alias = ev.RefundID
+		d.Alias = &RefundAlias{ChargeID: c.ID, RefundID: c.Booked[i].ID, AliasID: ev.RefundID, InboxID: ev.InboxID}
 		d.Result = NoOp
 		return nil
 	}
@@ -248,6 +321,7 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 		c.Refunds = map[string]int64{}
 	}
 	c.Refunds[ev.RefundID] = amount
+	c.Booked = append(slices.Clone(c.Booked), BookedRefund{ID: ev.RefundID, Amount: amount, At: ev.At, Statement: ev.StatementRefund})
 	c.RefundedAmount += amount
 	c.State = StatePartiallyRefunded
 	if amount == remaining {

@@ -207,3 +207,71 @@ func TestDecidePaidBooksFeeAndCommission(t *testing.T) {
 		t.Fatalf("commission %d, want 499", d.Sets[1].Amount)
 	}
 }
+
+// A refund under an id not booked is paired with a refund the other side
+// booked for the same amount (a statement file's id and its webhook's),
+// one to one, the nearest in time: nothing is booked, the pair is. A
+// refund of the same side, of another amount, or with the booked refund
+// already paired, is another refund and is booked.
+func TestRefundUnderTheOtherSidesIDIsPairedOnce(t *testing.T) {
+	booked := func(s ChargeState, bs ...BookedRefund) ChargeState {
+		s.Refunds = map[string]int64{}
+		for _, b := range bs {
+			s.Refunds[b.ID] = b.Amount
+			s.RefundedAmount += b.Amount
+		}
+		s.Booked, s.State = bs, StatePartiallyRefunded
+		return s
+	}
+	at := decideAt.Add(time.Hour)
+	fromFile := func(ev Event) Event { ev.StatementRefund = true; return ev }
+	for _, tc := range []struct {
+		name   string
+		state  ChargeState
+		ev     Event
+		pairs  string // the booked refund paired, "" for none
+		result Result
+	}{
+		{"webhook after the file's line", booked(paidBy("hodle:t1"), BookedRefund{ID: "HR-1", Amount: 300, At: at, Statement: true}),
+			refund("evt-1", 300), "HR-1", NoOp},
+		{"file's line after the webhook", booked(paidBy("hodle:t1"), BookedRefund{ID: "evt-1", Amount: 300, At: at}),
+			fromFile(refund("HR-1", 300)), "evt-1", NoOp},
+		{"nearest of two", booked(paidBy("hodle:t1"), BookedRefund{ID: "HR-1", Amount: 300, At: at.Add(-5 * time.Hour), Statement: true},
+			BookedRefund{ID: "HR-2", Amount: 300, At: at.Add(time.Minute), Statement: true}), refund("evt-2", 300), "HR-2", NoOp},
+		{"same side is another refund", booked(paidBy("hodle:t1"), BookedRefund{ID: "evt-1", Amount: 300, At: at}),
+			refund("evt-2", 300), "", Applied},
+		{"another amount is another refund", booked(paidBy("hodle:t1"), BookedRefund{ID: "HR-1", Amount: 300, At: at, Statement: true}),
+			refund("evt-1", 200), "", Applied},
+		{"already paired", booked(paidBy("hodle:t1"), BookedRefund{ID: "HR-1", Amount: 300, At: at, Statement: true, Alias: "evt-1"}),
+			refund("evt-2", 300), "", Applied},
+		{"its own other id again", booked(paidBy("hodle:t1"), BookedRefund{ID: "HR-1", Amount: 300, At: at, Statement: true, Alias: "evt-1"}),
+			refund("evt-1", 300), "", NoOp},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := slices.Clone(tc.state.Booked)
+			d, err := Decide(tc.state, tc.ev, rules)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Result != tc.result {
+				t.Fatalf("result %s (%s %s), want %s", d.Result, d.Reason, d.Detail, tc.result)
+			}
+			paired := ""
+			if d.Alias != nil {
+				paired = d.Alias.RefundID
+				if d.Alias.AliasID != tc.ev.RefundID {
+					t.Errorf("pair names %q, want %q", d.Alias.AliasID, tc.ev.RefundID)
+				}
+			}
+			if paired != tc.pairs {
+				t.Errorf("paired with %q, want %q", paired, tc.pairs)
+			}
+			if paired != "" && len(d.Sets) != 0 {
+				t.Errorf("a paired refund booked %d sets", len(d.Sets))
+			}
+			if !slices.Equal(tc.state.Booked, before) {
+				t.Errorf("Decide changed the state it was given")
+			}
+		})
+	}
+}

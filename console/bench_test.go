@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,16 +11,23 @@ import (
 
 	"github.com/razao/razao/internal/benchledger"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
 )
 
 // The console's pages on a large ledger: the reports benchmark's ledger
 // (internal/benchledger), by default at a tenth of its size:
 // 237,500 sales over 2024–2025, about 1 million postings, 500 partners,
-// months 2024-01 to 2025-09 closed with snapshots. Set
+// months 2024-01 to 2025-09 closed with snapshots, the month sums
+// refreshed and then benchDelta sales booked in 2025-12. Set
 // RAZAO_CONSOLE_BENCH_SALES=2375000 for the 10-million-posting ledger.
 //
 //	go test -run '^$' -bench Pages -benchtime 20x ./console/
 const benchPartners = 500
+
+// benchDelta is how many sales the pages read beyond the month sums: a
+// refresh interval's worth (reports.MonthSumsInterval) at 100 sales a
+// second.
+const benchDelta = 1000
 
 var (
 	benchFirstMonth = postings.Month{Year: 2024, Month: time.January}
@@ -39,6 +47,23 @@ func BenchmarkPages(b *testing.B) {
 	}
 	f := newBareFixture(b)
 	benchledger.Build(b, f.db, sales, benchPartners)
+	// As razao serve keeps them (reports.RunMonthSums), then a delta the
+	// pages read beyond them: sales booked since the last refresh.
+	start := time.Now()
+	n, err := reports.RefreshMonthSums(context.Background(), f.db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("month sums of %d months in %v", n, time.Since(start).Round(time.Millisecond))
+	for i := 0; i < benchDelta; i++ {
+		s, err := postings.Sale("delta-"+strconv.Itoa(i), "BRL", 4990, 75, time.Date(2025, 12, 20, 15, 0, i, 0, time.UTC))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.ledger.Post(context.Background(), s); err != nil {
+			b.Fatal(err)
+		}
+	}
 	f.console.Now = func() time.Time { return time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC) }
 	srv := httptest.NewServer(f.router)
 	defer srv.Close()

@@ -32,10 +32,12 @@ func TestBrowser(t *testing.T) {
 	b := browsertest.New(t, srv.URL, "testoutput")
 	b.Do("sign-in page", chromedp.Navigate(srv.URL+"/console/login"), chromedp.WaitVisible(chromedp.ID("token")))
 	b.Screenshot("01-login")
+	portugueseMonths(t, b, "01-login")
 	b.SignIn(f.admin)
 
-	// The month: pick August with the month field, read the figures.
-	b.Do("pick a month", chromedp.SetValue(chromedp.ID("pick-month"), "2026-08"), chromedp.Submit(chromedp.ID("pick-month")),
+	// The month: pick August with the month and year fields, read the figures.
+	b.Do("pick a month", chromedp.SetValue(chromedp.ID("pick-month"), "08"), chromedp.SetValue(chromedp.ID("pick-year"), "2026"),
+		chromedp.Submit(chromedp.ID("pick-month")),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-account="income:revenue"]`)))
 	if loc := b.Location(); loc != "/console/month/2026-08" {
 		t.Fatalf("picked August, at %s", loc)
@@ -63,8 +65,10 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("p1's payable closing %q, want a credit balance", got)
 	}
 	b.Screenshot("02-month")
+	portugueseMonths(t, b, "02-month")
 	b.Do("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("income")))
 	b.Screenshot("03-month-phone")
+	portugueseMonths(t, b, "03-month-phone")
 	b.Do("laptop", chromedp.EmulateViewport(1280, 900), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("income")))
 
 	// The chart: an SVG image the browser decoded.
@@ -74,10 +78,12 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the chart image did not load: naturalWidth %v", w)
 	}
 	b.Screenshot("04-chart")
+	portugueseMonths(t, b, "04-chart")
 	b.Do("account", chromedp.Click(chromedp.CSS(`a[href="/console/month/2026-09"]`)), chromedp.WaitVisible(chromedp.ID("income")),
 		chromedp.Navigate(srv.URL+"/console/accounts/income:revenue?to=2026-09"), chromedp.WaitVisible(chromedp.ID("account-chart")),
 		browsertest.Poll(`document.getElementById("account-chart").complete && document.getElementById("account-chart").naturalWidth > 0`))
 	b.Screenshot("05-account")
+	portugueseMonths(t, b, "05-account")
 
 	// Resolve a divergence as admin; its charge id's HTML is text.
 	b.Do("divergences", chromedp.Navigate(srv.URL+"/console/divergences"), chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("note-%d", first))))
@@ -85,6 +91,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("charge id shown as %q, want the text <b>c-html</b>", got)
 	}
 	b.Screenshot("06-divergences")
+	portugueseMonths(t, b, "06-divergences")
 	b.Do("resolve", chromedp.SendKeys(chromedp.ID(fmt.Sprintf("note-%d", first)), "cobrança registrada depois"),
 		chromedp.Click(chromedp.CSS(fmt.Sprintf("#divergence-%d button", first))),
 		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#divergence-%d[data-status="resolved"]`, first))))
@@ -104,16 +111,19 @@ func TestBrowser(t *testing.T) {
 		t.Fatal("a forged form resolved a divergence")
 	}
 	b.Screenshot("07-csrf-refused")
+	portugueseMonths(t, b, "07-csrf-refused")
 	b.NoConsoleErrors(func(m chromedp.ConsoleMessage) bool { return m.Source == "network" && strings.Contains(m.Text, "403") })
 
 	// Close August, through the confirmation.
 	b.Do("periods", chromedp.Navigate(srv.URL+"/console/periods"), chromedp.WaitVisible(chromedp.ID("periods")))
 	b.Screenshot("08-periods")
+	portugueseMonths(t, b, "08-periods")
 	b.Do("confirm", chromedp.Click(chromedp.CSS(`a[href="/console/periods/2026-08/close"]`)), chromedp.WaitVisible(chromedp.ID("confirm-close")))
 	if got := b.Text(`#frozen-income td[data-field="net_income"]`); got != brl(inc.NetIncome) {
 		t.Errorf("confirmation shows net income %q, want %s", got, brl(inc.NetIncome))
 	}
 	b.Screenshot("09-close-confirm")
+	portugueseMonths(t, b, "09-close-confirm")
 	b.Do("close", chromedp.Click(chromedp.ID("confirm-close")), chromedp.WaitVisible(chromedp.CSS(`[role="status"].ok`)))
 	if got := b.Text(`tr[data-month="2026-08"] td[data-field="status"]`); got != "fechado" {
 		t.Errorf("August is %q after closing", got)
@@ -125,8 +135,10 @@ func TestBrowser(t *testing.T) {
 	// Partners.
 	b.Do("partners", chromedp.Navigate(srv.URL+"/console/partners"), chromedp.WaitVisible(chromedp.ID("partners")))
 	b.Screenshot("10-partners")
+	portugueseMonths(t, b, "10-partners")
 	b.Do("partner", chromedp.Click(chromedp.CSS(`a[href="/console/partners/p1"]`)), chromedp.WaitVisible(chromedp.ID("payouts")))
 	b.Screenshot("11-partner")
+	portugueseMonths(t, b, "11-partner")
 
 	// The live strip: an event committed now appears without a reload;
 	// on the next page the strip resumes after it, not from the start.
@@ -138,6 +150,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("live strip shows %q", got)
 	}
 	b.Screenshot("12-live")
+	portugueseMonths(t, b, "12-live")
 	b.Do("next page", chromedp.Navigate(srv.URL+"/console/divergences"), chromedp.WaitVisible(chromedp.ID("open-title")),
 		browsertest.Poll(`document.getElementById("live-status").textContent === "Conectado."`))
 	appendEvent(t, f, events.TopicDivergenceOpened, "order-next")
@@ -162,10 +175,33 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("a read token is offered %v admin controls on divergences", n)
 	}
 	r.Screenshot("13-divergences-read-token")
+	portugueseMonths(t, r, "13-divergences-read-token")
 	r.Do("periods as reader", chromedp.Navigate(srv.URL+"/console/periods"), chromedp.WaitVisible(chromedp.ID("periods")))
 	if n := r.Eval(`document.querySelectorAll('a[href$="/close"]').length`); n != 0.0 {
 		t.Errorf("a read token is offered %v close buttons", n)
 	}
 	r.NoConsoleErrors(nil)
 	b.NoConsoleErrors(nil)
+}
+
+// localeMonths lists what on the page the browser would write in its own
+// locale's words (English, headless) rather than ours: a month, date or
+// week field (its text is the browser's, never ago/2026) and an English
+// month name in the text.
+const localeMonths = `(() => {
+  const out = [];
+  document.querySelectorAll("input[type=month], input[type=date], input[type=week], input[type=datetime-local]")
+    .forEach(i => out.push("input#" + i.id + " of type " + i.type));
+  const re = /\b(January|February|March|April|May|June|July|August|September|October|November|December|Feb|Apr|Aug|Sep|Oct|Dec)\b/g;
+  (document.body.innerText.match(re) || []).forEach(w => out.push("the word " + w));
+  return out;
+})()`
+
+// portugueseMonths fails the test when page shows a month in the
+// browser's locale rather than in Portuguese.
+func portugueseMonths(t *testing.T, b *browsertest.Browser, page string) {
+	t.Helper()
+	if found, _ := b.Eval(localeMonths).([]any); len(found) > 0 {
+		t.Errorf("%s shows months in the browser's locale, not as ago/2026: %v", page, found)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image/color"
 	"net/http"
-	"strconv"
 
 	"github.com/gorilla/mux"
 	"gonum.org/v1/plot"
@@ -108,7 +107,7 @@ func (c *Console) writeSVG(w http.ResponseWriter, r *http.Request, title string,
 	p.Y.Tick.Marker = reaisTicks{}
 	var ticks []plot.Tick
 	for i, m := range ms {
-		ticks = append(ticks, plot.Tick{Value: float64(i), Label: monthNames[m.Month-1] + "/" + strconv.Itoa(m.Year%100)})
+		ticks = append(ticks, plot.Tick{Value: float64(i), Label: monthLabel(m)})
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	// Half a month of room each side, so the first and last labels show whole.

@@ -295,6 +295,23 @@ func TestMonthPageShowsTheAPIsFigures(t *testing.T) {
 	if res, _ := c.get("/console/month?month=2026-08"); res.Header.Get("Location") != "/console/month/2026-08" {
 		t.Errorf("picker: %v", res.Header)
 	}
+	// The picker's fields: a month by its Portuguese name, a year.
+	if res, _ := c.get("/console/month?mes=08&ano=2026"); res.Header.Get("Location") != "/console/month/2026-08" {
+		t.Errorf("picker fields: %v", res.Header)
+	}
+	for _, q := range []string{"mes=13&ano=2026", "mes=8&ano=2026", "mes=08&ano=26", "mes=08"} {
+		if res, _ := c.get("/console/month?" + q); res.StatusCode != http.StatusBadRequest {
+			t.Errorf("picker %s: %d", q, res.StatusCode)
+		}
+	}
+	_, page := c.get("/console/month/2026-08")
+	if !strings.Contains(page, `<option value="08" selected>ago</option>`) || strings.Contains(page, `type="month"`) {
+		t.Errorf("month picker: want a select of Portuguese month names with August chosen, no browser-localised month field")
+	}
+	// The chart's axis writes months as every page does.
+	if _, svg := c.get("/console/chart.svg?to=2026-09"); !strings.Contains(svg, ">ago/2026<") || strings.Contains(svg, ">ago/26<") {
+		t.Errorf("chart axis does not label months as ago/2026")
+	}
 	if res, _ := c.get("/console/exports/passwd.csv?month=2026-08"); res.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown export: %d", res.StatusCode)
 	}
@@ -326,7 +343,7 @@ func TestChartAndSeriesShowTheAPIsFigures(t *testing.T) {
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(svg, "<svg") {
 		t.Fatalf("chart: %d %s %.100s", res.StatusCode, res.Header.Get("Content-Type"), svg)
 	}
-	for _, want := range []string{"Vendas", "Estornos", "Comissões", "Resultado", "set/26", "out/25"} {
+	for _, want := range []string{"Vendas", "Estornos", "Comissões", "Resultado", "set/2026", "out/2025"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("chart lacks %q", want)
 		}

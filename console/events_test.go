@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +119,61 @@ func TestLiveStripStreamsEventsWithTheSessionAndResumes(t *testing.T) {
 	s = openStream(t, ctx, c, id)
 	if _, topic, data := s.next(t); topic != "charge.refunded" || !strings.Contains(data, "order-2") {
 		t.Fatalf("after reconnect: %q %q, want the refund only", topic, data)
+	}
+}
+
+// Signing out cuts the session's open event stream at the next keepalive,
+// though the session's token stays live (other sessions of it go on): the
+// stream belongs to the session, not only to the token.
+func TestSignOutCutsTheSessionsEventStream(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.hub.KeepAlive = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.hub.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	srv := httptest.NewServer(f.router)
+	defer srv.Close()
+
+	// Bounds the test if the stream were never cut; nothing is timed.
+	sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
+	defer scancel()
+	c, other := newClient(t, srv), newClient(t, srv)
+	c.signIn(f.read)
+	other.signIn(f.read)
+	s, kept := openStream(t, sctx, c, ""), openStream(t, sctx, other, "")
+	// Both streams are open and delivering.
+	appendEvent(t, f, events.TopicChargePaid, "before-sign-out")
+	for _, st := range []*sse{s, kept} {
+		if _, topic, _ := st.next(t); topic != "charge.paid" {
+			t.Fatalf("first event: %q", topic)
+		}
+	}
+
+	_, page := c.get("/console/month/2026-08")
+	if res, _ := c.postForm("/console/logout", url.Values{"csrf": {csrfOf(t, page)}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout: %d", res.StatusCode)
+	}
+	// The signed-out stream ends (keepalive comments, then EOF), without
+	// the event appended after the sign-out.
+	appendEvent(t, f, events.TopicChargeRefunded, "after-sign-out")
+	for {
+		line, err := s.r.ReadString('\n')
+		if err != nil {
+			if sctx.Err() != nil {
+				t.Fatal("the signed-out session's stream was still open a minute after sign-out")
+			}
+			break
+		}
+		if strings.Contains(line, "after-sign-out") {
+			// Delivered before the cut took effect: allowed, the cut is
+			// at the next keepalive, not at once.
+			continue
+		}
+	}
+	// The other session of the same token keeps its stream.
+	if _, topic, data := kept.next(t); topic != "charge.refunded" || !strings.Contains(data, "after-sign-out") {
+		t.Fatalf("other session's stream: %q %q", topic, data)
 	}
 }

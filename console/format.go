@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +62,22 @@ func count(n int64) string {
 
 // monthNames are the abbreviations Brazilian finance writes months with.
 var monthNames = [...]string{"jan", "fev", "mar", "abr", "mai", "jun", "jul", "ago", "set", "out", "nov", "dez"}
+
+// monthOption is one month of the month picker: its number as the form
+// sends it (08) and its Portuguese name.
+type monthOption struct {
+	Number       time.Month
+	Value, Label string
+}
+
+// monthOptions are the picker's twelve months.
+func monthOptions() []monthOption {
+	out := make([]monthOption, 12)
+	for i, n := range monthNames {
+		out[i] = monthOption{Number: time.Month(i + 1), Value: fmt.Sprintf("%02d", i+1), Label: n}
+	}
+	return out
+}
 
 // monthLabel writes a month as ago/2026.
 func monthLabel(m postings.Month) string {

@@ -184,7 +184,10 @@ type client struct {
 
 func newClient(t testing.TB, srv *httptest.Server) *client {
 	jar, _ := cookiejar.New(nil)
-	hc := srv.Client()
+	// A copy: srv.Client() is one client for every caller, and each
+	// client here has cookies of its own.
+	shared := *srv.Client()
+	hc := &shared
 	hc.Jar = jar
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &client{t: t, srv: srv, hc: hc}

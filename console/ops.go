@@ -3,18 +3,18 @@ package console
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/lib/pq"
 
-	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/divergences"
+	"github.com/razao/razao/events"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
@@ -23,9 +23,7 @@ import (
 // pageSize is how many rows a console listing shows per page.
 const pageSize = 50
 
-// partnersPerPage is smaller: each partner's summary is one partners.Get,
-// which sums the partner's postings since the beginning (about 4 ms each
-// on the 1-million-posting benchmark ledger).
+// partnersPerPage is how many partners a page of them shows.
 const partnersPerPage = 20
 
 // delivery is the webhook delivery a divergence was set aside from, as
@@ -183,35 +181,22 @@ type partnersPage struct {
 }
 
 // partnerList lists the partners (the commission-payable sub-accounts,
-// by code) with their summaries from partners.Get, as GET
-// /v1/partners/{id} reads each.
+// by code) with their summaries from partners.Page, the figures GET
+// /v1/partners/{id} reads each with.
 func (c *Console) partnerList(w http.ResponseWriter, r *http.Request) {
 	after := r.URL.Query().Get("after")
 	if len(after) > 200 {
 		c.fail(w, r, http.StatusBadRequest, "Paginação inválida.")
 		return
 	}
-	prefix := accounts.CommissionPayable + ":"
-	var codes []string
-	err := c.DB.SelectContext(r.Context(), &codes, `SELECT code FROM accounts
-		WHERE starts_with(code, $1) AND strpos(substr(code, length($1) + 1), ':') = 0 AND code > ($1 || $2)
-		ORDER BY code LIMIT $3`, prefix, after, partnersPerPage+1)
+	list, more, err := partners.Page(r.Context(), c.DB, after, partnersPerPage)
 	if err != nil {
-		c.failWith(w, r, fmt.Errorf("list partners: %w", err))
+		c.failWith(w, r, err)
 		return
 	}
-	var pg partnersPage
-	if len(codes) > partnersPerPage {
-		codes = codes[:partnersPerPage]
-		pg.Next = Prefix + "/partners?" + url.Values{"after": {strings.TrimPrefix(codes[partnersPerPage-1], prefix)}}.Encode()
-	}
-	for _, code := range codes {
-		s, err := partners.Get(r.Context(), c.DB, strings.TrimPrefix(code, prefix))
-		if err != nil {
-			c.failWith(w, r, err)
-			return
-		}
-		pg.Partners = append(pg.Partners, s)
+	pg := partnersPage{Partners: list}
+	if more {
+		pg.Next = Prefix + "/partners?" + url.Values{"after": {list[len(list)-1].Partner}}.Encode()
 	}
 	c.render(w, r, "partners", "Parceiros", pg)
 }
@@ -254,11 +239,51 @@ func (c *Console) partner(w http.ResponseWriter, r *http.Request) {
 
 // events serves the live strip: the /v1/events stream, authenticated by
 // the session (its token is in the context, so the hub ends the stream
-// when the token is revoked, as for a bearer).
+// when the token is revoked, as for a bearer). The stream lives no longer
+// than its session: at every keepalive the session is looked up again, and
+// once it is gone (signed out, on this replica or another; expired; its
+// token revoked) the stream is cut.
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
-	if _, ok := auth.FromContext(r.Context()); !ok {
+	s, ok := sessionFrom(r.Context())
+	if _, hasToken := auth.FromContext(r.Context()); !ok || !hasToken {
 		c.fail(w, r, http.StatusUnauthorized, "Sessão ausente.")
 		return
 	}
-	c.Events.ServeHTTP(w, r)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go c.watchSession(ctx, cancel, s.plaintext)
+	c.Events.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// watchSession calls end once the session of plaintext is no longer live,
+// checking every keepalive until ctx ends. A database error is not an end:
+// the stream keeps its session until a lookup says it has none.
+func (c *Console) watchSession(ctx context.Context, end context.CancelFunc, plaintext string) {
+	t := time.NewTicker(c.keepAlive())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, err := c.lookup(ctx, plaintext)
+		switch {
+		case errors.Is(err, errNoSession):
+			c.Log.DebugContext(ctx, "console event stream cut: its session ended", "reason", err)
+			end()
+			return
+		case err != nil && ctx.Err() == nil:
+			c.Log.WarnContext(ctx, "console event stream: cannot re-check its session", "error", err)
+		}
+	}
+}
+
+// keepAlive is how often an open stream re-checks its session: the hub's
+// keepalive, at which it re-checks tokens too.
+func (c *Console) keepAlive() time.Duration {
+	if h, ok := c.Events.(*events.Hub); ok && h.KeepAlive > 0 {
+		return h.KeepAlive
+	}
+	return events.DefaultKeepAlive
 }

@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -85,14 +86,27 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Prefix+"/month/"+c.currentMonth().String(), http.StatusSeeOther)
 }
 
-// pickMonth is the month picker's target: GET /console/month?month=.
+// pickMonth is the month picker's target: GET /console/month?ano=&mes=
+// (the picker's year and month fields), or ?month=YYYY-MM.
 func (c *Console) pickMonth(w http.ResponseWriter, r *http.Request) {
 	m, err := monthParam(r, "month", c.currentMonth())
+	if q := r.URL.Query(); q.Has("ano") || q.Has("mes") {
+		m, err = pickedMonth(q.Get("ano"), q.Get("mes"))
+	}
 	if err != nil {
 		c.failWith(w, r, err)
 		return
 	}
 	http.Redirect(w, r, Prefix+"/month/"+m.String(), http.StatusSeeOther)
+}
+
+// pickedMonth is the month of the picker's year (2026) and month (08)
+// fields, or ErrInvalidMonth.
+func pickedMonth(year, month string) (postings.Month, error) {
+	if len(year) != 4 || len(month) != 2 {
+		return postings.Month{}, fmt.Errorf("%w: year %q, month %q", reports.ErrInvalidMonth, year, month)
+	}
+	return postings.ParseMonth(year + "-" + month)
 }
 
 // loginForm shows the sign-in form with a fresh double-submit value.

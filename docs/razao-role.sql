@@ -56,6 +56,9 @@ GRANT SELECT, INSERT, UPDATE ON charges, inbox, divergences, export_runs TO raza
 GRANT SELECT, INSERT ON access_grants TO razao;
 GRANT SELECT, INSERT ON api_tokens TO razao;
 GRANT UPDATE (revoked_at) ON api_tokens TO razao;
+-- Month sums (sql/0021): refreshed off the hot path, each month's rows
+-- replaced whole.
+GRANT SELECT, INSERT, UPDATE, DELETE ON month_sums, month_sum_lines TO razao;
 -- Console sessions (sql/0026): created at sign-in, deleted at sign-out or
 -- once expired.
 GRANT SELECT, INSERT, DELETE ON console_sessions TO razao;

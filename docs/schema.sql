@@ -155,6 +155,21 @@ CREATE TABLE month_snapshots (
     created_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
+CREATE TABLE month_sum_lines (
+    month date NOT NULL,
+    account_id bigint NOT NULL,
+    kind text NOT NULL,
+    debits numeric NOT NULL,
+    credits numeric NOT NULL,
+    sets bigint NOT NULL
+);
+
+CREATE TABLE month_sums (
+    month date NOT NULL,
+    snapshot pg_snapshot NOT NULL,
+    computed_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE outbox (
     id bigint NOT NULL DEFAULT nextval('outbox_id_seq'::regclass),
     xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
@@ -251,6 +266,14 @@ CREATE TABLE reconciliation_runs (
     duration_ms bigint
 );
 
+CREATE TABLE refund_aliases (
+    charge_id text NOT NULL,
+    refund_id text NOT NULL,
+    alias_id text NOT NULL,
+    inbox_id bigint,
+    created_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE schema_migrations (
     version integer NOT NULL,
     name text NOT NULL,
@@ -325,6 +348,11 @@ ALTER TABLE inbox_bodies ADD CONSTRAINT inbox_bodies_pkey PRIMARY KEY (id);
 ALTER TABLE month_snapshots ADD CONSTRAINT ck_month_snapshots_counts CHECK (((sales_count >= 0) AND (refunds_count >= 0) AND (lines >= 0)));
 ALTER TABLE month_snapshots ADD CONSTRAINT fk_month_snapshots_closed FOREIGN KEY (month) REFERENCES closed_periods(month);
 ALTER TABLE month_snapshots ADD CONSTRAINT month_snapshots_pkey PRIMARY KEY (month);
+ALTER TABLE month_sum_lines ADD CONSTRAINT ck_month_sum_lines_positive CHECK (((debits >= (0)::numeric) AND (credits >= (0)::numeric) AND (sets >= 0)));
+ALTER TABLE month_sum_lines ADD CONSTRAINT month_sum_lines_month_fkey FOREIGN KEY (month) REFERENCES month_sums(month) ON DELETE CASCADE;
+ALTER TABLE month_sum_lines ADD CONSTRAINT month_sum_lines_pkey PRIMARY KEY (month, account_id, kind);
+ALTER TABLE month_sums ADD CONSTRAINT ck_month_sums_first_day CHECK ((month = (date_trunc('month'::text, (month)::timestamp with time zone))::date));
+ALTER TABLE month_sums ADD CONSTRAINT month_sums_pkey PRIMARY KEY (month);
 ALTER TABLE outbox ADD CONSTRAINT ck_outbox_topic CHECK ((topic = ANY (ARRAY['charge.paid'::text, 'access.granted'::text, 'charge.refunded'::text, 'charge.failed'::text, 'divergence.opened'::text])));
 ALTER TABLE outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_amount CHECK ((amount > 0));
@@ -346,7 +374,6 @@ ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_kind CHE
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_outcome CHECK ((outcome = ANY (ARRAY['matched'::text, 'booked'::text, 'divergence'::text])));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_side CHECK ((side = ANY (ARRAY['statement'::text, 'ledger'::text])));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT reconciliation_lines_pkey PRIMARY KEY (run_id, line);
-ALTER TABLE reconciliation_lines ADD CONSTRAINT reconciliation_lines_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE CASCADE;
 ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_pkey PRIMARY KEY (run_id, pass, page);
 ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE CASCADE;
 ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_endpoint CHECK (((length(endpoint) >= 1) AND (length(endpoint) <= 63)));
@@ -354,6 +381,9 @@ ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_source CHE
 ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_status CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text])));
 ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_window CHECK ((window_from < window_to));
 ALTER TABLE reconciliation_runs ADD CONSTRAINT reconciliation_runs_pkey PRIMARY KEY (id);
+ALTER TABLE refund_aliases ADD CONSTRAINT ck_refund_aliases_other CHECK ((alias_id <> refund_id));
+ALTER TABLE refund_aliases ADD CONSTRAINT refund_aliases_pkey PRIMARY KEY (charge_id, alias_id);
+ALTER TABLE refund_aliases ADD CONSTRAINT uq_refund_aliases_refund UNIQUE (charge_id, refund_id);
 ALTER TABLE schema_migrations ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT ck_trial_balance_snapshots_closing CHECK ((closing = ((opening + debits) - credits)));
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT ck_trial_balance_snapshots_sides CHECK (((debits >= 0) AND (credits >= 0)));
@@ -376,6 +406,7 @@ CREATE INDEX ix_outbox_cursor ON public.outbox USING btree (xid, id);
 CREATE INDEX ix_posting_sets_charge ON public.posting_sets USING btree (charge_id) WHERE (charge_id IS NOT NULL);
 CREATE INDEX ix_posting_sets_competence_month ON public.posting_sets USING btree (competence_month, id);
 CREATE INDEX ix_posting_sets_event_at ON public.posting_sets USING btree (event_at) WHERE (kind = ANY (ARRAY['sale'::text, 'refund'::text]));
+CREATE INDEX ix_posting_sets_month_xid ON public.posting_sets USING btree (competence_month, created_xid);
 CREATE INDEX ix_posting_sets_partner ON public.posting_sets USING btree (partner) WHERE (partner IS NOT NULL);
 CREATE UNIQUE INDEX uq_commission_per_charge ON public.posting_sets USING btree (charge_id) WHERE (kind = 'commission'::text);
 CREATE UNIQUE INDEX uq_refund_per_psp_refund ON public.posting_sets USING btree (charge_id, refund_id) WHERE (kind = 'refund'::text);
@@ -583,6 +614,49 @@ END;
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION public.reconciliation_lines_check_runs()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+BEGIN
+    PERFORM 1 FROM reconciliation_runs r WHERE r.id IN (SELECT DISTINCT n.run_id FROM new_lines n) FOR KEY SHARE OF r;
+    IF EXISTS (SELECT 1 FROM new_lines n WHERE NOT EXISTS (SELECT 1 FROM reconciliation_runs r WHERE r.id = n.run_id)) THEN
+        RAISE EXCEPTION 'reconciliation lines of a run that does not exist'
+            USING ERRCODE = 'foreign_key_violation', TABLE = 'reconciliation_lines', CONSTRAINT = 'reconciliation_lines_run_id_check';
+    END IF;
+    RETURN NULL;
+END
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.reconciliation_lines_keep_run()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+BEGIN
+    IF NEW.run_id IS DISTINCT FROM OLD.run_id THEN
+        RAISE EXCEPTION 'a reconciliation line stays in its run'
+            USING ERRCODE = 'foreign_key_violation', TABLE = 'reconciliation_lines', CONSTRAINT = 'reconciliation_lines_run_id_check';
+    END IF;
+    RETURN NEW;
+END
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.reconciliation_runs_delete_lines()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+BEGIN
+    DELETE FROM reconciliation_lines l USING old_runs o WHERE l.run_id = o.id;
+    RETURN NULL;
+END
+$function$
+;
+
 CREATE OR REPLACE FUNCTION public.reports_refuse_sealed_snapshot()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -623,6 +697,9 @@ CREATE CONSTRAINT TRIGGER trg_refunds_within_sale AFTER INSERT ON public.posting
 CREATE TRIGGER trg_postings_append_only BEFORE DELETE OR UPDATE ON public.postings FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER trg_postings_no_truncate BEFORE TRUNCATE ON public.postings FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON public.postings REFERENCING NEW TABLE AS new_postings FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set();
+CREATE TRIGGER trg_reconciliation_lines_check_runs AFTER INSERT ON public.reconciliation_lines REFERENCING NEW TABLE AS new_lines FOR EACH STATEMENT EXECUTE FUNCTION reconciliation_lines_check_runs(); -- enabled (origin)
+CREATE TRIGGER trg_reconciliation_lines_keep_run BEFORE UPDATE OF run_id ON public.reconciliation_lines FOR EACH ROW EXECUTE FUNCTION reconciliation_lines_keep_run(); -- enabled (origin)
+CREATE TRIGGER trg_reconciliation_runs_delete_lines AFTER DELETE ON public.reconciliation_runs REFERENCING OLD TABLE AS old_runs FOR EACH STATEMENT EXECUTE FUNCTION reconciliation_runs_delete_lines(); -- enabled (origin)
 CREATE TRIGGER trg_trial_balance_snapshots_append_only BEFORE DELETE OR UPDATE ON public.trial_balance_snapshots FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER trg_trial_balance_snapshots_no_truncate BEFORE TRUNCATE ON public.trial_balance_snapshots FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER trg_trial_balance_snapshots_sealed AFTER INSERT ON public.trial_balance_snapshots REFERENCING NEW TABLE AS new_lines FOR EACH STATEMENT EXECUTE FUNCTION reports_refuse_sealed_snapshot();

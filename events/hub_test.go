@@ -345,3 +345,66 @@ func TestRevokedTokensStreamsEndWithinAKeepalive(t *testing.T) {
 		t.Fatalf("live token's stream: %s, want after", name)
 	}
 }
+
+// Streams that open while a read at their cursor is in flight take that
+// read, then read once more together (the read may have missed a commit
+// announced before they subscribed): a crowd reconnecting at once costs
+// two reads of the outbox, not one per stream. The read is held in
+// flight by a lock on the outbox.
+func TestStreamsOpeningDuringAReadShareIt(t *testing.T) {
+	t.Parallel()
+	const n = 30
+	h := startHub(t, time.Hour, nil)
+	appendCommitted(t, h.db, "before")
+	gatePool, err := sqlx.Open("postgres", h.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gatePool.Close() })
+	gate := begin(t, gatePool)
+	gate.MustExec(`LOCK TABLE outbox IN ACCESS EXCLUSIVE MODE`)
+	reads := h.Reads()
+	clients := make([]*sseClient, n)
+	for i := range clients {
+		clients[i] = openStream(t, h, "", "")
+	}
+	deadline := time.Now().Add(waitFor)
+	for h.Reads() == reads {
+		if time.Now().After(deadline) {
+			t.Fatalf("no read of the outbox started within %v", waitFor)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	commit(t, gate)
+	for i, c := range clients {
+		if got := payloadName(t, decode(t, c.next(t)).Payload); got != "before" {
+			t.Fatalf("stream %d: %s, want before", i, got)
+		}
+	}
+	// Each stream's second read has begun once it sent its first batch;
+	// wait until every client has had a moment to get that far.
+	deadline = time.Now().Add(waitFor)
+	for h.Reads()-reads < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if r := h.Reads() - reads; r > 3 {
+		t.Fatalf("%d streams opened during one read: %d reads of the outbox, want at most 3", n, r)
+	}
+}
+
+// Over HTTP/1.1 a stream is sent unchunked and ends with its connection:
+// each batch is then one write of the shared bytes, not a chunk size line,
+// the bytes and a CRLF written apart.
+func TestStreamIsSentUnchunkedOverHTTP1(t *testing.T) {
+	t.Parallel()
+	h := startHub(t, time.Hour, nil)
+	resp := get(t, h, "", "")
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 1 {
+		t.Fatalf("status %d over %s", resp.StatusCode, resp.Proto)
+	}
+	if len(resp.TransferEncoding) != 0 || !resp.Close {
+		t.Fatalf("transfer encoding %v, close %v; want an unchunked body ended by closing the connection", resp.TransferEncoding, resp.Close)
+	}
+}

@@ -8,14 +8,19 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/big"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
 )
 
 // Errors returned by this package; callers test them with errors.Is. A
@@ -30,6 +35,9 @@ var (
 	// ErrOverOwed is returned for a payout above what is owed to the
 	// partner, unless the request allows it.
 	ErrOverOwed = kind.New(kind.Refused, "over-owed", "Payout above what is owed", "payout exceeds what is owed")
+	// ErrBusy is returned when a partner's accounts kept changing while
+	// they were summed: the request may be tried again.
+	ErrBusy = kind.New(kind.Unavailable, "unavailable", "Service unavailable", "partner accounts changing; try again")
 )
 
 // Summary is a partner's commission-payable account, from the ledger, in
@@ -69,45 +77,158 @@ func Get(ctx context.Context, q sqlx.QueryerContext, partner string) (Summary, e
 	return summarize(ctx, q, partner, a)
 }
 
-// summarize reads the account's postings (and its descendants', as for
-// every parent balance) in one statement, so the figures are of one
-// snapshot and add up.
+// summarize reads the partner's account (and its descendants', as for
+// every parent balance) from the ledger's month sums (reports.AccountFlows,
+// the code every report reads postings with).
 func summarize(ctx context.Context, q sqlx.QueryerContext, partner string, a accounts.Account) (Summary, error) {
-	s := Summary{Partner: partner, Account: a.Code, Currency: a.Currency}
-	// The sums are exact numerics, checked against int64 here, so one
-	// that does not fit is named rather than failing the statement.
-	var sums struct {
-		Owed        postings.Sum `db:"owed"`
-		Commissions postings.Sum `db:"commissions"`
-		Reversed    postings.Sum `db:"reversed"`
-		Paid        postings.Sum `db:"paid"`
-		Adjustments postings.Sum `db:"adjustments"`
-	}
-	err := sqlx.GetContext(ctx, q, &sums, `
-		SELECT
-			-sum(p.amount) AS owed,
-			-sum(p.amount) FILTER (WHERE ps.kind = 'commission') AS commissions,
-			sum(p.amount) FILTER (WHERE ps.kind = 'commission_reversal') AS reversed,
-			sum(p.amount) FILTER (WHERE ps.kind = 'payout') AS paid,
-			-sum(p.amount) FILTER (WHERE ps.kind NOT IN ('commission', 'commission_reversal', 'payout')) AS adjustments
-		FROM postings p
-		JOIN accounts a ON a.id = p.account_id
-		JOIN posting_sets ps ON ps.id = p.posting_set_id
-		WHERE a.code = $1 OR starts_with(a.code, $1 || ':')`, a.Code)
+	all, err := summarizeMany(ctx, q, []accounts.Account{a})
 	if err != nil {
-		return Summary{}, fmt.Errorf("summary of partner %s: %w", partner, err)
+		return Summary{}, err
 	}
-	for _, f := range []struct {
-		to   *int64
-		from postings.Sum
-		name string
-	}{{&s.Owed, sums.Owed, "owed"}, {&s.Commissions, sums.Commissions, "commissions"}, {&s.Reversed, sums.Reversed, "reversed"},
-		{&s.Paid, sums.Paid, "paid"}, {&s.Adjustments, sums.Adjustments, "adjustments"}} {
-		if *f.to, err = f.from.Int64(f.name+" of", a.Code); err != nil {
-			return Summary{}, fmt.Errorf("summary of partner %s: %w", partner, err)
+	s := all[0]
+	s.Partner = partner
+	return s, nil
+}
+
+// summarizeMany reads the summaries of the partners of accts (their
+// payable accounts) at once: one reading of the month sums for all of
+// them and their descendants.
+func summarizeMany(ctx context.Context, q sqlx.QueryerContext, accts []accounts.Account) ([]Summary, error) {
+	codes := make([]string, len(accts))
+	for i, a := range accts {
+		codes[i] = a.Code
+	}
+	tree, flows, err := treeFlows(ctx, q, codes)
+	if err != nil {
+		return nil, fmt.Errorf("summary of %d partner(s): %w", len(accts), err)
+	}
+	// Each figure is summed in 128 bits and checked once whole.
+	type figures struct{ owed, commissions, reversed, paid, adjustments big.Int }
+	byRoot := make(map[string]*figures, len(accts))
+	for _, c := range codes {
+		byRoot[c] = &figures{}
+	}
+	for _, t := range tree {
+		f := byRoot[t.Root]
+		for kind, fl := range flows[t.ID] {
+			// The account's net credit by this kind of set.
+			credit := new(big.Int).Sub(big.NewInt(fl.Credits), big.NewInt(fl.Debits))
+			f.owed.Add(&f.owed, credit)
+			switch postings.Kind(kind) {
+			case postings.KindCommission:
+				f.commissions.Add(&f.commissions, credit)
+			case postings.KindCommissionReversal:
+				f.reversed.Sub(&f.reversed, credit)
+			case postings.KindPayout:
+				f.paid.Sub(&f.paid, credit)
+			default:
+				f.adjustments.Add(&f.adjustments, credit)
+			}
 		}
 	}
-	return s, nil
+	out := make([]Summary, len(accts))
+	for i, a := range accts {
+		f := byRoot[a.Code]
+		s := Summary{Partner: strings.TrimPrefix(a.Code, accounts.CommissionPayable+":"), Account: a.Code, Currency: a.Currency}
+		for _, v := range []struct {
+			to   *int64
+			from *big.Int
+			name string
+		}{{&s.Owed, &f.owed, "owed"}, {&s.Commissions, &f.commissions, "commissions"}, {&s.Reversed, &f.reversed, "reversed"},
+			{&s.Paid, &f.paid, "paid"}, {&s.Adjustments, &f.adjustments, "adjustments"}} {
+			if !v.from.IsInt64() {
+				return nil, fmt.Errorf("summary of partner %s: %w: %s of %s", s.Partner, postings.ErrSumOverflow, v.name, a.Code)
+			}
+			*v.to = v.from.Int64()
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// treeAccount is an account of a partner's tree: its payable account
+// (root) or one under it.
+type treeAccount struct {
+	ID   int64  `db:"id"`
+	Code string `db:"code"`
+	Root string `db:"root"`
+}
+
+// afterTree, when set (by tests), runs between reading the partners'
+// accounts and reading their sums.
+var afterTree func()
+
+// treeFlows reads the accounts under codes and their sums. They are two
+// statements, and at READ COMMITTED (a payout's transaction) an account
+// and its postings committed between them would be summed by the second
+// and missing from the first: the tree is read again after the sums,
+// and the reading repeated until the two agree. Accounts are never
+// deleted, so a tree unchanged across the sums holds every account whose
+// postings they saw.
+func treeFlows(ctx context.Context, q sqlx.QueryerContext, codes []string) ([]treeAccount, map[int64]map[string]reports.KindFlow, error) {
+	tree, err := accountTree(ctx, q, codes)
+	for attempt := 0; err == nil; attempt++ {
+		if afterTree != nil {
+			afterTree()
+		}
+		ids := make([]int64, len(tree))
+		for i, t := range tree {
+			ids[i] = t.ID
+		}
+		flows, err := reports.AccountFlows(ctx, q, ids)
+		if err != nil {
+			return nil, nil, err
+		}
+		again, err := accountTree(ctx, q, codes)
+		if err != nil {
+			return nil, nil, err
+		}
+		if slices.Equal(tree, again) {
+			return tree, flows, nil
+		}
+		if attempt == 4 {
+			return nil, nil, fmt.Errorf("%w: its accounts kept changing while they were summed", ErrBusy)
+		}
+		tree = again
+	}
+	return nil, nil, err
+}
+
+// accountTree reads the accounts of codes and of their descendants, in
+// one order.
+func accountTree(ctx context.Context, q sqlx.QueryerContext, codes []string) ([]treeAccount, error) {
+	var tree []treeAccount
+	err := sqlx.SelectContext(ctx, q, &tree, `SELECT a.id, a.code, r.code AS root
+		FROM unnest($1::text[]) r (code) JOIN accounts a ON a.code = r.code OR starts_with(a.code, r.code || ':')
+		ORDER BY r.code, a.id`, pq.StringArray(codes))
+	if err != nil {
+		return nil, fmt.Errorf("accounts: %w", err)
+	}
+	return tree, nil
+}
+
+// Page returns the summaries of up to limit partners (the direct
+// sub-accounts of the commission-payable account, by code) after the
+// partner id after ("" from the first), and whether more follow: one
+// reading of the ledger for the page, the figures Get gives each.
+func Page(ctx context.Context, q sqlx.QueryerContext, after string, limit int) ([]Summary, bool, error) {
+	prefix := accounts.CommissionPayable + ":"
+	var accts []accounts.Account
+	err := sqlx.SelectContext(ctx, q, &accts, `SELECT id, code, type, normal_side, currency, parent_id FROM accounts
+		WHERE starts_with(code, $1) AND strpos(substr(code, length($1) + 1), ':') = 0 AND code > ($1 || $2)
+		ORDER BY code LIMIT $3`, prefix, after, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("list partners: %w", err)
+	}
+	more := len(accts) > limit
+	if more {
+		accts = accts[:limit]
+	}
+	if len(accts) == 0 {
+		return nil, false, nil
+	}
+	out, err := summarizeMany(ctx, q, accts)
+	return out, more, err
 }
 
 // PayoutRequest asks to pay Amount centavos to Partner.

@@ -2,6 +2,7 @@ package partners_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
 )
 
 var (
@@ -406,5 +408,83 @@ func waitLockWaiters(t *testing.T, db *sqlx.DB, n int) {
 			t.Fatalf("only %d of %d sessions waiting on the lock", waiting, n)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A page of partners reads them all at once from the month sums, with the
+// figures Get gives each: before the sums are stored, from them, and
+// with sets booked after them.
+func TestPageGivesEachPartnersSummaryFromTheMonthSums(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.sell("ch-1", "partner-42", 10000, 1000)
+	e.sell("ch-2", "partner-7", 5000, 1000)
+	e.sell("ch-3", "partner-9", 3000, 500)
+	e.refund("ch-1", "rf-1", "partner-42", 5000, postings.ReversalAmount(1000, 10000, 0, 5000))
+	if _, err := e.payout(partners.PayoutRequest{Partner: "partner-7", IdempotencyKey: "pay-1", Amount: 200}); err != nil {
+		t.Fatal(err)
+	}
+	want := []partners.Summary{
+		{Partner: "partner-42", Account: "liabilities:commission-payable:partner-42", Currency: "BRL", Owed: 500, Commissions: 1000, Reversed: 500},
+		{Partner: "partner-7", Account: "liabilities:commission-payable:partner-7", Currency: "BRL", Owed: 300, Commissions: 500, Paid: 200},
+		{Partner: "partner-9", Account: "liabilities:commission-payable:partner-9", Currency: "BRL", Owed: 150, Commissions: 150},
+	}
+	check := func(what string) {
+		t.Helper()
+		first, more, err := partners.Page(ctx, e.db, "", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rest, last, err := partners.Page(ctx, e.db, first[len(first)-1].Partner, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := append(first, rest...)
+		if !more || last || len(got) != len(want) {
+			t.Fatalf("%s: pages %+v (more %v) then %+v (more %v)", what, first, more, rest, last)
+		}
+		for i := range want {
+			if got[i] != want[i] || e.summary(want[i].Partner) != want[i] {
+				t.Errorf("%s: page has %+v, Get %+v, want %+v", what, got[i], e.summary(want[i].Partner), want[i])
+			}
+		}
+	}
+	check("without month sums")
+	if _, err := reports.RefreshMonthSums(ctx, e.db); err != nil {
+		t.Fatal(err)
+	}
+	check("from the month sums")
+	e.sell("ch-4", "partner-9", 2000, 500)
+	want[2].Owed, want[2].Commissions = 250, 250
+	check("with a commission after the sums")
+}
+
+// A sub-account of the partner and its posting committed between the
+// reading of the partner's accounts and of their sums (at READ COMMITTED,
+// as a payout reads) are summed: the accounts are read again after the
+// sums and the reading repeated. (Not parallel: the hook is global.)
+func TestSummaryCountsAnAccountCreatedWhileSumming(t *testing.T) {
+	e := newEnv(t)
+	e.sell("ch-1", "partner-42", 10000, 1000) // commission 1000
+	var once sync.Once
+	partners.SetAfterTree(func() {
+		once.Do(func() {
+			e.post(postings.Set{Kind: postings.KindAdjustment, IdempotencyKey: "adj-bonus", Amount: 300, Currency: "BRL", EventAt: aug10,
+				Legs: []postings.Leg{{Account: "expenses:commission", Amount: 300}, {Account: "liabilities:commission-payable:partner-42:bonus", Amount: -300}}}, nil)
+		})
+	})
+	defer partners.SetAfterTree(nil)
+	tx, err := e.db.BeginTxx(context.Background(), &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	got, err := partners.Get(context.Background(), tx, "partner-42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Owed != 1300 || got.Commissions != 1000 || got.Adjustments != 300 {
+		t.Fatalf("summary = %+v, want 1,300 owed: 1,000 commission and the 300 bonus under the partner", got)
 	}
 }

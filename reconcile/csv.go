@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/razao/razao/charges"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/reports"
 )
@@ -84,7 +85,7 @@ func (m CSVMapping) build(loc *time.Location) (*csvMapping, error) {
 // (the charge's paid_ref), not by its key.
 const (
 	csvPaidType   = "statement:paid"
-	csvRefundType = "statement:refunded"
+	csvRefundType = charges.StatementRefundType
 )
 
 // maxCSVFields bounds the columns of a statement file, and maxCSVRecord

@@ -150,7 +150,7 @@ func (e *env) reconciler(secret string) *reconcile.Reconciler {
 // reconcilerOn is reconciler with its own pool and metrics.
 func (e *env) reconcilerOn(db *sqlx.DB, secret string, m *reconcile.Metrics) *reconcile.Reconciler {
 	e.t.Helper()
-	rec, err := reconcile.New(reconcile.Options{DB: db, Metrics: m, Inbox: e.inbox, Ledger: e.ledger, Hooks: e.hooks,
+	rec, err := reconcile.New(reconcile.Options{DB: db, DatabaseURL: e.url, Metrics: m, Inbox: e.inbox, Ledger: e.ledger, Hooks: e.hooks,
 		Endpoints: e.cfgs, Getenv: func(k string) string {
 			if k == secretEnv {
 				return secret

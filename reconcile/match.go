@@ -3,18 +3,44 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 )
+
+// The statements that decide lines (dedupeSQL, matchPaidSQL,
+// matchRefundsSQL) run on the run's lines where they are: {lines} is
+// reconciliation_lines, or the staging table a statement file is loaded
+// into and decided in before its lines are written (see loadFile).
+const linesTable = "reconciliation_lines"
+
+// onLines is q on the lines in table, a name of ours, never input.
+func onLines(q, table string) string { return strings.ReplaceAll(q, "{lines}", table) }
+
+// step is one statement of matching.
+type step struct {
+	name string
+	sql  string
+	args []any
+}
+
+// decideSteps decide every line of run in table not yet decided.
+func decideSteps(table string, run Run, ep endpointInfo) []step {
+	return []step{
+		{"dedupe", onLines(dedupeSQL, table), []any{run.ID}},
+		{"payments", onLines(matchPaidSQL, table), []any{run.ID, ep.name, paymentRefPrefix(ep.scheme), ep.merchant}},
+		{"refunds", onLines(matchRefundsSQL, table), []any{run.ID, ep.name, paymentRefPrefix(ep.scheme), ep.merchant}},
+	}
+}
 
 // dedupeSQL keeps one line per inbox key: a page fetched again after the
 // statement moved (an item added between two fetches) lists items twice.
 // The last copy wins: it is the freshest.
 const dedupeSQL = `
-	DELETE FROM reconciliation_lines l USING (
+	DELETE FROM {lines} l USING (
 		SELECT line FROM (
 			SELECT line, row_number() OVER (PARTITION BY event_type, event_id ORDER BY line DESC) AS copy
-			FROM reconciliation_lines WHERE run_id = $1 AND outcome IS NULL AND kind <> 'invalid'
+			FROM {lines} WHERE run_id = $1 AND outcome IS NULL AND kind <> 'invalid'
 		) c WHERE c.copy > 1
 	) d
 	WHERE l.run_id = $1 AND l.line = d.line`
@@ -27,13 +53,24 @@ const dedupeSQL = `
 // into the inbox), in_inbox (stored and pending: the delivery path books
 // it), or a divergence's reason.
 const matchPaidSQL = `
-	UPDATE reconciliation_lines l SET
-		outcome = CASE WHEN v.verdict = 'matched' THEN 'matched' WHEN v.verdict IN ('book', 'in_inbox') THEN 'booked' ELSE 'divergence' END,
-		reason = CASE WHEN v.verdict IN ('matched', 'book') THEN NULL ELSE v.verdict END,
-		charge_id = v.c_id, ledger_amount = v.ledger_amount, ledger_fee = v.ledger_fee,
-		inbox_id = CASE WHEN v.verdict = 'in_inbox' THEN v.ib_id END
+	UPDATE {lines} l SET outcome = v.outcome, reason = v.reason, charge_id = v.charge_id,
+		ledger_amount = v.ledger_amount, ledger_fee = v.ledger_fee, inbox_id = v.inbox_id
+	FROM (` + paidVerdictsSQL + `) v
+	WHERE l.run_id = $1 AND l.line = v.line`
+
+// paidVerdictsSQL is every payment line not yet decided, decided: the
+// line's columns, in reconciliation_lines' order, with its outcome,
+// reason, charge and ledger figures (see matchPaidSQL). matchPaidSQL
+// writes it over the lines; a file's load inserts it (stagedPaidSQL).
+const paidVerdictsSQL = `
+	SELECT z.run_id, z.line, z.side, z.kind, z.event_type, z.event_id, z.psp_id, z.charge_ref, z.refund_id,
+		z.amount, z.fee, z.at, z.detail,
+		CASE WHEN z.verdict = 'matched' THEN 'matched' WHEN z.verdict IN ('book', 'in_inbox') THEN 'booked' ELSE 'divergence' END AS outcome,
+		CASE WHEN z.verdict IN ('matched', 'book') THEN NULL ELSE z.verdict END AS reason,
+		z.c_id AS charge_id, z.ledger_amount, z.ledger_fee,
+		CASE WHEN z.verdict = 'in_inbox' THEN z.ib_id END AS inbox_id
 	FROM (
-		SELECT y.line, y.c_id, y.ledger_amount, y.ledger_fee, y.ib_id, CASE
+		SELECT y.*, CASE
 			WHEN y.cr_id IS NOT NULL AND y.amount <> y.cr_paid THEN 'amount_mismatch'
 			WHEN y.cr_id IS NOT NULL AND y.fee IS NOT NULL AND y.fee <> coalesce(y.cr_fee, 0) THEN 'fee_mismatch'
 			WHEN y.cr_id IS NOT NULL THEN 'matched'
@@ -45,7 +82,9 @@ const matchPaidSQL = `
 			WHEN y.amount <> y.c_amount THEN 'amount_mismatch'
 			ELSE 'book' END AS verdict
 		FROM (
-			SELECT x.line, x.amount, x.fee, cr.id AS cr_id, cr.paid_amount AS cr_paid, cr.fee AS cr_fee,
+			SELECT x.run_id, x.line, x.side, x.kind, x.event_type, x.event_id, x.psp_id, x.charge_ref, x.refund_id,
+				x.amount, x.fee, x.at, x.detail,
+				cr.id AS cr_id, cr.paid_amount AS cr_paid, cr.fee AS cr_fee,
 				coalesce(cr.id, ci.id, cp.id) AS c_id,
 				coalesce(ci.merchant, cp.merchant) AS c_merchant,
 				coalesce(ci.state, cp.state) AS c_state,
@@ -53,7 +92,7 @@ const matchPaidSQL = `
 				coalesce(cr.paid_amount, ci.paid_amount, cp.paid_amount, ci.amount, cp.amount) AS ledger_amount,
 				coalesce(cr.fee, ci.fee, cp.fee) AS ledger_fee,
 				ib.id AS ib_id, ib.status AS ib_status, dv.reason AS dv_reason
-			FROM reconciliation_lines x
+			FROM {lines} x
 			LEFT JOIN charges cr ON cr.paid_ref = $3 || x.psp_id AND x.psp_id <> ''
 			LEFT JOIN charges ci ON ci.id = x.charge_ref
 			LEFT JOIN charges cp ON x.charge_ref = '' AND x.psp_id <> '' AND cp.psp_ref = x.psp_id
@@ -61,15 +100,41 @@ const matchPaidSQL = `
 			LEFT JOIN divergences dv ON dv.inbox_id = ib.id
 			WHERE x.run_id = $1 AND x.outcome IS NULL AND x.kind = 'paid'
 		) y
-	) v
-	WHERE l.run_id = $1 AND l.line = v.line`
+	) z`
+
+// allLineColumns are reconciliation_lines' columns, in its order.
+const allLineColumns = `run_id, line, side, kind, event_type, event_id, psp_id, charge_ref, refund_id,
+	amount, fee, at, detail, outcome, reason, charge_id, ledger_amount, ledger_fee, inbox_id`
+
+// A statement file's lines are decided in the staging table they are
+// copied into and written into reconciliation_lines once: the payments
+// decided as they are inserted (no second write of each line), the rest
+// (invalid lines, refunds) as they are, the refunds decided there by
+// match after the payments, as for every run.
+const (
+	stagedPaidSQL = `INSERT INTO reconciliation_lines (` + allLineColumns + `) ` + paidVerdictsSQL
+	stagedRestSQL = `INSERT INTO reconciliation_lines (` + allLineColumns + `)
+		SELECT ` + allLineColumns + ` FROM {lines} WHERE run_id = $1 AND NOT (outcome IS NULL AND kind = 'paid')`
+)
+
+// stagedSteps write the lines of run staged in table into
+// reconciliation_lines, one copy per inbox key, the payments decided.
+func stagedSteps(table string, run Run, ep endpointInfo) []step {
+	return []step{
+		{"dedupe", onLines(dedupeSQL, table), []any{run.ID}},
+		{"payments", onLines(stagedPaidSQL, table), []any{run.ID, ep.name, paymentRefPrefix(ep.scheme), ep.merchant}},
+		{"other lines", onLines(stagedRestSQL, table), []any{run.ID}},
+	}
+}
 
 // matchRefundsSQL decides every refund line not yet decided, after the
 // payments: a refund's charge is the one its payment's PSP id paid, else
 // our id, else the registered PSP reference, else the charge a payment
-// line of this run found (a payment booked by this very run).
+// line of this run found (a payment booked by this very run). Its refund
+// is the one booked under its id, or under the other id it was paired
+// with (refund_aliases: a file's id for a refund its webhook booked).
 const matchRefundsSQL = `
-	UPDATE reconciliation_lines l SET
+	UPDATE {lines} l SET
 		outcome = CASE WHEN v.verdict IN ('matched', 'not_settled') THEN 'matched' WHEN v.verdict IN ('book', 'in_inbox') THEN 'booked' ELSE 'divergence' END,
 		reason = CASE WHEN v.verdict IN ('matched', 'book') THEN NULL ELSE v.verdict END,
 		charge_id = v.c_id, ledger_amount = v.rs_amount,
@@ -90,22 +155,24 @@ const matchRefundsSQL = `
 				coalesce(cr.id, ci.id, cp.id, pl.charge_id) AS c_id,
 				coalesce(cr.merchant, ci.merchant, cp.merchant) AS c_merchant,
 				ib.id AS ib_id, ib.status AS ib_status, dv.reason AS dv_reason
-			FROM reconciliation_lines x
+			FROM {lines} x
 			LEFT JOIN charges cr ON cr.paid_ref = $3 || x.psp_id AND x.psp_id <> ''
 			LEFT JOIN charges ci ON ci.id = x.charge_ref
 			LEFT JOIN charges cp ON x.charge_ref = '' AND x.psp_id <> '' AND cp.psp_ref = x.psp_id
-			LEFT JOIN reconciliation_lines pl ON pl.run_id = $1 AND pl.kind = 'paid' AND x.psp_id <> '' AND pl.psp_id = x.psp_id
+			LEFT JOIN {lines} pl ON pl.run_id = $1 AND pl.kind = 'paid' AND x.psp_id <> '' AND pl.psp_id = x.psp_id
 			LEFT JOIN inbox ib ON ib.endpoint = $2 AND ib.event_type = x.event_type AND ib.event_id = x.event_id
 			LEFT JOIN divergences dv ON dv.inbox_id = ib.id
 			WHERE x.run_id = $1 AND x.outcome IS NULL AND x.kind IN ('refunded', 'refund_open')
 		) y
-		LEFT JOIN posting_sets rs ON rs.kind = 'refund' AND rs.charge_id = y.c_id AND rs.refund_id = y.refund_id
+		LEFT JOIN refund_aliases ra ON ra.charge_id = y.c_id AND ra.alias_id = y.refund_id
+		LEFT JOIN posting_sets rs ON rs.kind = 'refund' AND rs.charge_id = y.c_id AND rs.refund_id = coalesce(ra.refund_id, y.refund_id)
 	) v
 	WHERE l.run_id = $1 AND l.line = v.line`
 
 // phantomsSQL lists, for a final window, the endpoint's sales and refunds
 // booked in it ([$3, $4) by event time) that no line of the run names:
-// money the ledger has and the PSP does not. Recomputed whole each time.
+// money the ledger has and the PSP does not (a refund is named by its id
+// or the other id it was paired with). Recomputed whole each time.
 const phantomsSQL = `
 	INSERT INTO reconciliation_lines (run_id, line, side, kind, refund_id, amount, at, outcome, reason,
 		charge_id, ledger_amount, inbox_id, detail)
@@ -115,12 +182,13 @@ const phantomsSQL = `
 		'booked in the ledger, absent from the statement'
 	FROM posting_sets s
 	JOIN inbox i ON i.id = s.inbox_id AND i.endpoint = $2
+	LEFT JOIN refund_aliases a ON a.charge_id = s.charge_id AND a.refund_id = s.refund_id
 	CROSS JOIN (SELECT coalesce(max(line), 0) AS n FROM reconciliation_lines WHERE run_id = $1) base
 	WHERE s.kind IN ('sale', 'refund') AND s.event_at >= $3 AND s.event_at < $4
 	  AND NOT EXISTS (SELECT 1 FROM reconciliation_lines l
 		WHERE l.run_id = $1 AND l.side = 'statement' AND l.charge_id = s.charge_id
 		  AND ((s.kind = 'sale' AND l.kind = 'paid')
-		    OR (s.kind = 'refund' AND l.kind IN ('refunded', 'refund_open') AND l.refund_id = s.refund_id)))`
+		    OR (s.kind = 'refund' AND l.kind IN ('refunded', 'refund_open') AND l.refund_id IN (s.refund_id, a.alias_id))))`
 
 // paymentRefPrefix is what the scheme puts before a PSP id in a charge's
 // paid_ref (see charges.SchemePaymentRef): standard names no PSP id, so
@@ -143,22 +211,10 @@ func match(ctx context.Context, db *sqlx.DB, run Run, ep endpointInfo) error {
 		return fmt.Errorf("match run %d: %w", run.ID, err)
 	}
 	defer tx.Rollback()
-	steps := []struct {
-		name string
-		sql  string
-		args []any
-	}{
-		{"dedupe", dedupeSQL, []any{run.ID}},
-		{"payments", matchPaidSQL, []any{run.ID, ep.name, paymentRefPrefix(ep.scheme), ep.merchant}},
-		{"refunds", matchRefundsSQL, []any{run.ID, ep.name, paymentRefPrefix(ep.scheme), ep.merchant}},
-		{"clear phantoms", `DELETE FROM reconciliation_lines WHERE run_id = $1 AND side = 'ledger'`, []any{run.ID}},
-	}
+	steps := append(decideSteps(linesTable, run, ep),
+		step{"clear phantoms", `DELETE FROM reconciliation_lines WHERE run_id = $1 AND side = 'ledger'`, []any{run.ID}})
 	if run.Final {
-		steps = append(steps, struct {
-			name string
-			sql  string
-			args []any
-		}{"phantoms", phantomsSQL, []any{run.ID, ep.name, run.From, run.To}})
+		steps = append(steps, step{"phantoms", phantomsSQL, []any{run.ID, ep.name, run.From, run.To}})
 	}
 	// The run's lines were just copied in: without fresh statistics the
 	// planner takes them for a handful and joins them by nested loops.

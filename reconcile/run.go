@@ -2,9 +2,7 @@ package reconcile
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/internal/kind"
@@ -57,6 +56,9 @@ type Options struct {
 	// Lease is how long a running run is honoured before another replica
 	// may take it over (default 10 minutes); renewed at every page.
 	Lease time.Duration
+	// DatabaseURL is DB's, for the connection a statement file is
+	// loaded on (binary COPY, see copyConfig); required to load files.
+	DatabaseURL string
 	// Wait is how the Pix API clients wait before a retry (nil: a timer);
 	// tests record the waits instead of spending them.
 	Wait func(ctx context.Context, d time.Duration) error
@@ -74,6 +76,7 @@ type Reconciler struct {
 	metrics *Metrics
 	lease   time.Duration
 	replica string
+	copyCfg *pgx.ConnConfig
 	// stopAfterPage, in tests, ends a run right after that page is kept,
 	// as a crash would: nothing more is written.
 	stopAfterPage func(page int) bool
@@ -106,6 +109,13 @@ func New(o Options) (*Reconciler, error) {
 	host, _ := os.Hostname()
 	r := &Reconciler{db: o.DB, inbox: o.Inbox, ledger: o.Ledger, eps: map[string]*endpoint{}, now: o.Now, log: o.Log,
 		metrics: o.Metrics, lease: o.Lease, replica: fmt.Sprintf("%s/%d", host, os.Getpid())}
+	if o.DatabaseURL != "" {
+		cfg, err := copyConfig(o.DatabaseURL)
+		if err != nil {
+			return nil, err
+		}
+		r.copyCfg = cfg
+	}
 	for _, c := range o.Endpoints {
 		if _, dup := r.eps[c.Endpoint]; dup {
 			return nil, fmt.Errorf("%w: endpoint %s is reconciled twice", ErrConfig, c.Endpoint)
@@ -271,83 +281,6 @@ func (r *Reconciler) finish(ctx context.Context, run Run, ep *endpoint, err erro
 	r.log.Info("reconciliation run", "run", done.ID, "endpoint", done.Endpoint, "lines", done.Lines,
 		"matched", done.Matched, "booked", done.Booked, "divergences", done.Divergences)
 	return done, nil
-}
-
-// loadFile copies every line of a CSV statement into the run in one
-// transaction, with the file's SHA-256 and, when the run has no window of
-// its own, the span of its lines as the window.
-func (r *Reconciler) loadFile(ctx context.Context, run *Run, ep *endpoint, file io.Reader) error {
-	if file == nil {
-		return fmt.Errorf("%w: run %d: the statement file was not kept; upload it again", ErrInput, run.ID)
-	}
-	sum := sha256.New()
-	cr, err := newCSVReader(ep.csv, io.TeeReader(file, sum))
-	if err != nil {
-		return err
-	}
-	tx, err := begin(ctx, r.db)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	cp, err := newCopier(ctx, tx, run.ID, 1)
-	if err != nil {
-		return err
-	}
-	var lo, hi time.Time
-	for {
-		l, err := cr.next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			cp.stmt.Close()
-			return err
-		}
-		if !l.At.IsZero() {
-			if lo.IsZero() || l.At.Before(lo) {
-				lo = l.At
-			}
-			if l.At.After(hi) {
-				hi = l.At
-			}
-		}
-		if err := cp.add(ctx, r.checkLine(l)); err != nil {
-			cp.stmt.Close()
-			return err
-		}
-		if cp.n%100_000 == 0 {
-			if err := r.renew(ctx, run.ID); err != nil {
-				cp.stmt.Close()
-				return err
-			}
-		}
-		if r.Progress != nil && cp.n%10000 == 0 {
-			r.Progress("lines", cp.n)
-		}
-	}
-	if err := cp.close(ctx); err != nil {
-		return err
-	}
-	if run.From.Equal(time.Unix(0, 0)) {
-		if lo.IsZero() {
-			return fmt.Errorf("%w: the statement file has no line with a readable time", ErrInput)
-		}
-		run.From, run.To = lo, hi.Add(time.Microsecond)
-		run.Final = r.isFinal(ep, run.To)
-	}
-	run.Lines, run.Loaded = cp.n, true
-	h := hex.EncodeToString(sum.Sum(nil))
-	run.FileSHA256 = &h
-	_, err = tx.ExecContext(ctx, `UPDATE reconciliation_runs SET lines = $2, loaded = true, file_sha256 = $3,
-		window_from = $4, window_to = $5, final = $6 WHERE id = $1`, run.ID, cp.n, h, run.From, run.To, run.Final)
-	if err != nil {
-		return fmt.Errorf("load statement file: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("load statement file: commit: %w", err)
-	}
-	return nil
 }
 
 // checkLine makes a line the ledger could never take (an amount over its

@@ -16,12 +16,14 @@ import (
 // before pg_temp: a temporary table named like one of ours, created on a
 // pooled connection, cannot answer for it.
 func pinSearchPath(ctx context.Context, tx *sqlx.Tx) error {
-	_, err := tx.ExecContext(ctx, `SELECT set_config('search_path', 'pg_catalog, ' || quote_ident(current_schema()) || ', pg_temp', true)`)
+	_, err := tx.ExecContext(ctx, pinSearchPathSQL)
 	if err != nil {
 		return fmt.Errorf("pin search_path: %w", err)
 	}
 	return nil
 }
+
+const pinSearchPathSQL = `SELECT set_config('search_path', 'pg_catalog, ' || quote_ident(current_schema()) || ', pg_temp', true)`
 
 // begin starts a transaction with the search path pinned.
 func begin(ctx context.Context, db *sqlx.DB) (*sqlx.Tx, error) {
@@ -56,7 +58,9 @@ func newCopier(ctx context.Context, tx *sqlx.Tx, run, first int64) (*copier, err
 	return &copier{stmt: stmt, run: run, next: first}, nil
 }
 
-func (c *copier) add(ctx context.Context, l Line) error {
+// lineRow is l as the values of lineColumns, in order, for line number
+// n of run: the one place a line becomes a row, for both loaders.
+func lineRow(row []any, run, n int64, l Line) []any {
 	var fee, at, outcome, reason any
 	if l.HasFee {
 		fee = l.Fee
@@ -67,8 +71,12 @@ func (c *copier) add(ctx context.Context, l Line) error {
 	if l.Kind == KindInvalid {
 		outcome, reason = string(Divergence), ReasonInvalidLine
 	}
-	_, err := c.stmt.ExecContext(ctx, c.run, c.next, string(l.Kind), l.EventType, l.EventID, l.PSPID, l.ChargeRef,
+	return append(row[:0], run, n, string(l.Kind), l.EventType, l.EventID, l.PSPID, l.ChargeRef,
 		l.RefundID, l.Amount, fee, at, l.Detail, outcome, reason)
+}
+
+func (c *copier) add(ctx context.Context, l Line) error {
+	_, err := c.stmt.ExecContext(ctx, lineRow(nil, c.run, c.next, l)...)
 	if err != nil {
 		return fmt.Errorf("copy line %d: %w", c.next, err)
 	}

@@ -40,7 +40,7 @@ func writeSnapshot(ctx context.Context, q sqlx.ExtContext, m postings.Month) err
 		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
 	own = keepShown(own)
-	f, err := liveIncome(ctx, q, m)
+	f, err := liveIncome(ctx, q, m, false)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
@@ -199,7 +199,7 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 				}
 			}
 		}
-		f, err := liveIncome(ctx, q, m)
+		f, err := liveIncome(ctx, q, m, true) // from the postings alone, as said
 		if err != nil {
 			return nil, fmt.Errorf("check snapshots: %w", err)
 		}

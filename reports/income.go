@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/postings"
@@ -109,7 +108,7 @@ func incomeStatement(ctx context.Context, q sqlx.QueryerContext, m postings.Mont
 		if err != nil {
 			return Income{}, fmt.Errorf("income statement %s: read snapshot: %w", m, err)
 		}
-	} else if f, err = liveIncome(ctx, q, m); err != nil {
+	} else if f, err = liveIncome(ctx, q, m, false); err != nil {
 		return Income{}, err
 	}
 	return f.income(m, st.Closed, st.Snapshot)
@@ -136,27 +135,11 @@ func bucketOf(code string) string {
 	return bucketOther
 }
 
-// liveIncomeSQL sums month $1's postings: on the revenue accounts ($2) by
-// the kind of their set (and counts the sets), and on the other income and
-// expense accounts ($3) by account. The account ids are literal arrays so
-// the planner sees how many postings each one has, and the sets are
-// restricted to the month (a posting is always in its set's month) so
-// they are read from ix_posting_sets_competence_month, not scanned whole.
-// The sums are exact numerics, checked against int64 in Go.
-const liveIncomeSQL = `
-SELECT s.kind, 0::bigint AS account_id, sum(p.amount) AS net, count(DISTINCT p.posting_set_id) AS sets
-FROM postings p
-JOIN posting_sets s ON s.id = p.posting_set_id AND s.competence_month = p.competence_month
-WHERE p.account_id = ANY($2::bigint[]) AND p.competence_month = $1::date AND s.competence_month = $1::date
-GROUP BY s.kind
-UNION ALL
-SELECT '', p.account_id, sum(p.amount), 0
-FROM postings p
-WHERE p.account_id = ANY($3::bigint[]) AND p.competence_month = $1::date
-GROUP BY p.account_id`
-
-// liveIncome computes month m's income statement from its postings.
-func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (incomeFigures, error) {
+// liveIncome computes month m's income statement from its month sums
+// (sumMonths): the revenue accounts' by kind of set, with the sets
+// counted, and the other income and expense accounts' by account.
+// fromPostings ignores stored sums, for verify.
+func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month, fromPostings bool) (incomeFigures, error) {
 	var accts []accounts.Account
 	err := sqlx.SelectContext(ctx, q, &accts, `SELECT a.id, a.code, a.type, a.normal_side, a.currency, a.parent_id
 		FROM accounts a JOIN accounts r ON r.code = $1 AND r.currency = a.currency
@@ -165,54 +148,65 @@ func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (i
 		return incomeFigures{}, fmt.Errorf("income statement %s: accounts: %w", m, err)
 	}
 	f := incomeFigures{Currency: accounts.DefaultCurrency}
-	var revenue, others []int64
+	revenue, ids := []int64{}, []int64{}
 	bucket := map[int64]string{}
 	codes := map[int64]string{}
 	for _, a := range accts {
 		codes[a.ID] = a.Code
+		ids = append(ids, a.ID)
 		b := bucketOf(a.Code)
+		bucket[a.ID] = b
 		if b == bucketRevenue {
 			revenue = append(revenue, a.ID)
 			if a.Code == accounts.Revenue {
 				f.Currency = a.Currency
 			}
-			continue
 		}
-		bucket[a.ID] = b
-		others = append(others, a.ID)
 	}
-	var rows []struct {
-		Kind      string       `db:"kind"`
-		AccountID int64        `db:"account_id"`
-		Net       postings.Sum `db:"net"`
-		Sets      int64        `db:"sets"`
-	}
-	err = sqlx.SelectContext(ctx, q, &rows, liveIncomeSQL, m.First(), pq.Array(revenue), pq.Array(others))
+	flows, err := sumMonths(ctx, q, sumQuery{Months: []postings.Month{m}, Accounts: ids, Revenue: revenue, FromPostings: fromPostings})
 	if err != nil {
 		return incomeFigures{}, fmt.Errorf("income statement %s: %w", m, err)
 	}
-	var sum sums
-	for _, row := range rows {
-		// The sums are exact numerics: one that does not fit is named.
-		if row.Net.Overflow {
-			what := "net of the " + row.Kind + " sets on " + accounts.Revenue
-			if row.Kind == "" {
-				what = "net of " + codes[row.AccountID]
-			}
-			_, err := row.Net.Int64(what, "")
-			return incomeFigures{}, fmt.Errorf("income statement %s: %w", m, err)
-		}
-		net := row.Net.Value
+	// Each figure in 128 bits, checked once whole.
+	byKind := map[string]wide{}
+	byAccount := map[int64]wide{}
+	for k, fl := range flows {
 		switch {
-		case row.Kind == string(postings.KindSale):
-			f.Sales, f.SalesCount = sum.sub(0, net, "sales", ""), row.Sets
-		case row.Kind == string(postings.KindRefund):
-			f.Refunds, f.RefundsCount = net, row.Sets
-		case row.Kind != "": // revenue moved by another kind of set
+		case k.Account == revenueAccount:
+			n := byKind[k.Kind]
+			n.addWide(fl.net())
+			byKind[k.Kind] = n
+			switch postings.Kind(k.Kind) {
+			case postings.KindSale:
+				f.SalesCount = fl.sets
+			case postings.KindRefund:
+				f.RefundsCount = fl.sets
+			}
+		case bucket[k.Account] == bucketRevenue: // counted together, above
+		default:
+			n := byAccount[k.Account]
+			n.addWide(fl.net())
+			byAccount[k.Account] = n
+		}
+	}
+	var sum sums
+	for kind, n := range byKind {
+		net := sum.fit(n, "net of the "+kind+" sets on", accounts.Revenue)
+		switch postings.Kind(kind) {
+		case postings.KindSale:
+			f.Sales = sum.sub(0, net, "sales", "")
+		case postings.KindRefund:
+			f.Refunds = net
+		default: // revenue moved by another kind of set
 			f.Other = sum.sub(f.Other, net, "other", "")
-		case bucket[row.AccountID] == bucketCommission:
+		}
+	}
+	for id, n := range byAccount {
+		net := sum.fit(n, "net of", codes[id])
+		switch bucket[id] {
+		case bucketCommission:
 			f.Commission = sum.add(f.Commission, net, "commission", "")
-		case bucket[row.AccountID] == bucketPSPFees:
+		case bucketPSPFees:
 			f.PSPFees = sum.add(f.PSPFees, net, "psp fees", "")
 		default:
 			f.Other = sum.sub(f.Other, net, "other", "")

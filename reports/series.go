@@ -44,39 +44,21 @@ type Series struct {
 	Points     []SeriesPoint `json:"points"`
 }
 
-// seriesSQL returns a row with a NULL month holding the opening balance
-// before the range in debits, then (month, debits, credits) for the months
-// of the range with activity: snapshotted months from their snapshot,
-// others from postings. $1 account code, $2 its currency, $3 the latest
-// snapshot before the range (or NULL), $4 the range's first month, $5 the
-// snapshotted months of the range, $6 the others. The sums are exact
-// numerics, checked against int64 in Go.
-const seriesSQL = `
-WITH acct AS (
-	SELECT id FROM accounts WHERE (code = $1 OR starts_with(code, $1 || ':')) AND currency = $2
-)
-SELECT NULL::date AS month, (
-	coalesce((SELECT sum(s.closing) FROM trial_balance_snapshots s
-		WHERE s.month = $3::date AND s.account_id IN (SELECT id FROM acct)), 0)
-	+ coalesce((SELECT sum(g.total) FROM acct a CROSS JOIN LATERAL (
-		SELECT sum(p.amount) AS total FROM postings p WHERE p.account_id = a.id
-			AND p.competence_month > coalesce($3::date, '-infinity') AND p.competence_month < $4::date) g), 0)
-	) AS debits, 0 AS credits
+// seriesSnapshotSQL returns a row with a NULL month holding the closing
+// balance of the snapshot before the range in debits, then (month,
+// debits, credits) for the snapshotted months of the range with activity.
+// $1 account ids, $2 the latest snapshot before the range (or NULL), $3
+// the snapshotted months of the range. The other months are read from
+// the month sums (sumMonths). The sums are exact numerics, checked
+// against int64 in Go.
+const seriesSnapshotSQL = `
+SELECT NULL::date AS month, coalesce((SELECT sum(s.closing) FROM trial_balance_snapshots s
+		WHERE s.month = $2::date AND s.account_id = ANY($1::bigint[])), 0) AS debits, 0 AS credits
 UNION ALL
 SELECT s.month, sum(s.debits), sum(s.credits)
 FROM trial_balance_snapshots s
-WHERE s.month = ANY($5::date[]) AND s.account_id IN (SELECT id FROM acct)
-GROUP BY s.month
-UNION ALL
-SELECT x.month, sum(x.debits), sum(x.credits)
-FROM acct a CROSS JOIN LATERAL (
-	SELECT p.competence_month AS month,
-		coalesce(sum(p.amount) FILTER (WHERE p.amount > 0), 0) AS debits,
-		coalesce(-sum(p.amount) FILTER (WHERE p.amount < 0), 0) AS credits
-	FROM postings p WHERE p.account_id = a.id AND p.competence_month = ANY($6::date[])
-	GROUP BY p.competence_month
-) x
-GROUP BY x.month`
+WHERE s.month = ANY($3::date[]) AND s.account_id = ANY($1::bigint[])
+GROUP BY s.month`
 
 // AccountSeries returns the monthly series of the account with code (its
 // descendants rolled up) for every month from from to to, inclusive, with
@@ -123,30 +105,74 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 		return Series{}, fmt.Errorf("series %s: read periods: %w", code, err)
 	}
 	snapped, closed := set(st.Snapped), set(st.Closed)
-	var snapMonths, liveMonths []string
+	var snapMonths []string
+	var live []postings.Month
 	for m := from; !to.Before(m); m = m.Next() {
 		if snapped[m.String()] {
 			snapMonths = append(snapMonths, m.First().Format(time.DateOnly))
 		} else {
-			liveMonths = append(liveMonths, m.First().Format(time.DateOnly))
+			live = append(live, m)
 		}
+	}
+	ids := []int64{}
+	err = sqlx.SelectContext(ctx, q, &ids, `SELECT id FROM accounts WHERE (code = $1 OR starts_with(code, $1 || ':')) AND currency = $2`,
+		acct.Code, acct.Currency)
+	if err != nil {
+		return Series{}, fmt.Errorf("series %s: accounts: %w", code, err)
 	}
 	var rows []struct {
 		Month   sql.NullTime `db:"month"`
 		Debits  postings.Sum `db:"debits"`
 		Credits postings.Sum `db:"credits"`
 	}
-	err = sqlx.SelectContext(ctx, q, &rows, seriesSQL, acct.Code, acct.Currency, st.Base, from.First(),
-		pq.StringArray(snapMonths), pq.StringArray(liveMonths))
+	err = sqlx.SelectContext(ctx, q, &rows, seriesSnapshotSQL, pq.Array(ids), st.Base, pq.StringArray(snapMonths))
 	if err != nil {
 		return Series{}, fmt.Errorf("series %s: %w", code, err)
 	}
+	// The months between the snapshot and the range make the opening; the
+	// range's months without a snapshot are read as they are.
+	before, err := monthsBetween(ctx, q, st.Base, from)
+	if err != nil {
+		return Series{}, fmt.Errorf("series %s: %w", code, err)
+	}
+	flows, err := sumMonths(ctx, q, sumQuery{Months: append(before, live...), Accounts: ids})
+	if err != nil {
+		return Series{}, fmt.Errorf("series %s: %w", code, err)
+	}
+	var openingSum wide
+	type dc struct{ debits, credits wide }
+	liveMoves := map[postings.Month]*dc{}
+	for k, f := range flows {
+		if k.Month.Before(from) {
+			openingSum.addWide(f.net())
+			continue
+		}
+		mv := liveMoves[k.Month]
+		if mv == nil {
+			mv = &dc{}
+			liveMoves[k.Month] = mv
+		}
+		mv.debits.addWide(f.debits)
+		mv.credits.addWide(f.credits)
+	}
 	var opening int64
 	moves := map[postings.Month][2]int64{}
+	var fits sums
+	for m, mv := range liveMoves {
+		moves[m] = [2]int64{fits.fit(mv.debits, "debits of", acct.Code), fits.fit(mv.credits, "credits of", acct.Code)}
+	}
+	if fits.err != nil {
+		return Series{}, fmt.Errorf("series %s: %w", code, fits.err)
+	}
 	for _, r := range rows {
 		if !r.Month.Valid {
-			if opening, err = r.Debits.Int64("opening balance of", acct.Code); err != nil {
+			base, err := r.Debits.Int64("opening balance of", acct.Code)
+			if err != nil {
 				return Series{}, fmt.Errorf("series %s from %s: %w", code, from, err)
+			}
+			openingSum.add(base)
+			if opening = fits.fit(openingSum, "opening balance of", acct.Code); fits.err != nil {
+				return Series{}, fmt.Errorf("series %s from %s: %w", code, from, fits.err)
 			}
 			continue
 		}

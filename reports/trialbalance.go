@@ -129,40 +129,56 @@ type ownLine struct {
 
 func (l ownLine) zero() bool { return l.Opening == 0 && l.Debits == 0 && l.Credits == 0 }
 
-// liveOwnLinesSQL computes every account's own figures for month $1 from
-// the snapshot of month $2 (the latest before $1, NULL if none) and the
-// postings since. Each account is read by range scans of
-// ix_postings_account_month (index-only: amount is included), so the cost
-// grows with the postings of the months after the snapshot, not with the
-// ledger. The sums are exact numerics, checked against int64 in Go
-// (ownSums), so one that does not fit is named.
-const liveOwnLinesSQL = `
-SELECT a.id AS account_id, a.code, a.type, a.normal_side, a.currency,
-	coalesce(s.closing, 0) + coalesce(g.total, 0) AS opening,
-	coalesce(x.debits, 0) AS debits,
-	coalesce(x.credits, 0) AS credits
-FROM accounts a
-LEFT JOIN trial_balance_snapshots s ON s.month = $2::date AND s.account_id = a.id
-CROSS JOIN LATERAL (
-	SELECT sum(p.amount) AS total FROM postings p
-	WHERE p.account_id = a.id AND p.competence_month > coalesce($2::date, '-infinity') AND p.competence_month < $1::date
-) g
-CROSS JOIN LATERAL (
-	SELECT sum(p.amount) FILTER (WHERE p.amount > 0) AS debits,
-		-sum(p.amount) FILTER (WHERE p.amount < 0) AS credits
-	FROM postings p WHERE p.account_id = a.id AND p.competence_month = $1::date
-) x`
-
+// liveOwnLines computes every account's own figures for month m from the
+// snapshot of month base (the latest before m, NULL if none) and the month
+// sums (sumMonths) of the months since, m included: the cost grows with
+// the sets since the month sums were refreshed, not with the ledger.
 func liveOwnLines(ctx context.Context, q sqlx.QueryerContext, m postings.Month, base sql.NullTime) ([]ownLine, error) {
-	var rows []ownSums
-	if err := sqlx.SelectContext(ctx, q, &rows, liveOwnLinesSQL, m.First(), base); err != nil {
-		return nil, fmt.Errorf("trial balance %s: %w", m, err)
+	var accts []ownLine
+	err := sqlx.SelectContext(ctx, q, &accts, `SELECT a.id AS account_id, a.code, a.type, a.normal_side, a.currency,
+		coalesce(s.closing, 0) AS opening, 0 AS debits, 0 AS credits
+		FROM accounts a LEFT JOIN trial_balance_snapshots s ON s.month = $1::date AND s.account_id = a.id`, base)
+	if err != nil {
+		return nil, fmt.Errorf("trial balance %s: accounts: %w", m, err)
 	}
-	own, err := fitOwn(rows)
+	months, err := monthsBetween(ctx, q, base, m)
 	if err != nil {
 		return nil, fmt.Errorf("trial balance %s: %w", m, err)
 	}
-	return own, nil
+	flows, err := sumMonths(ctx, q, sumQuery{Months: append(months, m)})
+	if err != nil {
+		return nil, fmt.Errorf("trial balance %s: %w", m, err)
+	}
+	type figures struct{ opening, debits, credits wide }
+	byID := make(map[int64]*figures, len(accts))
+	for i := range accts {
+		f := &figures{}
+		f.opening.add(accts[i].Opening)
+		byID[accts[i].AccountID] = f
+	}
+	for k, fl := range flows {
+		f := byID[k.Account]
+		if f == nil {
+			return nil, fmt.Errorf("trial balance %s: postings on account %d, which does not exist", m, k.Account)
+		}
+		if k.Month == m {
+			f.debits.addWide(fl.debits)
+			f.credits.addWide(fl.credits)
+		} else {
+			f.opening.addWide(fl.net())
+		}
+	}
+	var sum sums
+	for i := range accts {
+		f := byID[accts[i].AccountID]
+		accts[i].Opening = sum.fit(f.opening, "opening of", accts[i].Code)
+		accts[i].Debits = sum.fit(f.debits, "debits of", accts[i].Code)
+		accts[i].Credits = sum.fit(f.credits, "credits of", accts[i].Code)
+	}
+	if sum.err != nil {
+		return nil, fmt.Errorf("trial balance %s: %w", m, sum.err)
+	}
+	return accts, nil
 }
 
 // ownSums is an ownLine as the database sums it, before its figures are

@@ -75,16 +75,35 @@ func run(ctx context.Context, db *sqlx.DB, want wantSchema) (Report, error) {
 		return Report{}, err
 	}
 	r.Checks = append(r.Checks, snapshots)
+	sums, err := monthSumsCheck(ctx, tx)
+	if err != nil && r.OK() {
+		return Report{}, err
+	}
+	r.Checks = append(r.Checks, sums)
 	return r, nil
 }
 
+// monthSumsCheck compares the month sums the reports read with the
+// postings (reports.CheckMonthSums), as snapshotCheck does snapshots.
+func monthSumsCheck(ctx context.Context, tx *sqlx.Tx) (Check, error) {
+	return mismatchCheck(ctx, tx, "month sums equal their postings", "read", reports.CheckMonthSums)
+}
+
 // snapshotCheck compares every closed month's snapshot with its postings
-// (reports.CheckSnapshots). A breached ledger (a sum beyond int64, say)
-// can stop the comparison itself: that is a breach of the check, and the
-// error is returned beside it so that a clean ledger does not hide it.
+// (reports.CheckSnapshots).
 func snapshotCheck(ctx context.Context, tx *sqlx.Tx) (Check, error) {
-	check := Check{Name: "closed months' snapshots equal their postings"}
-	mismatches, err := reports.CheckSnapshots(ctx, tx)
+	return mismatchCheck(ctx, tx, "closed months' snapshots equal their postings", "snapshot", reports.CheckSnapshots)
+}
+
+// mismatchCheck runs a comparison of stored figures with the postings as
+// the check name, each mismatch a breach. A breached ledger (a sum beyond
+// int64, say) can stop the comparison itself: that is a breach of the
+// check, and the error is returned beside it so that a clean ledger does
+// not hide it. stored names the figure compared with the ledger's.
+func mismatchCheck(ctx context.Context, tx *sqlx.Tx, name, stored string,
+	compare func(context.Context, sqlx.QueryerContext) ([]reports.SnapshotMismatch, error)) (Check, error) {
+	check := Check{Name: name}
+	mismatches, err := compare(ctx, tx)
 	if err != nil {
 		check.Breaches = 1
 		check.Examples = []string{fmt.Sprintf("could not compare: %v", err)}
@@ -92,7 +111,7 @@ func snapshotCheck(ctx context.Context, tx *sqlx.Tx) (Check, error) {
 	for _, m := range mismatches {
 		check.Breaches++
 		if len(check.Examples) < maxExamples {
-			check.Examples = append(check.Examples, fmt.Sprintf("%s %s: snapshot %d, ledger %d", m.Month, m.What, m.Snapshot, m.Ledger))
+			check.Examples = append(check.Examples, fmt.Sprintf("%s %s: %s %d, ledger %d", m.Month, m.What, stored, m.Snapshot, m.Ledger))
 		}
 	}
 	return check, err

@@ -435,6 +435,7 @@ func (d *delivery) chargeEvent() charges.Event {
 		PaymentRef: paymentRef(d.Scheme, d.ev), Merchant: d.Merchant,
 		Amount: d.ev.Amount, HasAmount: d.ev.HasAmount, Fee: d.ev.Fee, HasFee: d.ev.HasFee,
 		FullRefundIfNoAmount: d.ev.FullRefund, At: at, InboxID: d.ID,
+		StatementRefund: d.ev.Kind == scheme.KindRefunded && d.ev.Type == charges.StatementRefundType,
 	}
 }
 

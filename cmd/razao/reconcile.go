@@ -30,7 +30,7 @@ func newReconciler(cfg serveConfig, db *sqlx.DB, inbox *webhook.Inbox, ledger *p
 	if err != nil {
 		return nil, err
 	}
-	return reconcile.New(reconcile.Options{DB: db, Inbox: inbox, Ledger: ledger, Hooks: cfg.endpoints,
+	return reconcile.New(reconcile.Options{DB: db, DatabaseURL: cfg.db.url, Inbox: inbox, Ledger: ledger, Hooks: cfg.endpoints,
 		Endpoints: cfg.reconciliation, Getenv: cfg.getenv, Now: now, Log: log, Metrics: rm})
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
+	"github.com/razao/razao/reports"
 	"github.com/razao/razao/webhook"
 )
 
@@ -318,6 +319,11 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); s.hub.Run(bg) }()
 	go func() { defer wg.Done(); s.notifier.Run(notifying) }()
+	// Month sums (sql/0021) keep the open months' reports fast, off the
+	// hot path; every replica may run it (a month being refreshed by
+	// another is left to it).
+	wg.Add(1)
+	go func() { defer wg.Done(); reports.RunMonthSums(bg, s.db, s.log, reports.MonthSumsInterval) }()
 	if s.exports != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.exports.Run(bg, 30*time.Second) }()

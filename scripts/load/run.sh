@@ -130,6 +130,25 @@ checkpoint() {
 		echo "note: CHECKPOINT refused (needs superuser or pg_checkpoint); the next measurement may include the write-out of what came before"
 }
 
+# With autovacuum off (this machine's shared server runs so), nothing
+# clears the dead rows each scenario leaves in the inbox, charges and
+# outbox, and every later measurement reads through more of them than a
+# server with autovacuum would ever keep (razao sets the inbox to be
+# vacuumed after about a thousand changed rows: migration 0020). Then the
+# tables both razao and pgbench write are vacuumed before each
+# measurement, as autovacuum would have done; with it on, nothing is done.
+AUTOVACUUM=""
+vacuum_if_off() {
+	[[ -n $AUTOVACUUM ]] || AUTOVACUUM=$(psql_load -At -c "SHOW autovacuum")
+	[[ $AUTOVACUUM == off ]] || return 0
+	timeout 300 psql_load -c "VACUUM (ANALYZE) inbox, charges, access_grants, outbox, posting_sets, postings, divergences" ||
+		die "VACUUM failed"
+	if psql_load -At -c "SELECT to_regclass('bench_inbox') IS NOT NULL" | grep -q t; then
+		timeout 300 psql_load -c "VACUUM (ANALYZE) bench_charges, bench_grants, bench_inbox, bench_outbox, bench_posting_sets, bench_postings" ||
+			die "VACUUM of the bench tables failed"
+	fi
+}
+
 step "build"
 mkdir -p bin
 timeout 300 go build -o bin/razao ./cmd/razao
@@ -193,6 +212,8 @@ done
 [[ -n $URL ]] || die "razao serve did not report its address within 30 s"
 echo "razao (pid $SERVER_PID) serving at $URL"
 
+vacuum_if_off
+[[ $AUTOVACUUM == off ]] && echo "note: autovacuum is off on this server: the tables razao and pgbench write are vacuumed before each measurement, as autovacuum would"
 step "load: scenario all (distinct, flood, sse, duplicate-storm, mixed), n=$N c=$C storm=$STORM streams=$STREAMS scheme=$SCHEME (cap $DURATION)"
 load_rc=0
 RAZAO_API_TOKEN=$API_TOKEN timeout $((dur_s + 60)) "$WORK/load" -url "$URL" -scenario all -n "$N" -c "$C" -storm "$STORM" -scheme "$SCHEME" \
@@ -228,6 +249,7 @@ pgb() { # name script -> prints tps; full output in $OUTDIR/pgbench-name.txt
 : >"$OUTDIR/rounds.txt"
 for r in $(seq 1 "$ROUNDS"); do
 	step "round $r of $ROUNDS: razao distinct (n=$N c=$C), then pgbench (a) posting and (c) razao-like"
+	vacuum_if_off
 	RAZAO_API_TOKEN=$API_TOKEN timeout $((dur_s + 60)) "$WORK/load" -url "$URL" -scenario distinct -n "$N" -c "$C" -scheme "$SCHEME" \
 		-duration "$DURATION" -json "$OUTDIR/round-$r.jsonl" -database-url "$LOAD_URL" -server-pid "$SERVER_PID" >"$OUTDIR/round-$r.txt" 2>&1 ||
 		{ cat "$OUTDIR/round-$r.txt" >&2; die "round $r: the distinct scenario failed"; }
@@ -253,6 +275,7 @@ verify_rc=0
 DATABASE_URL=$LOAD_URL timeout 600 bin/razao verify || verify_rc=$?
 
 stop_server
+vacuum_if_off
 
 step "pgbench (a) posting tx: lock charge FOR UPDATE, 1 set + 2 postings, update charge; $PGBENCH_CLIENTS clients, ${PGBENCH_SECONDS}s"
 tps_a=$(pgb posting scripts/load/pgbench/posting.sql)
