@@ -28,7 +28,7 @@ func BenchmarkOpenDivergences(b *testing.B) {
 		n = v
 	}
 	ctx := context.Background()
-	db := pgtest.New(b)
+	db, dbURL := pgtest.NewWithURL(b)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
 	ledger := postings.New(db, cal)
 	proc := webhook.NewProcessor(db, charges.NewApplier(db, ledger), slog.New(slog.DiscardHandler))
@@ -42,7 +42,7 @@ func BenchmarkOpenDivergences(b *testing.B) {
 		SELECT 'c' || i, NULL, 1000, 'x', 'h', 'm', 'paid', CASE WHEN i % 100 = 50 THEN 999 ELSE 1000 END, 0, $1::timestamptz, 'hodle:t' || i
 		FROM generate_series(1, $2) i`, at, n)
 	db.MustExec(`ANALYZE charges`)
-	r, err := New(Options{DB: db, Inbox: webhook.NewInbox(db, proc), Ledger: ledger, Hooks: []*webhook.Endpoint{hook},
+	r, err := New(Options{DB: db, DatabaseURL: dbURL, Inbox: webhook.NewInbox(db, proc), Ledger: ledger, Hooks: []*webhook.Endpoint{hook},
 		Endpoints: []EndpointConfig{{Endpoint: "hodle", Source: "csv", CSV: CSVMapping{PSPID: "trackId", ChargeRef: "externalId",
 			Amount: "amount", AmountUnit: "centavos", Time: "date"}}}})
 	if err != nil {
