@@ -3,7 +3,7 @@
 //
 // The domain lives in plain packages named for what they hold (README's
 // Layout table has one line each): accounts, postings, periods, charges,
-// partners, webhook, events, reports, exports, verify. api and cmd/razao
+// partners, divergences, webhook, events, reports, exports, verify. api and cmd/razao
 // are the edges that wire them together. docs/schema.sql is the schema the
 // migrations build, readable in one place.
 package razao

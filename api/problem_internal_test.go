@@ -12,6 +12,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/internal/problem"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/partners"
@@ -47,13 +48,14 @@ func TestEveryDomainErrorAnswersItsProblem(t *testing.T) {
 		{postings.ErrInvalidMonth, 400, "invalid-parameter", ""},
 		{reports.ErrInvalidRange, 400, "invalid-parameter", ""},
 		{reports.ErrInvalidCursor, 400, "invalid-parameter", ""},
-		{reports.ErrInvalidStatus, 400, "invalid-parameter", ""},
-		{reports.ErrInvalidNote, 400, "invalid-parameter", ""},
+		{divergences.ErrInvalidStatus, 400, "invalid-parameter", ""},
+		{divergences.ErrInvalidNote, 400, "invalid-parameter", ""},
 		{reports.ErrUnknownKind, 404, "unknown-export", ""},
 		{reports.ErrUnknownDialect, 404, "unknown-export", ""},
 		{fmt.Errorf("series: %w", accounts.ErrUnknownAccount), 404, "not-found", ""},
-		{reports.ErrNotFound, 404, "not-found", ""},
-		{reports.ErrAlreadyResolved, 409, "already-resolved", ""},
+		{divergences.ErrNotFound, 404, "not-found", ""},
+		{divergences.ErrAlreadyResolved, 409, "already-resolved", ""},
+		{divergences.ErrNotRequeueable, 409, "not-requeueable", ""},
 		{fmt.Errorf("close: %w", periods.ErrMonthNotOver), 409, "month-not-over", ""},
 		{periods.ErrEarlierMonthOpen, 409, "earlier-month-open", ""},
 		{periods.ErrCloseBusy, 503, "close-busy", "5"},

@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/razao/razao/auth"
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
@@ -116,7 +117,7 @@ func (a *API) closePeriod(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) divergences(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	page, err := reports.ListDivergences(r.Context(), a.DB, q.Get("status"), q.Get("cursor"), limit(r))
+	page, err := divergences.List(r.Context(), a.DB, divergences.Status(q.Get("status")), q.Get("cursor"), limit(r))
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -139,7 +140,7 @@ func (a *API) resolveDivergence(w http.ResponseWriter, r *http.Request) {
 	if !decodeJSON(w, r, &body) {
 		return
 	}
-	d, err := reports.ResolveDivergence(r.Context(), a.DB, id, body.Note, a.Now())
+	d, err := divergences.Resolve(r.Context(), a.DB, id, body.Note, a.Now())
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return

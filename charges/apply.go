@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/postings"
@@ -70,7 +71,7 @@ type Outcome struct {
 	Result   Result
 	ChargeID string
 	// Reason and Detail explain a divergence.
-	Reason Reason
+	Reason divergences.Reason
 	Detail string
 	// Events are the outbox events the change makes, in order, for the
 	// caller to append in the same transaction.
@@ -87,34 +88,6 @@ const (
 	Parked     Result = "parked"     // a refund before its payment: retried when the payment lands
 	Divergence Result = "divergence" // permanent: recorded for finance, never retried
 )
-
-// Reason says why a delivery is a divergence. Every reason a divergence
-// may carry is here, the ones the inbox decides too, and the list is the
-// database's ck_divergences_reason constraint, word for word (a test
-// compares them).
-type Reason string
-
-// Reasons for a divergence.
-const (
-	ReasonUnknownCharge        Reason = "unknown_charge"
-	ReasonAmountMismatch       Reason = "amount_mismatch"
-	ReasonCurrencyMismatch     Reason = "currency_mismatch"
-	ReasonRefundExceedsPaid    Reason = "refund_exceeds_paid"
-	ReasonRefundAmountMissing  Reason = "refund_amount_missing"
-	ReasonMalformed            Reason = "malformed"
-	ReasonDisputed             Reason = "disputed"
-	ReasonSecondPayment        Reason = "second_payment"
-	ReasonProcessingFailed     Reason = "processing_failed"
-	ReasonRefundOfOtherPayment Reason = "refund_of_other_payment"
-	ReasonRefundAmountChanged  Reason = "refund_amount_changed"
-	ReasonRefundWithoutPayment Reason = "refund_without_payment"
-	ReasonMerchantMismatch     Reason = "merchant_mismatch"
-)
-
-// Reasons lists every divergence reason.
-var Reasons = []Reason{ReasonUnknownCharge, ReasonAmountMismatch, ReasonCurrencyMismatch, ReasonRefundExceedsPaid,
-	ReasonRefundAmountMissing, ReasonMalformed, ReasonDisputed, ReasonSecondPayment, ReasonProcessingFailed,
-	ReasonRefundOfOtherPayment, ReasonRefundAmountChanged, ReasonRefundWithoutPayment, ReasonMerchantMismatch}
 
 // eventRefPrefix marks a PaymentRef made of an event id (EventPaymentRef),
 // so that it is never compared with a PSP's payment reference.
@@ -236,7 +209,7 @@ func query(ctx context.Context, tx *sqlx.Tx, dest any, s *sqlstmt.Stmt, args ...
 	return stmt.SelectContext(ctx, dest, args...)
 }
 
-func diverge(chargeID string, reason Reason, format string, args ...any) Outcome {
+func diverge(chargeID string, reason divergences.Reason, format string, args ...any) Outcome {
 	return Outcome{Result: Divergence, ChargeID: chargeID, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
 
@@ -441,9 +414,9 @@ func (l *Locked) Apply(ev Event) (Outcome, error) {
 	c := l.find(ev.ChargeID, ev.PSPRef)
 	if c == nil {
 		if ev.ChargeID != "" {
-			return diverge(ev.ChargeID, ReasonUnknownCharge, "no charge with id %q", ev.ChargeID), nil
+			return diverge(ev.ChargeID, divergences.ReasonUnknownCharge, "no charge with id %q", ev.ChargeID), nil
 		}
-		return diverge("", ReasonUnknownCharge, "no charge with psp reference %q", ev.PSPRef), nil
+		return diverge("", divergences.ReasonUnknownCharge, "no charge with psp reference %q", ev.PSPRef), nil
 	}
 	d, err := Decide(c.ChargeState, ev, Rules{Limit: l.a.Ledger.Limit(), CheckTime: l.a.Ledger.CheckEventTime})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
@@ -111,14 +112,14 @@ type Decision struct {
 func Decide(s ChargeState, ev Event, r Rules) (Decision, error) {
 	d := &Decision{State: s, Outcome: Outcome{ChargeID: s.ID}}
 	if s.Merchant != nil && *s.Merchant != ev.Merchant {
-		return d.diverge(ReasonMerchantMismatch, "charge of merchant %q; event through an endpoint of merchant %q",
+		return d.diverge(divergences.ReasonMerchantMismatch, "charge of merchant %q; event through an endpoint of merchant %q",
 			*s.Merchant, ev.Merchant), nil
 	}
 	if err := r.CheckTime(ev.At); err != nil {
 		// Stored before intake checked the window: the ledger (or the
 		// charge's timestamps) would refuse it on every attempt, so it is
 		// a divergence now, not ten failures.
-		return d.diverge(ReasonMalformed, "%v", err), nil
+		return d.diverge(divergences.ReasonMalformed, "%v", err), nil
 	}
 	var err error
 	switch ev.Kind {
@@ -138,7 +139,7 @@ func Decide(s ChargeState, ev Event, r Rules) (Decision, error) {
 }
 
 // diverge makes d a divergence: the charge stays as it was.
-func (d *Decision) diverge(reason Reason, format string, args ...any) Decision {
+func (d *Decision) diverge(reason divergences.Reason, format string, args ...any) Decision {
 	return Decision{State: d.State, Outcome: diverge(d.State.ID, reason, format, args...)}
 }
 
@@ -168,7 +169,7 @@ func (d *Decision) paid(ev Event, limit money.Limit) error {
 			if c.PaidRef != nil {
 				paidBy = *c.PaidRef
 			}
-			*d = d.diverge(ReasonSecondPayment, "charge already paid by %s; payment %s of %d arrived too",
+			*d = d.diverge(divergences.ReasonSecondPayment, "charge already paid by %s; payment %s of %d arrived too",
 				paidBy, ev.PaymentRef, ev.Amount)
 			return nil
 		}
@@ -179,7 +180,7 @@ func (d *Decision) paid(ev Event, limit money.Limit) error {
 		// (check it on the PSP's statement), not a second transfer to
 		// return to the payer.
 		if paidAmount, fee := derefOr(c.PaidAmount), derefOr(c.Fee); ev.Amount != paidAmount || ev.Fee != fee {
-			*d = d.diverge(ReasonAmountMismatch, "payment %s was booked for %d (PSP fee %d); now stated as %d (PSP fee %d)",
+			*d = d.diverge(divergences.ReasonAmountMismatch, "payment %s was booked for %d (PSP fee %d); now stated as %d (PSP fee %d)",
 				ev.PaymentRef, paidAmount, fee, ev.Amount, ev.Fee)
 			return nil
 		}
@@ -194,16 +195,16 @@ func (d *Decision) paid(ev Event, limit money.Limit) error {
 	tooLarge := limit.Check("paid amount", ev.Amount)
 	switch {
 	case !ev.HasAmount:
-		*d = d.diverge(ReasonAmountMismatch, "payment states no amount; charge is %d", c.Amount)
+		*d = d.diverge(divergences.ReasonAmountMismatch, "payment states no amount; charge is %d", c.Amount)
 		return nil
 	case tooLarge != nil:
-		*d = d.diverge(ReasonMalformed, "%v", tooLarge)
+		*d = d.diverge(divergences.ReasonMalformed, "%v", tooLarge)
 		return nil
 	case ev.Amount != c.Amount:
-		*d = d.diverge(ReasonAmountMismatch, "paid %d, charge is %d", ev.Amount, c.Amount)
+		*d = d.diverge(divergences.ReasonAmountMismatch, "paid %d, charge is %d", ev.Amount, c.Amount)
 		return nil
 	case ev.HasFee && (ev.Fee < 0 || ev.Fee >= ev.Amount):
-		*d = d.diverge(ReasonAmountMismatch, "PSP fee %d on a payment of %d", ev.Fee, ev.Amount)
+		*d = d.diverge(divergences.ReasonAmountMismatch, "PSP fee %d on a payment of %d", ev.Fee, ev.Amount)
 		return nil
 	}
 	if err := d.bookSale(ev); err != nil {
@@ -262,14 +263,14 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 		return nil
 	}
 	if ev.RefundID == "" {
-		*d = d.diverge(ReasonMalformed, "refund without a refund id")
+		*d = d.diverge(divergences.ReasonMalformed, "refund without a refund id")
 		return nil
 	}
 	if ev.PaymentRef != "" && c.PaidRef != nil && !isEventRef(*c.PaidRef) && *c.PaidRef != ev.PaymentRef {
 		// The refund of a payment that is not the one booked (a second
 		// payment, itself a divergence): booking it would cancel the sale.
 		// Both sides are in the scheme's form (SchemePaymentRef).
-		*d = d.diverge(ReasonRefundOfOtherPayment, "refund %s is of payment %s; the charge was paid by %s",
+		*d = d.diverge(divergences.ReasonRefundOfOtherPayment, "refund %s is of payment %s; the charge was paid by %s",
 			ev.RefundID, ev.PaymentRef, *c.PaidRef)
 		return nil
 	}
@@ -280,7 +281,7 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 	}
 	if ok {
 		if ev.HasAmount && ev.Amount != booked {
-			*d = d.diverge(ReasonRefundAmountChanged, "refund %s was booked for %d as %s; now stated as %d",
+			*d = d.diverge(divergences.ReasonRefundAmountChanged, "refund %s was booked for %d as %s; now stated as %d",
 				ev.RefundID, booked, bookedAs, ev.Amount)
 			return nil
 		}
@@ -299,17 +300,17 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 	amount := ev.Amount
 	switch {
 	case !ev.HasAmount && !ev.FullRefundIfNoAmount:
-		*d = d.diverge(ReasonRefundAmountMissing, "refund %s states no amount", ev.RefundID)
+		*d = d.diverge(divergences.ReasonRefundAmountMissing, "refund %s states no amount", ev.RefundID)
 		return nil
 	case !ev.HasAmount:
 		amount = remaining
 	}
 	if err := limit.Check("refund amount", amount); err != nil {
-		*d = d.diverge(ReasonMalformed, "refund %s: %v", ev.RefundID, err)
+		*d = d.diverge(divergences.ReasonMalformed, "refund %s: %v", ev.RefundID, err)
 		return nil
 	}
 	if amount <= 0 || amount > remaining {
-		*d = d.diverge(ReasonRefundExceedsPaid, "refund %s of %d; %d of %d left to refund", ev.RefundID, amount, remaining, *c.PaidAmount)
+		*d = d.diverge(divergences.ReasonRefundExceedsPaid, "refund %s of %d; %d of %d left to refund", ev.RefundID, amount, remaining, *c.PaidAmount)
 		return nil
 	}
 	if err := d.bookRefund(ev, amount); err != nil {

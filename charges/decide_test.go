@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/postings"
 )
@@ -66,7 +67,7 @@ func TestDecide(t *testing.T) {
 	t.Parallel()
 	type want struct {
 		result   Result
-		reason   Reason
+		reason   divergences.Reason
 		state    State
 		refunded int64
 		sets     []postings.Kind
@@ -90,26 +91,26 @@ func TestDecide(t *testing.T) {
 		{"the same payment again, grant lost: repaired", notGranted(paidBy("hodle:t1")), pay("hodle:t1", 4990, 75),
 			want{NoOp, "", StatePaid, 0, nil, []events.Topic{events.TopicAccessGranted}, true}},
 		{"another payment: second_payment", paidBy("hodle:t1"), pay("hodle:t2", 4990, 75),
-			want{Divergence, ReasonSecondPayment, StatePaid, 0, nil, nil, false}},
+			want{Divergence, divergences.ReasonSecondPayment, StatePaid, 0, nil, nil, false}},
 		{"paid before payments had a reference: second_payment", func() ChargeState { s := paidBy(""); s.PaidRef = nil; return s }(),
-			pay("hodle:t1", 4990, 75), want{Divergence, ReasonSecondPayment, StatePaid, 0, nil, nil, false}},
+			pay("hodle:t1", 4990, 75), want{Divergence, divergences.ReasonSecondPayment, StatePaid, 0, nil, nil, false}},
 		{"the same payment with another fee: amount_mismatch", paidBy("hodle:t1"), pay("hodle:t1", 4990, 80),
-			want{Divergence, ReasonAmountMismatch, StatePaid, 0, nil, nil, false}},
+			want{Divergence, divergences.ReasonAmountMismatch, StatePaid, 0, nil, nil, false}},
 		{"paid another amount: amount_mismatch", pending(), pay("hodle:t1", 4000, 0),
-			want{Divergence, ReasonAmountMismatch, StatePending, 0, nil, nil, false}},
+			want{Divergence, divergences.ReasonAmountMismatch, StatePending, 0, nil, nil, false}},
 		{"paid stating no amount: amount_mismatch", pending(), with(pay("hodle:t1", 0, 0), func(e *Event) { e.HasAmount = false }),
-			want{Divergence, ReasonAmountMismatch, StatePending, 0, nil, nil, false}},
+			want{Divergence, divergences.ReasonAmountMismatch, StatePending, 0, nil, nil, false}},
 		{"a fee of the whole payment: amount_mismatch", pending(), pay("hodle:t1", 4990, 4990),
-			want{Divergence, ReasonAmountMismatch, StatePending, 0, nil, nil, false}},
+			want{Divergence, divergences.ReasonAmountMismatch, StatePending, 0, nil, nil, false}},
 		{"paid above the limit: malformed", func() ChargeState { s := pending(); s.Amount = 2_000_000; return s }(),
-			pay("hodle:t1", 2_000_000, 0), want{Divergence, ReasonMalformed, StatePending, 0, nil, nil, false}},
+			pay("hodle:t1", 2_000_000, 0), want{Divergence, divergences.ReasonMalformed, StatePending, 0, nil, nil, false}},
 		{"through another merchant's endpoint: merchant_mismatch", pending(), with(pay("hodle:t1", 4990, 0), func(e *Event) { e.Merchant = "loja-2" }),
-			want{Divergence, ReasonMerchantMismatch, StatePending, 0, nil, nil, false}},
+			want{Divergence, divergences.ReasonMerchantMismatch, StatePending, 0, nil, nil, false}},
 		{"a charge of no merchant: any endpoint's", func() ChargeState { s := pending(); s.Merchant = nil; return s }(),
 			with(pay("hodle:t1", 4990, 0), func(e *Event) { e.Merchant = "loja-2" }),
 			want{Applied, "", StatePaid, 0, sale, []events.Topic{events.TopicChargePaid, events.TopicAccessGranted}, true}},
 		{"dated outside the window: malformed", pending(), with(pay("hodle:t1", 4990, 0), func(e *Event) { e.At = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC) }),
-			want{Divergence, ReasonMalformed, StatePending, 0, nil, nil, false}},
+			want{Divergence, divergences.ReasonMalformed, StatePending, 0, nil, nil, false}},
 		{"refund before its payment: parked", pending(), refund("rf-1", 1000),
 			want{Parked, "", StatePending, 0, nil, nil, false}},
 		{"partial refund: refund and commission reversal", paidBy("hodle:t1"), refund("rf-1", 1000),
@@ -121,21 +122,21 @@ func TestDecide(t *testing.T) {
 		{"the same refund again: nothing", withRefund(paidBy("hodle:t1"), "rf-1", 1000), refund("rf-1", 1000),
 			want{NoOp, "", StatePartiallyRefunded, 1000, nil, nil, false}},
 		{"the same refund, another amount: refund_amount_changed", withRefund(paidBy("hodle:t1"), "rf-1", 1000), refund("rf-1", 1500),
-			want{Divergence, ReasonRefundAmountChanged, StatePartiallyRefunded, 1000, nil, nil, false}},
+			want{Divergence, divergences.ReasonRefundAmountChanged, StatePartiallyRefunded, 1000, nil, nil, false}},
 		{"more than is left: refund_exceeds_paid", withRefund(paidBy("hodle:t1"), "rf-1", 1000), refund("rf-2", 4000),
-			want{Divergence, ReasonRefundExceedsPaid, StatePartiallyRefunded, 1000, nil, nil, false}},
+			want{Divergence, divergences.ReasonRefundExceedsPaid, StatePartiallyRefunded, 1000, nil, nil, false}},
 		{"no amount, read as everything left", withRefund(paidBy("hodle:t1"), "rf-1", 1000),
 			with(refund("rf-2", 0), func(e *Event) { e.HasAmount, e.FullRefundIfNoAmount = false, true }),
 			want{Applied, "", StateRefunded, 4990, []postings.Kind{postings.KindRefund, postings.KindCommissionReversal},
 				[]events.Topic{events.TopicChargeRefunded}, false}},
 		{"no amount, and the scheme says nothing: refund_amount_missing", paidBy("hodle:t1"),
 			with(refund("rf-1", 0), func(e *Event) { e.HasAmount = false }),
-			want{Divergence, ReasonRefundAmountMissing, StatePaid, 0, nil, nil, false}},
+			want{Divergence, divergences.ReasonRefundAmountMissing, StatePaid, 0, nil, nil, false}},
 		{"no refund id: malformed", paidBy("hodle:t1"), refund("", 1000),
-			want{Divergence, ReasonMalformed, StatePaid, 0, nil, nil, false}},
+			want{Divergence, divergences.ReasonMalformed, StatePaid, 0, nil, nil, false}},
 		{"refund of another payment: refund_of_other_payment", paidBy("hodle:t1"),
 			with(refund("rf-1", 1000), func(e *Event) { e.PaymentRef = "hodle:t2" }),
-			want{Divergence, ReasonRefundOfOtherPayment, StatePaid, 0, nil, nil, false}},
+			want{Divergence, divergences.ReasonRefundOfOtherPayment, StatePaid, 0, nil, nil, false}},
 		{"refund naming the payment booked", paidBy("hodle:t1"), with(refund("rf-1", 1000), func(e *Event) { e.PaymentRef = "hodle:t1" }),
 			want{Applied, "", StatePartiallyRefunded, 1000, []postings.Kind{postings.KindRefund, postings.KindCommissionReversal},
 				[]events.Topic{events.TopicChargeRefunded}, false}},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
@@ -63,13 +64,13 @@ func TestChargesAboveTheLimit(t *testing.T) {
 		}
 		return out
 	}
-	if out := apply(charges.Event{Kind: charges.Paid, ChargeID: "old", Amount: 9000, HasAmount: true, At: at}); out.Result != charges.Divergence || out.Reason != charges.ReasonMalformed {
+	if out := apply(charges.Event{Kind: charges.Paid, ChargeID: "old", Amount: 9000, HasAmount: true, At: at}); out.Result != charges.Divergence || out.Reason != divergences.ReasonMalformed {
 		t.Fatalf("payment above the limit: %+v", out)
 	}
 	if out := apply(charges.Event{Kind: charges.Paid, ChargeID: "at-limit", Amount: 5000, HasAmount: true, At: at}); out.Result != charges.Applied {
 		t.Fatalf("payment at the limit: %+v", out)
 	}
-	if out := apply(charges.Event{Kind: charges.Refunded, ChargeID: "at-limit", RefundID: "r1", Amount: 5001, HasAmount: true, At: at}); out.Result != charges.Divergence || out.Reason != charges.ReasonMalformed {
+	if out := apply(charges.Event{Kind: charges.Refunded, ChargeID: "at-limit", RefundID: "r1", Amount: 5001, HasAmount: true, At: at}); out.Result != charges.Divergence || out.Reason != divergences.ReasonMalformed {
 		t.Fatalf("refund above the limit: %+v", out)
 	}
 	var sets int

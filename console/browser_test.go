@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/browsertest"
 	"github.com/razao/razao/reports"
@@ -94,7 +95,7 @@ func TestBrowser(t *testing.T) {
 	b.Do("resolve", chromedp.SendKeys(chromedp.ID(fmt.Sprintf("note-%d", first)), "cobrança registrada depois"),
 		chromedp.Click(chromedp.CSS(fmt.Sprintf("#divergence-%d button", first))),
 		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#divergence-%d[data-status="resolved"]`, first))))
-	if d, _ := reports.GetDivergence(ctx, f.db, first); d.Status != reports.DivergenceResolved || d.ResolutionNote != "cobrança registrada depois" {
+	if d, _ := divergences.Get(ctx, f.db, first); d.Status != divergences.StatusResolved || d.ResolutionNote != "cobrança registrada depois" {
 		t.Fatalf("after the browser resolved it: %+v", d)
 	}
 	b.NoConsoleErrors(nil)
@@ -106,7 +107,7 @@ func TestBrowser(t *testing.T) {
 	if got := b.Text(".problem"); !strings.Contains(got, "CSRF") {
 		t.Errorf("forged form answered %q", got)
 	}
-	if d, _ := reports.GetDivergence(ctx, f.db, second); d.Status != reports.DivergenceOpen {
+	if d, _ := divergences.Get(ctx, f.db, second); d.Status != divergences.StatusOpen {
 		t.Fatal("a forged form resolved a divergence")
 	}
 	b.Screenshot("07-csrf-refused")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
@@ -136,7 +137,7 @@ func TestConsoleRefusesNoSessionForgedCSRFAndRevokedToken(t *testing.T) {
 			t.Errorf("close with csrf %q: %d, want 403", bad, res.StatusCode)
 		}
 	}
-	if d, _ := reports.GetDivergence(context.Background(), f.db, div); d.Status != reports.DivergenceOpen {
+	if d, _ := divergences.Get(context.Background(), f.db, div); d.Status != divergences.StatusOpen {
 		t.Fatalf("a forged form resolved the divergence: %+v", d)
 	}
 	if tb, _ := reports.TrialBalance(context.Background(), f.db, aug2026); tb.Closed {
@@ -413,7 +414,7 @@ func TestDivergencesOpenFirstWithDeliveryResolvedByAdminOnly(t *testing.T) {
 			t.Errorf("resolve %s: %d", id, res.StatusCode)
 		}
 	}
-	var page2 struct{ Divergences []reports.Divergence }
+	var page2 struct{ Divergences []divergences.Divergence }
 	admin.api(f.admin, "/v1/divergences?status=resolved", &page2)
 	if len(page2.Divergences) != 1 || page2.Divergences[0].ID != first || page2.Divergences[0].ResolutionNote != "charge <b>registered</b> late" {
 		t.Fatalf("API after resolve: %+v", page2)
@@ -589,5 +590,26 @@ func TestReconciliationHook(t *testing.T) {
 	}
 	if _, page := h.get("/console/periods"); !strings.Contains(page, `href="/console/reconciliation"`) {
 		t.Error("the menu does not link the reconciliation page")
+	}
+}
+
+// A divergence a reconciliation run found shows where it was found and
+// both sides: the statement's and the ledger's.
+func TestDivergenceOfAReconciliationShowsBothSides(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.db.MustExec(`INSERT INTO divergences (source, reconciliation_key, endpoint, run_line, line_kind, charge_id, reason, detail,
+			statement_psp_id, statement_charge_ref, statement_refund_id, statement_amount, ledger_amount)
+		VALUES ('reconciliation', '["bcb","amount_mismatch"]', 'bcb', 7, 'paid', 'order-9', 'amount_mismatch', 'differs',
+			'E123', 'order-9', '', 9900, 10000)`)
+	srv := httptest.NewServer(f.router)
+	defer srv.Close()
+	c := newClient(t, srv)
+	c.signIn(f.read)
+	_, page := c.get("/console/divergences")
+	for _, want := range []string{"Conciliação bcb, linha 7 (paid)", "<code>E123</code>", brl(9900), brl(10000)} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the reconciliation's divergence does not show %q", want)
+		}
 	}
 }

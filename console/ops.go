@@ -13,6 +13,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/auth"
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
@@ -42,7 +43,7 @@ type delivery struct {
 
 // divergenceRow is a divergence with its delivery, if it has one.
 type divergenceRow struct {
-	reports.Divergence
+	divergences.Divergence
 	Delivery *delivery
 }
 
@@ -53,7 +54,7 @@ type divergencesPage struct {
 }
 
 // deliveries reads the inbox rows behind divs in one query.
-func (c *Console) deliveries(ctx context.Context, divs []reports.Divergence) ([]divergenceRow, error) {
+func (c *Console) deliveries(ctx context.Context, divs []divergences.Divergence) ([]divergenceRow, error) {
 	var ids []int64
 	for _, d := range divs {
 		if d.InboxID != 0 {
@@ -80,19 +81,20 @@ func (c *Console) deliveries(ctx context.Context, divs []reports.Divergence) ([]
 }
 
 // divergences lists the open divergences first, then the resolved, each
-// read by reports.ListDivergences as GET /v1/divergences reads them.
+// read by divergences.List as GET /v1/divergences reads them.
 func (c *Console) divergences(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var pg divergencesPage
 	for _, part := range []struct {
-		status, cursor string
-		rows           *[]divergenceRow
-		next           *string
+		status divergences.Status
+		cursor string
+		rows   *[]divergenceRow
+		next   *string
 	}{
-		{reports.DivergenceOpen, q.Get("open"), &pg.Open, &pg.NextOpen},
-		{reports.DivergenceResolved, q.Get("resolved"), &pg.Resolved, &pg.NextResolved},
+		{divergences.StatusOpen, q.Get("open"), &pg.Open, &pg.NextOpen},
+		{divergences.StatusResolved, q.Get("resolved"), &pg.Resolved, &pg.NextResolved},
 	} {
-		list, err := reports.ListDivergences(r.Context(), c.DB, part.status, part.cursor, pageSize)
+		list, err := divergences.List(r.Context(), c.DB, part.status, part.cursor, pageSize)
 		if err != nil {
 			c.failWith(w, r, err)
 			return
@@ -102,7 +104,7 @@ func (c *Console) divergences(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if list.NextCursor != "" {
-			next := url.Values{part.status: {list.NextCursor}}
+			next := url.Values{string(part.status): {list.NextCursor}}
 			*part.next = Prefix + "/divergences?" + next.Encode()
 		}
 	}
@@ -115,10 +117,10 @@ func (c *Console) divergences(w http.ResponseWriter, r *http.Request) {
 func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 	id, ok := idParam(r)
 	if !ok {
-		c.failWith(w, r, reports.ErrNotFound)
+		c.failWith(w, r, divergences.ErrNotFound)
 		return
 	}
-	if _, err := reports.ResolveDivergence(r.Context(), c.DB, id, r.PostForm.Get("note"), c.Now()); err != nil {
+	if _, err := divergences.Resolve(r.Context(), c.DB, id, r.PostForm.Get("note"), c.Now()); err != nil {
 		c.failWith(w, r, err)
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/internal/problem"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
@@ -34,11 +35,11 @@ var refusals = []struct {
 	{reports.ErrUnknownAccount, 0, "Conta desconhecida."},
 	{accounts.ErrInvalidCode, http.StatusNotFound, "Conta desconhecida."},
 	{partners.ErrNotFound, 0, "Parceiro desconhecido."},
-	{reports.ErrNotFound, 0, "Divergência desconhecida."},
+	{divergences.ErrNotFound, 0, "Divergência desconhecida."},
 	{reports.ErrUnknownKind, 0, "Exportação desconhecida."},
 	{reports.ErrUnknownDialect, 0, "Exportação desconhecida."},
-	{reports.ErrAlreadyResolved, 0, "Esta divergência já foi resolvida."},
-	{reports.ErrInvalidNote, 0, "Escreva uma nota de resolução (até 2.000 caracteres)."},
+	{divergences.ErrAlreadyResolved, 0, "Esta divergência já foi resolvida."},
+	{divergences.ErrInvalidNote, 0, "Escreva uma nota de resolução (até 2.000 caracteres)."},
 	{periods.ErrMonthNotOver, 0, "Este mês ainda não terminou: não pode ser fechado."},
 	{periods.ErrEarlierMonthOpen, 0, "Um mês anterior está aberto: feche os meses em ordem."},
 	{periods.ErrAlreadyClosed, 0, "Este mês já está fechado."},

@@ -73,7 +73,23 @@ CREATE TABLE divergences (
     status text NOT NULL DEFAULT 'open'::text,
     resolution_note text,
     resolved_at timestamp with time zone,
-    created_at timestamp with time zone NOT NULL DEFAULT now()
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    source text NOT NULL DEFAULT 'webhook'::text,
+    reconciliation_key text,
+    endpoint text,
+    run_id bigint,
+    run_line bigint,
+    line_kind text,
+    statement_psp_id text,
+    statement_charge_ref text,
+    statement_refund_id text,
+    statement_amount bigint,
+    statement_fee bigint,
+    statement_at timestamp with time zone,
+    ledger_refund_id text,
+    ledger_amount bigint,
+    ledger_fee bigint,
+    ledger_inbox_id bigint
 );
 
 CREATE TABLE export_runs (
@@ -210,7 +226,8 @@ CREATE TABLE reconciliation_lines (
     charge_id text,
     ledger_amount bigint,
     ledger_fee bigint,
-    inbox_id bigint
+    inbox_id bigint,
+    divergence_id bigint
 );
 
 CREATE TABLE reconciliation_pages (
@@ -304,11 +321,19 @@ ALTER TABLE closed_periods ADD CONSTRAINT closed_periods_pkey PRIMARY KEY (month
 ALTER TABLE console_sessions ADD CONSTRAINT ck_console_sessions_expiry CHECK ((expires_at > created_at));
 ALTER TABLE console_sessions ADD CONSTRAINT ck_console_sessions_hash CHECK ((octet_length(session_hash) = 32));
 ALTER TABLE console_sessions ADD CONSTRAINT console_sessions_pkey PRIMARY KEY (session_hash);
-ALTER TABLE divergences ADD CONSTRAINT ck_divergences_reason CHECK ((reason = ANY (ARRAY['unknown_charge'::text, 'amount_mismatch'::text, 'currency_mismatch'::text, 'refund_exceeds_paid'::text, 'refund_amount_missing'::text, 'malformed'::text, 'disputed'::text, 'second_payment'::text, 'processing_failed'::text, 'refund_of_other_payment'::text, 'refund_amount_changed'::text, 'refund_without_payment'::text, 'merchant_mismatch'::text])));
+ALTER TABLE divergences ADD CONSTRAINT ck_divergences_reason CHECK ((reason = ANY (ARRAY['unknown_charge'::text, 'amount_mismatch'::text, 'currency_mismatch'::text, 'refund_exceeds_paid'::text, 'refund_amount_missing'::text, 'malformed'::text, 'disputed'::text, 'second_payment'::text, 'processing_failed'::text, 'refund_of_other_payment'::text, 'refund_amount_changed'::text, 'refund_without_payment'::text, 'merchant_mismatch'::text, 'fee_mismatch'::text, 'refund_amount_mismatch'::text, 'refund_not_settled'::text, 'phantom'::text, 'invalid_line'::text, 'divergent_in_inbox'::text])));
+ALTER TABLE divergences ADD CONSTRAINT ck_divergences_source CHECK ((source = ANY (ARRAY['webhook'::text, 'reconciliation'::text])));
+ALTER TABLE divergences ADD CONSTRAINT ck_divergences_source_fields CHECK (
+CASE source
+    WHEN 'reconciliation'::text THEN ((reconciliation_key IS NOT NULL) AND (endpoint IS NOT NULL) AND (inbox_id IS NULL))
+    ELSE (reconciliation_key IS NULL)
+END);
 ALTER TABLE divergences ADD CONSTRAINT ck_divergences_status CHECK ((status = ANY (ARRAY['open'::text, 'resolved'::text])));
 ALTER TABLE divergences ADD CONSTRAINT divergences_inbox_id_fkey FOREIGN KEY (inbox_id) REFERENCES inbox(id);
 ALTER TABLE divergences ADD CONSTRAINT divergences_pkey PRIMARY KEY (id);
+ALTER TABLE divergences ADD CONSTRAINT divergences_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE SET NULL;
 ALTER TABLE divergences ADD CONSTRAINT uq_divergences_inbox UNIQUE (inbox_id);
+ALTER TABLE divergences ADD CONSTRAINT uq_divergences_reconciliation_key UNIQUE (reconciliation_key);
 ALTER TABLE export_runs ADD CONSTRAINT ck_export_runs_month CHECK ((EXTRACT(day FROM month) = (1)::numeric));
 ALTER TABLE export_runs ADD CONSTRAINT ck_export_runs_status CHECK ((status = ANY (ARRAY['running'::text, 'waiting'::text, 'succeeded'::text, 'failed'::text])));
 ALTER TABLE export_runs ADD CONSTRAINT export_runs_pkey PRIMARY KEY (id);

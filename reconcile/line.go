@@ -13,6 +13,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/internal/kind"
 )
 
@@ -43,17 +44,18 @@ const (
 )
 
 // Reasons a line is a divergence (or, for matched and booked lines, the
-// note that says why).
+// note that says why). A divergence's are divergences' own words: the
+// line's divergence carries the same reason.
 const (
-	ReasonAmountMismatch       = "amount_mismatch"
-	ReasonFeeMismatch          = "fee_mismatch"
-	ReasonRefundAmountMismatch = "refund_amount_mismatch"
-	ReasonRefundNotSettled     = "refund_not_settled"
-	ReasonUnknownCharge        = "unknown_charge"
-	ReasonSecondPayment        = "second_payment"
-	ReasonMerchantMismatch     = "merchant_mismatch"
-	ReasonPhantom              = "phantom"
-	ReasonInvalidLine          = "invalid_line"
+	ReasonAmountMismatch       = string(divergences.ReasonAmountMismatch)
+	ReasonFeeMismatch          = string(divergences.ReasonFeeMismatch)
+	ReasonRefundAmountMismatch = string(divergences.ReasonRefundAmountMismatch)
+	ReasonRefundNotSettled     = string(divergences.ReasonRefundNotSettled)
+	ReasonUnknownCharge        = string(divergences.ReasonUnknownCharge)
+	ReasonSecondPayment        = string(divergences.ReasonSecondPayment)
+	ReasonMerchantMismatch     = string(divergences.ReasonMerchantMismatch)
+	ReasonPhantom              = string(divergences.ReasonPhantom)
+	ReasonInvalidLine          = string(divergences.ReasonInvalidLine)
 	// ReasonInInbox: the delivery is in the inbox, not yet applied: the
 	// delivery path books it.
 	ReasonInInbox = "in_inbox"

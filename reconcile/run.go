@@ -82,6 +82,10 @@ type Reconciler struct {
 	stopAfterPage func(page int) bool
 	// Progress, when set, is told each page fetched or 10,000 lines read.
 	Progress func(stage string, n int64)
+	// OnCommit, when set, runs after a commit that appended outbox events
+	// (the divergence.opened of a run's divergences): the service kicks
+	// its events.Notifier there, as the delivery path does.
+	OnCommit func()
 }
 
 // New checks the reconciliation config against the webhook endpoints.
@@ -218,7 +222,8 @@ func (r *Reconciler) create(ctx context.Context, ep *endpoint, from, to time.Tim
 	return run, nil
 }
 
-// execute loads what the run has not loaded yet, matches, and books.
+// execute loads what the run has not loaded yet, matches, books, and
+// opens the divergences.
 func (r *Reconciler) execute(ctx context.Context, run *Run, ep *endpoint, file io.Reader) error {
 	if !run.Loaded {
 		var err error
@@ -240,7 +245,8 @@ func (r *Reconciler) execute(ctx context.Context, run *Run, ep *endpoint, file i
 	if _, err := r.book(ctx, *run, ep); err != nil {
 		return err
 	}
-	return nil
+	_, err := r.openDivergences(ctx, *run, ep)
+	return err
 }
 
 // finish records the run's end: its tallies and status, or its error.

@@ -180,10 +180,12 @@ type LineResult struct {
 	LedgerAmount *int64     `db:"ledger_amount" json:"ledger_amount,omitempty"`
 	LedgerFee    *int64     `db:"ledger_fee" json:"ledger_fee,omitempty"`
 	InboxID      *int64     `db:"inbox_id" json:"inbox_id,omitempty"`
+	// DivergenceID is a divergent line's divergence (package divergences).
+	DivergenceID *int64 `db:"divergence_id" json:"divergence_id,omitempty"`
 }
 
 const lineResultColumns = `line, side, kind, psp_id, charge_ref, refund_id, amount, fee, at, detail,
-	coalesce(outcome, '') AS outcome, reason, charge_id, ledger_amount, ledger_fee, inbox_id`
+	coalesce(outcome, '') AS outcome, reason, charge_id, ledger_amount, ledger_fee, inbox_id, divergence_id`
 
 // Lines returns a run's lines after line, in order, up to limit; only
 // the ones not matched when unmatched is set.

@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/razao/razao/internal/cursor"
 	"github.com/razao/razao/postings"
 )
 
@@ -53,22 +54,22 @@ type JournalPage struct {
 
 // Journal returns the posting sets of month m in id order, with their
 // postings, limit sets per page (DefaultLimit when ≤ 0, at most MaxLimit).
-// cursor is "" for the first page, then the NextCursor of the previous
+// pageCursor is "" for the first page, then the NextCursor of the previous
 // page; a cursor from another month is ErrInvalidCursor. A closed month's
 // pages never change. In an open month a set committed while a client
 // pages arrives after the ones already seen, unless a concurrent writer
 // took a lower id and committed after the page was read: a client that
 // needs every set of a month reads it once closed.
-func Journal(ctx context.Context, q sqlx.QueryerContext, m postings.Month, cursor string, limit int) (JournalPage, error) {
+func Journal(ctx context.Context, q sqlx.QueryerContext, m postings.Month, pageCursor string, limit int) (JournalPage, error) {
 	if err := m.Check(); err != nil {
 		return JournalPage{}, err
 	}
 	scope := "journal:" + m.String()
-	after, err := decodeCursor(cursor, scope)
+	after, err := cursor.Decode(pageCursor, scope)
 	if err != nil {
 		return JournalPage{}, err
 	}
-	limit = clampLimit(limit)
+	limit = cursor.Limit(limit)
 	var page JournalPage
 	err = read(ctx, q, func(q sqlx.QueryerContext) error {
 		var err error
@@ -105,7 +106,7 @@ func journal(ctx context.Context, q sqlx.QueryerContext, m postings.Month, scope
 	page := JournalPage{Month: m.String(), Sets: make([]JournalSet, 0, min(len(sets), limit))}
 	if len(sets) > limit {
 		sets = sets[:limit]
-		page.NextCursor = encodeCursor(scope, sets[limit-1].ID)
+		page.NextCursor = cursor.Encode(scope, sets[limit-1].ID)
 	}
 	if len(sets) == 0 {
 		return page, nil

@@ -1,6 +1,6 @@
 // Package reports reads the ledger for finance, by competence month: trial
 // balances with parents rolled up, an account's monthly series, the income
-// statement, the journal, divergences, the figures of a closing month's
+// statement, the journal, the figures of a closing month's
 // snapshot, and streamed CSV exports. Every amount is int64 centavos, signed debit
 // positive unless a field says otherwise.
 //
@@ -23,14 +23,12 @@ package reports
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/cursor"
 	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/postings"
 )
@@ -46,69 +44,22 @@ var (
 	ErrUnknownAccount = accounts.ErrUnknownAccount
 	// ErrInvalidCursor: a cursor this package did not issue for the same
 	// listing (another month, another status).
-	ErrInvalidCursor = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid cursor")
+	ErrInvalidCursor = cursor.ErrInvalid
 	// ErrUnknownKind: a CSV export kind other than journal,
 	// trial-balance and income-statement.
 	ErrUnknownKind = kind.New(kind.NotFound, "unknown-export", "No such export", "unknown export kind")
 	// ErrUnknownDialect: a CSV dialect other than rfc4180 and br.
 	ErrUnknownDialect = kind.New(kind.NotFound, "unknown-export", "No such export", "unknown CSV dialect")
-	// ErrInvalidStatus: a divergence status filter other than open,
-	// resolved or empty.
-	ErrInvalidStatus = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid divergence status")
-	// ErrInvalidNote: an empty or overlong resolution note.
-	ErrInvalidNote = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid resolution note")
-	// ErrNotFound: no divergence has the id.
-	ErrNotFound = kind.New(kind.NotFound, "not-found", "Not found", "divergence not found")
-	// ErrAlreadyResolved: the divergence was resolved before.
-	ErrAlreadyResolved = kind.New(kind.Conflict, "already-resolved", "Divergence already resolved", "divergence already resolved")
 )
 
 // Page sizes of the paginated listings.
 const (
-	DefaultLimit = 100
-	MaxLimit     = 1000
+	DefaultLimit = cursor.DefaultLimit
+	MaxLimit     = cursor.MaxLimit
 )
 
 // MaxSeriesMonths bounds AccountSeries.
 const MaxSeriesMonths = 240
-
-// clampLimit maps a requested page size to one served.
-func clampLimit(limit int) int {
-	switch {
-	case limit <= 0:
-		return DefaultLimit
-	case limit > MaxLimit:
-		return MaxLimit
-	}
-	return limit
-}
-
-// Cursors are opaque to clients but bound to the listing that issued them:
-// "<scope>|<last id>", base64url. A cursor for August is refused for
-// September rather than silently skipping rows.
-func encodeCursor(scope string, lastID int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(scope + "|" + strconv.FormatInt(lastID, 10)))
-}
-
-// decodeCursor returns the last id a cursor names; "" is the first page.
-func decodeCursor(cursor, scope string) (int64, error) {
-	if cursor == "" {
-		return 0, nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil {
-		return 0, fmt.Errorf("%w: not base64url", ErrInvalidCursor)
-	}
-	s, idText, ok := strings.Cut(string(raw), "|")
-	if !ok || s != scope {
-		return 0, fmt.Errorf("%w: issued for another listing", ErrInvalidCursor)
-	}
-	id, err := strconv.ParseInt(idText, 10, 64)
-	if err != nil || id < 0 {
-		return 0, fmt.Errorf("%w: bad position", ErrInvalidCursor)
-	}
-	return id, nil
-}
 
 // beginner is what *sqlx.DB offers and *sqlx.Tx does not.
 type beginner interface {

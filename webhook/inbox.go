@@ -12,7 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
-	"github.com/razao/razao/charges"
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/internal/batch"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/webhook/scheme"
@@ -236,7 +236,7 @@ func (r *putRequest) redelivers() bool {
 // deliveries ask: one still pending is made due now (unless a worker holds
 // it: then it is being applied); one that gave up after its attempts (a
 // processing_failed divergence) is requeued, due now with its attempts
-// reset, and its divergence resolved; and it returns the stored events of
+// reset, and its divergence resolved (divergences.RequeueCTE); and it returns the stored events of
 // the applied payments among them, by key, whose grants are to be
 // re-ensured. It returns a row per delivery made due, with NULLs.
 var redeliverSQL = `
@@ -249,7 +249,7 @@ var redeliverSQL = `
 		WHERE id IN (SELECT id FROM inbox WHERE id IN (SELECT id FROM found WHERE status = 'pending')
 			AND next_attempt_at > now() FOR UPDATE SKIP LOCKED)
 		RETURNING id
-	), ` + requeueCTE(`SELECT id FROM found WHERE status = 'divergent'`) + `
+	), ` + divergences.RequeueCTE(`SELECT id FROM found WHERE status = 'divergent'`) + `
 	SELECT endpoint, event_type, event_id, event FROM found WHERE status = 'processed' AND kind = 'paid'
 	UNION ALL SELECT NULL, NULL, NULL, NULL FROM due
 	UNION ALL SELECT NULL, NULL, NULL, NULL FROM requeued`
@@ -461,7 +461,7 @@ func (in *Inbox) putMalformed(ctx context.Context, ep *Endpoint, deliveryID stri
 		}
 		return Stored{}, fmt.Errorf("inbox: insert malformed: %w", err)
 	}
-	if err := openDivergence(ctx, tx, id, "", charges.ReasonMalformed, cause.Error()); err != nil {
+	if err := divergences.OpenForDelivery(ctx, tx, divergences.Delivery{InboxID: id, Reason: divergences.ReasonMalformed, Detail: cause.Error()}); err != nil {
 		return Stored{}, err
 	}
 	if err := tx.Commit(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/metrics"
@@ -242,8 +243,8 @@ func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error
 		return fmt.Errorf("expire parked refunds: %w", err)
 	}
 	for _, e := range expired {
-		if err := openDivergence(ctx, tx, e.ID, "", charges.ReasonRefundWithoutPayment,
-			fmt.Sprintf("refund parked for over %s waiting for the payment of %s", limit, e.Ref)); err != nil {
+		if err := divergences.OpenForDelivery(ctx, tx, divergences.Delivery{InboxID: e.ID, Reason: divergences.ReasonRefundWithoutPayment,
+			Detail: fmt.Sprintf("refund parked for over %s waiting for the payment of %s", limit, e.Ref)}); err != nil {
 			return err
 		}
 	}
@@ -256,39 +257,19 @@ func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error
 	return nil
 }
 
-// requeueCTE makes the deliveries among ids (a subquery) that gave up
-// after their attempts (an open processing_failed divergence) due again
-// with their attempts reset, and resolves those divergences with a note,
-// as the common table expressions requeued (their ids) and resolved: the
-// one home of the rule, for a PSP's redelivery (redeliverSQL) and for
-// razao inbox retry (Requeue).
-func requeueCTE(ids string) string {
-	return `requeued AS (
-		UPDATE inbox i SET status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = NULL
-		FROM divergences d WHERE i.id IN (` + ids + `) AND i.status = 'divergent'
-			AND d.inbox_id = i.id AND d.reason = 'processing_failed' AND d.status = 'open'
-		RETURNING i.id
-	), resolved AS (
-		UPDATE divergences SET status = 'resolved', resolved_at = now(), resolution_note = 'requeued for processing'
-		WHERE inbox_id IN (SELECT id FROM requeued) AND reason = 'processing_failed'
-	)`
-}
-
-// Requeue makes a delivery that gave up (see requeueCTE) due again: for
-// after the cause (an outage, a bad deploy) is fixed. It reports whether
-// the delivery had given up.
-func (p *Processor) Requeue(ctx context.Context, id int64) (bool, error) {
-	var n int
-	if err := p.db.GetContext(ctx, &n, `WITH `+requeueCTE(`SELECT $1::bigint`)+` SELECT count(*) FROM requeued`, id); err != nil {
-		return false, fmt.Errorf("requeue delivery %d: %w", id, err)
-	}
-	if n == 0 {
-		return false, nil
+// Requeue resolves, with note, the divergence of a delivery that gave up
+// after its attempts and makes the delivery due again (see
+// divergences.Requeue, the one home of the rule, which razao inbox retry
+// and a PSP's redelivery share), then rings every replica's workers.
+func (p *Processor) Requeue(ctx context.Context, id int64, note string, now time.Time) (divergences.Divergence, error) {
+	d, err := divergences.Requeue(ctx, p.db, id, note, now)
+	if err != nil {
+		return d, err
 	}
 	// After the commit (see doorbell): a running service's workers take
 	// it now rather than at their next poll.
 	p.announce(ctx)
-	return true, nil
+	return d, nil
 }
 
 // grantMissing reports whether the paid charge a delivery names lacks its
@@ -320,7 +301,7 @@ type delivery struct {
 	paidCharge string // the charge it paid, if it did
 	chargeID   string
 	drafts     []events.Draft
-	div        *divergence // the divergence it opens, if any
+	div        *divergences.Delivery // the divergence it opens, if any
 }
 
 // processTx is the one path: in one transaction it claims deliveries,
@@ -526,8 +507,8 @@ func (d *delivery) decide(l *charges.Locked) error {
 		return nil
 	case scheme.KindDisputed:
 		d.status = StatusDivergent
-		d.div = &divergence{inboxID: d.ID, chargeID: d.ev.ChargeID, reason: charges.ReasonDisputed,
-			detail: "the PSP reports a dispute (" + d.ev.Type + ")"}
+		d.div = &divergences.Delivery{InboxID: d.ID, ChargeID: d.ev.ChargeID, Reason: divergences.ReasonDisputed,
+			Detail: "the PSP reports a dispute (" + d.ev.Type + ")"}
 		return nil
 	}
 	out, err := l.Apply(d.chargeEvent())
@@ -540,7 +521,7 @@ func (d *delivery) decide(l *charges.Locked) error {
 		d.status = StatusParked
 	case charges.Divergence:
 		d.status = StatusDivergent
-		d.div = &divergence{inboxID: d.ID, chargeID: out.ChargeID, reason: out.Reason, detail: out.Detail}
+		d.div = &divergences.Delivery{InboxID: d.ID, ChargeID: out.ChargeID, Reason: out.Reason, Detail: out.Detail}
 	default:
 		d.status, d.drafts = StatusProcessed, out.Events
 		if d.ev.Kind == scheme.KindPaid && out.Result == charges.Applied {
@@ -553,13 +534,13 @@ func (d *delivery) decide(l *charges.Locked) error {
 // outcomeEvents opens the deliveries' divergences and returns every event
 // to append, in the order the deliveries were decided.
 func outcomeEvents(ctx context.Context, tx *sqlx.Tx, decided []*delivery) ([]events.Draft, error) {
-	var divs []divergence
+	var divs []divergences.Delivery
 	for _, d := range decided {
 		if d.div != nil {
 			divs = append(divs, *d.div)
 		}
 	}
-	opened, err := insertDivergences(ctx, tx, divs)
+	opened, err := divergences.OpenForDeliveries(ctx, tx, divs)
 	if err != nil {
 		return nil, err
 	}
@@ -568,7 +549,7 @@ func outcomeEvents(ctx context.Context, tx *sqlx.Tx, decided []*delivery) ([]eve
 		if d.div == nil {
 			drafts = append(drafts, d.drafts...)
 		} else if id, ok := opened[d.ID]; ok {
-			drafts = append(drafts, d.div.event(id))
+			drafts = append(drafts, d.div.Event(id))
 		}
 	}
 	return drafts, nil
@@ -656,7 +637,8 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 		if _, err := tx.ExecContext(ctx, `UPDATE inbox SET status = 'divergent', processed_at = now() WHERE id = $1`, id); err != nil {
 			return err
 		}
-		if err := openDivergence(ctx, tx, id, "", charges.ReasonProcessingFailed, fmt.Sprintf("gave up after %d attempts: %v", attempts, cause)); err != nil {
+		if err := divergences.OpenForDelivery(ctx, tx, divergences.Delivery{InboxID: id, Reason: divergences.ReasonProcessingFailed,
+			Detail: fmt.Sprintf("gave up after %d attempts: %v", attempts, cause)}); err != nil {
 			return err
 		}
 	}

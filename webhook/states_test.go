@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
@@ -24,7 +25,9 @@ func TestTypedStatesMatchTheSchema(t *testing.T) {
 	}{
 		{"inbox", "ck_inbox_status", words(webhook.Statuses)},
 		{"charges", "ck_charges_state", words(charges.States)},
-		{"divergences", "ck_divergences_reason", words(charges.Reasons)},
+		{"divergences", "ck_divergences_reason", words(divergences.Reasons)},
+		{"divergences", "ck_divergences_status", words(divergences.Statuses)},
+		{"divergences", "ck_divergences_source", words(divergences.Sources)},
 		{"outbox", "ck_outbox_topic", words(events.Topics)},
 		// postings has no list of its own yet (its layout is being
 		// redone): every kind it declares, here.

@@ -209,6 +209,9 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		db.Close()
 		return nil, err
 	}
+	if s.recon != nil {
+		s.recon.OnCommit = notifier.Kick
+	}
 	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub, Merchants: webhook.Merchants(cfg.endpoints),
 		Reconciler: s.recon}
 	// The finance console reads through the same functions as v1.

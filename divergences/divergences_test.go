@@ -1,4 +1,4 @@
-package reports_test
+package divergences_test
 
 import (
 	"context"
@@ -10,8 +10,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/divergences"
+	"github.com/razao/razao/internal/cursor"
 	"github.com/razao/razao/internal/ledgertest"
-	"github.com/razao/razao/reports"
 )
 
 // addDivergences records n divergences as the webhook front would, with
@@ -23,7 +24,7 @@ func addDivergences(t *testing.T, db *sqlx.DB, n int) {
 		FROM generate_series(1, $1) g`, n)
 }
 
-func ids(ds []reports.Divergence) []int64 {
+func ids(ds []divergences.Divergence) []int64 {
 	out := []int64{}
 	for _, d := range ds {
 		out = append(out, d.ID)
@@ -38,7 +39,7 @@ func TestDivergencesListAndResolve(t *testing.T) {
 	addDivergences(t, db, 5)
 	now := time.Date(2026, 9, 2, 14, 0, 0, 0, time.UTC)
 
-	d, err := reports.ResolveDivergence(ctx, db, 2, "  PSP confirmou estorno manual; lançado em setembro  ", now)
+	d, err := divergences.Resolve(ctx, db, 2, "  PSP confirmou estorno manual; lançado em setembro  ", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,12 +47,12 @@ func TestDivergencesListAndResolve(t *testing.T) {
 		d.ResolvedAt == nil || !d.ResolvedAt.Equal(now) || d.ChargeID != "c2" || d.Reason != "refund_exceeds_paid" {
 		t.Errorf("resolved %+v", d)
 	}
-	if _, err := reports.ResolveDivergence(ctx, db, 4, "ok", now); err != nil {
+	if _, err := divergences.Resolve(ctx, db, 4, "ok", now); err != nil {
 		t.Fatal(err)
 	}
 
 	tests := []struct {
-		status string
+		status divergences.Status
 		limit  int
 		pages  [][]int64
 	}{
@@ -63,7 +64,7 @@ func TestDivergencesListAndResolve(t *testing.T) {
 	for _, tt := range tests {
 		cursor := ""
 		for i, want := range tt.pages {
-			p, err := reports.ListDivergences(ctx, db, tt.status, cursor, tt.limit)
+			p, err := divergences.List(ctx, db, tt.status, cursor, tt.limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,14 +78,14 @@ func TestDivergencesListAndResolve(t *testing.T) {
 		}
 	}
 
-	open, err := reports.ListDivergences(ctx, db, "open", "", 2)
+	open, err := divergences.List(ctx, db, "open", "", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reports.ListDivergences(ctx, db, "resolved", open.NextCursor, 2); !errors.Is(err, reports.ErrInvalidCursor) {
+	if _, err := divergences.List(ctx, db, "resolved", open.NextCursor, 2); !errors.Is(err, cursor.ErrInvalid) {
 		t.Errorf("open cursor used for resolved: %v", err)
 	}
-	if _, err := reports.ListDivergences(ctx, db, "closed", "", 2); !errors.Is(err, reports.ErrInvalidStatus) {
+	if _, err := divergences.List(ctx, db, "closed", "", 2); !errors.Is(err, divergences.ErrInvalidStatus) {
 		t.Errorf("status closed: %v", err)
 	}
 
@@ -94,18 +95,18 @@ func TestDivergencesListAndResolve(t *testing.T) {
 		note string
 		err  error
 	}{
-		{"already resolved", 2, "again", reports.ErrAlreadyResolved},
-		{"unknown id", 99, "note", reports.ErrNotFound},
-		{"empty note", 1, "   ", reports.ErrInvalidNote},
-		{"overlong note", 1, strings.Repeat("é", reports.MaxNoteLength+1), reports.ErrInvalidNote},
-		{"invalid UTF-8", 1, "\xff", reports.ErrInvalidNote},
+		{"already resolved", 2, "again", divergences.ErrAlreadyResolved},
+		{"unknown id", 99, "note", divergences.ErrNotFound},
+		{"empty note", 1, "   ", divergences.ErrInvalidNote},
+		{"overlong note", 1, strings.Repeat("é", divergences.MaxNoteLength+1), divergences.ErrInvalidNote},
+		{"invalid UTF-8", 1, "\xff", divergences.ErrInvalidNote},
 	}
 	for _, tt := range refusals {
-		if _, err := reports.ResolveDivergence(ctx, db, tt.id, tt.note, now); !errors.Is(err, tt.err) {
+		if _, err := divergences.Resolve(ctx, db, tt.id, tt.note, now); !errors.Is(err, tt.err) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.err)
 		}
 	}
-	if d, err := reports.GetDivergence(ctx, db, 1); err != nil || d.Status != "open" {
+	if d, err := divergences.Get(ctx, db, 1); err != nil || d.Status != "open" {
 		t.Errorf("refused notes touched divergence 1: %+v, %v", d, err)
 	}
 }
@@ -135,13 +136,13 @@ func TestResolveDivergenceOnce(t *testing.T) {
 		wg.Add(1)
 		go func(note string) {
 			defer wg.Done()
-			_, err := reports.ResolveDivergence(ctx, db, 1, note, time.Now())
+			_, err := divergences.Resolve(ctx, db, 1, note, time.Now())
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err == nil:
 				winners = append(winners, note)
-			case errors.Is(err, reports.ErrAlreadyResolved):
+			case errors.Is(err, divergences.ErrAlreadyResolved):
 				others++
 			default:
 				t.Error(err)
@@ -152,7 +153,7 @@ func TestResolveDivergenceOnce(t *testing.T) {
 	for {
 		var waiting int
 		if err := db.Get(&waiting, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE divergences%'`); err != nil {
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'WITH resolved AS%'`); err != nil {
 			t.Fatal(err)
 		}
 		if waiting == n {
@@ -170,7 +171,7 @@ func TestResolveDivergenceOnce(t *testing.T) {
 	if len(winners) != 1 || others != n-1 {
 		t.Fatalf("winners %v, already resolved %d", winners, others)
 	}
-	d, err := reports.GetDivergence(ctx, db, 1)
+	d, err := divergences.Get(ctx, db, 1)
 	if err != nil || d.ResolutionNote != winners[0] {
 		t.Errorf("kept note %q, winner %q (%v)", d.ResolutionNote, winners[0], err)
 	}

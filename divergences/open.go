@@ -1,0 +1,76 @@
+package divergences
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/razao/razao/events"
+)
+
+// Delivery is a divergence of one inbox delivery, to open: a permanent
+// problem with it, so the PSP gets a final answer and stops retrying, and
+// a person decides.
+type Delivery struct {
+	InboxID  int64
+	ChargeID string
+	Reason   Reason
+	Detail   string
+}
+
+// Event is the divergence.opened event of d, opened as id: it tells the
+// app, in the transaction that opened it.
+func (d Delivery) Event(id int64) events.Draft {
+	return events.Draft{Topic: events.TopicDivergenceOpened, ChargeID: d.ChargeID, Payload: map[string]any{
+		"divergence_id": id, "source": SourceWebhook, "delivery_id": d.InboxID, "charge_id": d.ChargeID,
+		"reason": d.Reason, "detail": d.Detail,
+	}}
+}
+
+// OpenForDeliveries records ds in one statement inside the caller's
+// transaction and returns the id of each it opened by delivery; a
+// delivery has at most one divergence (uq_divergences_inbox), so one
+// already recorded is left as it is and not returned. The caller appends
+// the events (Delivery.Event) in the order it wants them.
+func OpenForDeliveries(ctx context.Context, tx sqlx.QueryerContext, ds []Delivery) (map[int64]int64, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
+	inbox, chargeIDs, reasons, details := make([]int64, len(ds)), make([]string, len(ds)), make([]string, len(ds)), make([]string, len(ds))
+	for i, d := range ds {
+		inbox[i], chargeIDs[i], reasons[i], details[i] = d.InboxID, d.ChargeID, string(d.Reason), d.Detail
+	}
+	var rows []struct {
+		InboxID int64 `db:"inbox_id"`
+		ID      int64 `db:"id"`
+	}
+	err := sqlx.SelectContext(ctx, tx, &rows, `INSERT INTO divergences (inbox_id, charge_id, reason, detail)
+		SELECT i, NULLIF(c, ''), r, d FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u (i, c, r, d, n)
+		ORDER BY n
+		ON CONFLICT (inbox_id) DO NOTHING RETURNING inbox_id, id`,
+		pq.Array(inbox), pq.Array(chargeIDs), pq.Array(reasons), pq.Array(details))
+	if err != nil {
+		return nil, fmt.Errorf("open divergences for deliveries %v: %w", inbox, err)
+	}
+	opened := make(map[int64]int64, len(rows))
+	for _, r := range rows {
+		opened[r.InboxID] = r.ID
+	}
+	return opened, nil
+}
+
+// OpenForDelivery records one divergence and appends its event, inside
+// the caller's transaction.
+func OpenForDelivery(ctx context.Context, tx sqlx.ExtContext, d Delivery) error {
+	opened, err := OpenForDeliveries(ctx, tx, []Delivery{d})
+	if err != nil {
+		return err
+	}
+	id, ok := opened[d.InboxID]
+	if !ok {
+		return nil
+	}
+	return events.AppendAll(ctx, tx, d.Event(id))
+}

@@ -1,0 +1,127 @@
+package divergences
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// checkNote is the one rule for a resolution note, whoever resolves
+// (finance over the API or the console, an operator requeueing a
+// delivery): 1 to MaxNoteLength characters of valid UTF-8 without NUL,
+// once surrounding space is trimmed. It returns the note as stored.
+func checkNote(note string) (string, error) {
+	note = strings.TrimSpace(note)
+	if note == "" || !utf8.ValidString(note) || utf8.RuneCountInString(note) > MaxNoteLength || strings.ContainsRune(note, 0) {
+		return "", fmt.Errorf("%w: want 1 to %d characters of text", ErrInvalidNote, MaxNoteLength)
+	}
+	return note, nil
+}
+
+// settleSQL is the one UPDATE that resolves divergences, as the common
+// table expression "resolved": the open ones where selects (alias d),
+// with note and at (SQL expressions: parameters, or a literal), returning
+// them. With requeue it also makes their deliveries due again, attempts
+// reset, as "requeued" (their inbox ids): where must then select only
+// requeueable divergences.
+func settleSQL(where, note, at string, requeue bool) string {
+	q := `resolved AS (
+		UPDATE divergences d SET status = 'resolved', resolution_note = ` + note + `, resolved_at = ` + at + `
+		WHERE d.status = 'open' AND ` + where + `
+		RETURNING ` + columns + `
+	)`
+	if requeue {
+		q += `, requeued AS (
+		UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = NULL
+		WHERE id IN (SELECT inbox_id FROM resolved) AND status = 'divergent'
+		RETURNING id
+	)`
+	}
+	return q
+}
+
+// requeueable selects (alias d) the divergences whose delivery may be
+// applied again: it gave up after its attempts (an outage, a bad deploy),
+// and is still set aside in the inbox. Any other divergence would be
+// decided the same way again.
+const requeueable = `d.reason = 'processing_failed' AND d.inbox_id IS NOT NULL
+		AND EXISTS (SELECT 1 FROM inbox i WHERE i.id = d.inbox_id AND i.status = 'divergent')`
+
+// Resolve marks an open divergence resolved at now with note (see
+// checkNote) and returns it. It fails with ErrNotFound,
+// ErrAlreadyResolved or ErrInvalidNote. Of two concurrent resolutions one
+// wins; the other gets ErrAlreadyResolved. Nothing in the ledger changes:
+// booking what the divergence was about, if anything, is a separate
+// posting.
+func Resolve(ctx context.Context, db sqlx.ExtContext, id int64, note string, now time.Time) (Divergence, error) {
+	note, err := checkNote(note)
+	if err != nil {
+		return Divergence{}, err
+	}
+	var r row
+	err = sqlx.GetContext(ctx, db, &r, `WITH `+settleSQL(`d.id = $1`, `$2`, `$3`, false)+
+		` SELECT `+columns+` FROM resolved`, id, note, now)
+	if err == nil {
+		return r.divergence(), nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return Divergence{}, fmt.Errorf("resolve divergence %d: %w", id, err)
+	}
+	if _, err := Get(ctx, db, id); err != nil {
+		return Divergence{}, err
+	}
+	return Divergence{}, fmt.Errorf("%w: %d", ErrAlreadyResolved, id)
+}
+
+// Requeue resolves, with note (see checkNote) at now, the divergence of
+// the delivery deliveryID that gave up after its attempts, and makes the
+// delivery due again with its attempts reset, in one statement: for after
+// the cause (an outage, a bad deploy) is fixed. It returns the resolved
+// divergence, or fails with ErrInvalidNote, ErrNotFound (the delivery has
+// no divergence), ErrAlreadyResolved or ErrNotRequeueable. The caller
+// rings the workers (webhook.Processor.Requeue does).
+func Requeue(ctx context.Context, db sqlx.ExtContext, deliveryID int64, note string, now time.Time) (Divergence, error) {
+	note, err := checkNote(note)
+	if err != nil {
+		return Divergence{}, err
+	}
+	var r row
+	err = sqlx.GetContext(ctx, db, &r, `WITH `+settleSQL(`d.inbox_id = $1 AND `+requeueable, `$2`, `$3`, true)+
+		` SELECT `+columns+` FROM resolved`, deliveryID, note, now)
+	if err == nil {
+		return r.divergence(), nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return Divergence{}, fmt.Errorf("requeue delivery %d: %w", deliveryID, err)
+	}
+	err = sqlx.GetContext(ctx, db, &r, `SELECT `+columns+` FROM divergences WHERE inbox_id = $1`, deliveryID)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Divergence{}, fmt.Errorf("%w: delivery %d has none", ErrNotFound, deliveryID)
+	case err != nil:
+		return Divergence{}, fmt.Errorf("requeue delivery %d: %w", deliveryID, err)
+	case r.Status == string(StatusResolved):
+		return Divergence{}, fmt.Errorf("%w: %d, of delivery %d", ErrAlreadyResolved, r.ID, deliveryID)
+	}
+	return Divergence{}, fmt.Errorf("%w: delivery %d's divergence %d is %s", ErrNotRequeueable, deliveryID, r.ID, r.Reason)
+}
+
+// RedeliveryNote is the note of a divergence resolved because its PSP
+// delivered it again (RequeueCTE): a valid note like any other (a test
+// holds it to checkNote).
+const RedeliveryNote = "requeued: the PSP delivered it again"
+
+// RequeueCTE is Requeue for the deliveries among ids (a subquery) in a
+// caller's statement, as the common table expressions "resolved" and
+// "requeued" (the inbox ids made due): the inbox's redeliveries requeue
+// in the same statement that finds them. The note is RedeliveryNote.
+func RequeueCTE(ids string) string {
+	return settleSQL(`d.inbox_id IN (`+ids+`) AND `+requeueable, pq.QuoteLiteral(RedeliveryNote), `now()`, true)
+}
