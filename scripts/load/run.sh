@@ -141,10 +141,10 @@ AUTOVACUUM=""
 vacuum_if_off() {
 	[[ -n $AUTOVACUUM ]] || AUTOVACUUM=$(psql_load -At -c "SHOW autovacuum")
 	[[ $AUTOVACUUM == off ]] || return 0
-	timeout 300 psql_load -c "VACUUM (ANALYZE) inbox, charges, access_grants, outbox, posting_sets, postings, divergences" ||
+	timeout 300 psql "$LOAD_URL" -X -q -v ON_ERROR_STOP=1 -c "VACUUM (ANALYZE) inbox, charges, access_grants, outbox, posting_sets, postings, divergences" ||
 		die "VACUUM failed"
 	if psql_load -At -c "SELECT to_regclass('bench_inbox') IS NOT NULL" | grep -q t; then
-		timeout 300 psql_load -c "VACUUM (ANALYZE) bench_charges, bench_grants, bench_inbox, bench_outbox, bench_posting_sets, bench_postings" ||
+		timeout 300 psql "$LOAD_URL" -X -q -v ON_ERROR_STOP=1 -c "VACUUM (ANALYZE) bench_charges, bench_grants, bench_inbox, bench_outbox, bench_posting_sets, bench_postings" ||
 			die "VACUUM of the bench tables failed"
 	fi
 }
