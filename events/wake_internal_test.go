@@ -75,3 +75,61 @@ func TestWakeSpacingIsBounded(t *testing.T) {
 		t.Fatalf("100,000 streams: spacing %v, want %v", d, maxWakeSpacing)
 	}
 }
+
+// A wake signals its streams in groups of streamsPerGroup spread over the
+// spacing of wakes, not all at once: each later group is scheduled a step
+// further, and every stream is signalled exactly once.
+func TestWakeSignalsManyStreamsInGroupsOverItsSpacing(t *testing.T) {
+	t.Parallel()
+	h := NewHub(nil, "", nil)
+	defer h.Close()
+	var later []func()
+	var delays []time.Duration
+	h.afterFunc = func(d time.Duration, f func()) { delays, later = append(delays, d), append(later, f) }
+	const n = 250 // three groups
+	subs := make([]*subscriber, n)
+	for i := range subs {
+		sub, err := h.subscribe(0, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs[i] = sub
+	}
+	woken := func() (k int) {
+		for _, s := range subs {
+			select {
+			case <-s.wake:
+				k++
+			default:
+			}
+		}
+		return k
+	}
+	h.wakeAll()
+	first := woken()
+	step := spacingFor(n) / 3
+	if len(later) != 2 || delays[0] != step || delays[1] != 2*step {
+		t.Fatalf("later groups scheduled after %v, want %v and %v", delays, step, 2*step)
+	}
+	later[0]()
+	second := woken()
+	later[1]()
+	third := woken()
+	if first+second+third != n || first == 0 || second == 0 || third == 0 || max(first, second, third) > streamsPerGroup {
+		t.Fatalf("%d streams signalled as %d, %d, %d: want each once, in three groups of at most %d", n, first, second, third, streamsPerGroup)
+	}
+	// Few streams: one group, at once.
+	few := NewHub(nil, "", nil)
+	defer few.Close()
+	few.afterFunc = func(time.Duration, func()) { t.Fatal("a wake of few streams scheduled a later group") }
+	s, err := few.subscribe(0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	few.wakeAll()
+	select {
+	case <-s.wake:
+	default:
+		t.Fatal("a wake of one stream did not signal it")
+	}
+}
