@@ -91,14 +91,14 @@ type Hub struct {
 	started uint64
 	// retry is armed while some read found events held back; heldSeen says
 	// whether a read since the last wake did.
-	retry *time.Timer
+	retry      *time.Timer
+	retryDelay time.Duration
+	heldSeen   bool
 	// joined counts subscriptions, to spread streams over wake groups.
 	joined int
 	// afterFunc schedules the later groups of a wake (time.AfterFunc;
 	// tests hold them).
-	afterFunc  func(time.Duration, func())
-	retryDelay time.Duration
-	heldSeen   bool
+	afterFunc func(time.Duration, func())
 
 	slotsOnce sync.Once
 	slots     chan struct{}
