@@ -281,11 +281,22 @@ func refreshMonth(ctx context.Context, db *sqlx.DB, m postings.Month) (bool, err
 		return false, fmt.Errorf("month sums %s: begin: %w", m, err)
 	}
 	defer tx.Rollback()
-	// Another replica refreshing the same month: leave it to it.
-	var mine bool
-	if err := tx.GetContext(ctx, &mine, `SELECT pg_try_advisory_xact_lock(hashtextextended('razao-month-sums:' || $1, 0))`,
-		m.String()); err != nil || !mine {
-		return false, err
+	// Another replica refreshing the same month holds its row: leave it
+	// to it. A row lock, not an advisory lock: only a role that may write
+	// month_sums can take it, where any role that can connect could hold
+	// an advisory lock and stop every refresh. A month summed for the
+	// first time has no row to lock: of two first refreshes, the second
+	// to store fails to serialise (lostRace), as the sums are the same.
+	var mine []bool
+	if err := tx.SelectContext(ctx, &mine, `SELECT true FROM month_sums WHERE month = $1 FOR UPDATE SKIP LOCKED`,
+		m.First()); err != nil {
+		return false, err // lostRace: see RefreshMonthSums
+	}
+	if len(mine) == 0 {
+		var exists bool
+		if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM month_sums WHERE month = $1)`, m.First()); err != nil || exists {
+			return false, err
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `SET LOCAL jit = off`); err != nil {
 		return false, fmt.Errorf("month sums %s: %w", m, err)

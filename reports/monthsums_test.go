@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
@@ -196,5 +197,37 @@ func TestMonthSumsCheckedAndRefreshedConcurrently(t *testing.T) {
 	bad, err := reports.CheckMonthSums(ctx, db)
 	if err != nil || len(bad) != 1 || bad[0].Month != "2026-08" || bad[0].Snapshot != bad[0].Ledger+1 {
 		t.Fatalf("tampered sums: %v %+v", err, bad)
+	}
+}
+
+// A role that can merely connect cannot stop the refresh: holding the
+// advisory lock the refresh once took for a month left that month
+// without sums for as long as it was held. The refresh now takes the
+// month's row, which only a role that may write month_sums can lock.
+func TestMonthSumsRefreshCannotBeHeldByAnotherRole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, url := pgtest.NewWithURL(t)
+	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	postAugust(t, postings.New(db, cal))
+	other := pgtest.NewRoles(t, db, url)
+	conn := other.Connect(other.Create("bystander", ""))
+	held, err := conn.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := held.ExecContext(ctx, `SELECT pg_advisory_lock(hashtextextended('razao-month-sums:' || $1, 0))`, aug2026.String()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reports.RefreshMonthSums(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.Get(&n, `SELECT count(*) FROM month_sums WHERE month = $1`, aug2026.First()); err != nil || n != 1 {
+		t.Fatalf("August's sums while another role holds the lock: %d rows (%v), want 1", n, err)
 	}
 }

@@ -8,12 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/internal/storm"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
@@ -41,7 +41,13 @@ func TestMonthSumsAfterALogicalRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(base, 0o755)
-	dir, port := filepath.Join(base, "data"), 55000+int(time.Now().UnixNano()%500)
+	// Below the ephemeral range: an outgoing connection's source port
+	// took a port drawn from it once.
+	port, err := storm.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "data")
 	dstURL, err := pgtest.StartCluster(dir, port)
 	if err != nil {
 		t.Fatal(err)
