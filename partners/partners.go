@@ -172,7 +172,10 @@ var afterTree func()
 // postings they saw.
 func treeFlows(ctx context.Context, q sqlx.QueryerContext, codes []string, read flowsReader) ([]treeAccount, map[int64]map[string]reports.KindFlow, error) {
 	tree, err := accountTree(ctx, q, codes)
-	for attempt := 0; err == nil; attempt++ {
+	if err != nil {
+		return nil, nil, err
+	}
+	for attempt := 0; ; attempt++ {
 		if afterTree != nil {
 			afterTree()
 		}
@@ -196,7 +199,6 @@ func treeFlows(ctx context.Context, q sqlx.QueryerContext, codes []string, read 
 		}
 		tree = again
 	}
-	return nil, nil, err
 }
 
 // accountTree reads the accounts of codes and of their descendants, in
