@@ -371,10 +371,6 @@ func (l *Locked) readGrantsAndRefunds(ctx context.Context, tx *sqlx.Tx, ids []st
 			c.Granted = true
 			continue
 		}
-		if c.Refunds == nil {
-			c.Refunds = map[string]int64{}
-		}
-		c.Refunds[r.RefundID] = r.Amount
 		c.Booked = append(c.Booked, BookedRefund{ID: r.RefundID, Amount: r.Amount, At: *r.At, Statement: r.Statement, Alias: r.AliasID})
 	}
 	return nil

@@ -2,7 +2,6 @@ package charges
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -18,10 +17,19 @@ import (
 type ChargeState struct {
 	Charge
 	Granted bool
-	Refunds map[string]int64
 	// Booked are the refunds booked against it, with what pairing a refund
 	// known by two ids needs (see pairFor).
 	Booked []BookedRefund
+}
+
+// booked is the refund booked under id, if any.
+func (s *ChargeState) booked(id string) (BookedRefund, bool) {
+	for _, b := range s.Booked {
+		if b.ID == id {
+			return b, true
+		}
+	}
+	return BookedRefund{}, false
 }
 
 // BookedRefund is one refund booked against a charge.
@@ -274,15 +282,14 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 			ev.RefundID, ev.PaymentRef, *c.PaidRef)
 		return nil
 	}
-	booked, ok := c.Refunds[ev.RefundID]
-	bookedAs := ev.RefundID
+	b, ok := c.booked(ev.RefundID)
 	if i := c.aliased(ev.RefundID); !ok && i >= 0 {
-		booked, ok, bookedAs = c.Booked[i].Amount, true, c.Booked[i].ID
+		b, ok = c.Booked[i], true
 	}
 	if ok {
-		if ev.HasAmount && ev.Amount != booked {
+		if ev.HasAmount && ev.Amount != b.Amount {
 			*d = d.diverge(divergences.ReasonRefundAmountChanged, "refund %s was booked for %d as %s; now stated as %d",
-				ev.RefundID, booked, bookedAs, ev.Amount)
+				ev.RefundID, b.Amount, b.ID, ev.Amount)
 			return nil
 		}
 		d.Result = NoOp
@@ -316,11 +323,6 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 	if err := d.bookRefund(ev, amount); err != nil {
 		return err
 	}
-	c.Refunds = maps.Clone(c.Refunds) // the caller's map stays as it was
-	if c.Refunds == nil {
-		c.Refunds = map[string]int64{}
-	}
-	c.Refunds[ev.RefundID] = amount
 	c.Booked = append(slices.Clone(c.Booked), BookedRefund{ID: ev.RefundID, Amount: amount, At: ev.At, Statement: ev.StatementRefund})
 	c.RefundedAmount += amount
 	c.State = StatePartiallyRefunded

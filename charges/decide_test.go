@@ -2,7 +2,6 @@ package charges
 
 import (
 	"errors"
-	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -40,7 +39,7 @@ func paidBy(ref string) ChargeState {
 }
 
 func withRefund(s ChargeState, id string, amount int64) ChargeState {
-	s.Refunds = map[string]int64{id: amount}
+	s.Booked = []BookedRefund{{ID: id, Amount: amount, At: decideAt}}
 	s.RefundedAmount += amount
 	s.State = StatePartiallyRefunded
 	return s
@@ -150,7 +149,7 @@ func TestDecide(t *testing.T) {
 			want{Applied, "", StatePaid, 0, nil, []events.Topic{events.TopicChargeFailed}, false}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before := maps.Clone(c.state.Refunds)
+			before := slices.Clone(c.state.Booked)
 			d, err := Decide(c.state, c.ev, rules)
 			if err != nil {
 				t.Fatal(err)
@@ -178,8 +177,8 @@ func TestDecide(t *testing.T) {
 			if d.Result == Divergence && d.Detail == "" {
 				t.Error("a divergence without a detail")
 			}
-			if !maps.Equal(c.state.Refunds, before) {
-				t.Errorf("Decide changed the refunds it was given: %v, was %v", c.state.Refunds, before)
+			if !slices.Equal(c.state.Booked, before) {
+				t.Errorf("Decide changed the refunds it was given: %v, was %v", c.state.Booked, before)
 			}
 		})
 	}
@@ -215,9 +214,7 @@ func TestDecidePaidBooksFeeAndCommission(t *testing.T) {
 // already paired, is another refund and is booked.
 func TestRefundUnderTheOtherSidesIDIsPairedOnce(t *testing.T) {
 	booked := func(s ChargeState, bs ...BookedRefund) ChargeState {
-		s.Refunds = map[string]int64{}
 		for _, b := range bs {
-			s.Refunds[b.ID] = b.Amount
 			s.RefundedAmount += b.Amount
 		}
 		s.Booked, s.State = bs, StatePartiallyRefunded
