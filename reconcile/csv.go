@@ -268,19 +268,27 @@ func allDigits(s string) bool {
 	return s != ""
 }
 
-// recordLimit refuses a file with a line longer than max bytes, so that
-// encoding/csv never buffers an unbounded record.
+// recordLimit refuses a file with a record longer than max bytes, so
+// that encoding/csv never buffers an unbounded record. A record ends at a
+// newline outside quotes: a quoted field may hold newlines, and ending the
+// count at those let one field of a whole file through. The reader's
+// quotes are strict (no LazyQuotes), so every '"' opens or closes a quoted
+// field, or is half of an escaped one, which toggles twice.
 type recordLimit struct {
-	r   *bufio.Reader
-	max int
-	run int // bytes since the last newline
+	r      *bufio.Reader
+	max    int
+	run    int  // bytes since the last record ended
+	quoted bool // inside a quoted field
 }
 
 func (l *recordLimit) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	for _, b := range p[:n] {
 		l.run++
-		if b == '\n' {
+		switch {
+		case b == '"':
+			l.quoted = !l.quoted
+		case b == '\n' && !l.quoted:
 			l.run = 0
 		}
 		if l.run > l.max {

@@ -155,7 +155,9 @@ func TestCSVRefusedWhole(t *testing.T) {
 	for name, file := range map[string]string{
 		"missing column": "trackId,amount\nt1,1.00\n",
 		"huge line":      "trackId,externalId,type,amount,date,refundId\n" + strings.Repeat("x", 70<<10) + "\n",
-		"empty":          "",
+		// One quoted field of short lines is one record.
+		"huge quoted field": "trackId,externalId,type,amount,date,refundId\n\"" + strings.Repeat("x\n", 40<<10) + "\",x,DEPOSIT,1.00,,\n",
+		"empty":             "",
 	} {
 		_, err := e.rec.ReconcileFile(context.Background(), "hodle", strings.NewReader(file), winFrom, winTo)
 		if !errors.Is(err, reconcile.ErrInput) {
