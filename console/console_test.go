@@ -315,6 +315,14 @@ func TestMonthPageShowsTheAPIsFigures(t *testing.T) {
 	if res, _ := c.get("/console/exports/passwd.csv?month=2026-08"); res.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown export: %d", res.StatusCode)
 	}
+	// A NUL or a byte PostgreSQL refuses in an account code or a page
+	// cursor is the request's fault, never the database's.
+	for _, path := range []string{"/console/accounts/a%00b", "/console/accounts/a%FFb", "/console/partners?after=%00",
+		"/console/partners?after=a:b"} {
+		if res, _ := c.get(path); res.StatusCode >= 500 || res.StatusCode == http.StatusOK {
+			t.Errorf("%s: %d, want a refusal of the request", path, res.StatusCode)
+		}
+	}
 }
 
 // The trend's table and chart, and an account's series, from the API's

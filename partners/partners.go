@@ -219,6 +219,9 @@ func accountTree(ctx context.Context, q sqlx.QueryerContext, codes []string) ([]
 // partner id after ("" from the first), and whether more follow: one
 // reading of the ledger for the page, the figures Get gives each.
 func Page(ctx context.Context, q sqlx.QueryerContext, after string, limit int) ([]Summary, bool, error) {
+	if _, err := accounts.PartnerPayable(after); after != "" && err != nil {
+		return nil, false, fmt.Errorf("%w: page after %.64q: not a partner id", reports.ErrInvalidCursor, after)
+	}
 	prefix := accounts.CommissionPayable + ":"
 	var accts []accounts.Account
 	err := sqlx.SelectContext(ctx, q, &accts, `SELECT id, code, type, normal_side, currency, parent_id FROM accounts

@@ -67,6 +67,11 @@ GROUP BY s.month`
 // are read from their snapshots, so a long series costs the open months'
 // postings only.
 func AccountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from, to postings.Month) (Series, error) {
+	// Before any query: a NUL or invalid UTF-8 is refused by PostgreSQL
+	// itself, which would read as a failure of the database.
+	if err := accounts.ValidateCode(code); err != nil {
+		return Series{}, err
+	}
 	if err := from.Check(); err != nil {
 		return Series{}, err
 	}
