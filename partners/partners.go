@@ -74,7 +74,7 @@ func Get(ctx context.Context, q sqlx.QueryerContext, partner string) (Summary, e
 	if err != nil {
 		return Summary{}, err
 	}
-	return summarize(ctx, q, partner, a, reports.AccountFlows)
+	return summarize(ctx, q, a, reports.AccountFlows)
 }
 
 // flowsReader reads accounts' flows: reports.AccountFlows (through the
@@ -85,14 +85,12 @@ type flowsReader func(context.Context, sqlx.QueryerContext, []int64) (map[int64]
 // summarize reads the partner's account (and its descendants', as for
 // every parent balance) with flows, the code every report reads postings
 // with.
-func summarize(ctx context.Context, q sqlx.QueryerContext, partner string, a accounts.Account, flows flowsReader) (Summary, error) {
+func summarize(ctx context.Context, q sqlx.QueryerContext, a accounts.Account, flows flowsReader) (Summary, error) {
 	all, err := summarizeMany(ctx, q, []accounts.Account{a}, flows)
 	if err != nil {
 		return Summary{}, err
 	}
-	s := all[0]
-	s.Partner = partner
-	return s, nil
+	return all[0], nil
 }
 
 // summarizeMany reads the summaries of the partners of accts (their
@@ -394,7 +392,7 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 
 	// From the postings, not the month sums: what is owed decides what
 	// may be paid, and the month sums are a cache the service role writes.
-	before, err := summarize(ctx, tx, req.Partner, a, reports.AccountFlowsFromPostings)
+	before, err := summarize(ctx, tx, a, reports.AccountFlowsFromPostings)
 	if err != nil {
 		return Result{}, err
 	}

@@ -3,7 +3,6 @@ package reports
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"time"
@@ -31,13 +30,13 @@ func WriteSnapshot(ctx context.Context, tx *sqlx.Tx, m postings.Month) error {
 }
 
 func writeSnapshot(ctx context.Context, q sqlx.ExtContext, m postings.Month) error {
-	var base sql.NullTime
-	if err := sqlx.GetContext(ctx, q, &base, `SELECT max(month) FROM month_snapshots WHERE month < $1`, m.First()); err != nil {
+	st, err := readMonthState(ctx, q, m)
+	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
 	// From the postings alone, not the month sums: a snapshot is sealed
 	// for good, and the month sums are a cache the service role writes.
-	own, err := liveOwnLines(ctx, q, m, base, true)
+	own, err := liveOwnLines(ctx, q, m, st.Base, true)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
