@@ -283,13 +283,16 @@ type cpuSample struct {
 	busy     float64 // machine, seconds of CPU
 	self     float64
 	server   float64
+	readers  float64            // the sse scenario's readers process, when it runs
 	postgres map[string]float64 // per pid: a backend that exits takes its CPU time with it
 }
 
 // clockTicks is USER_HZ, 100 on every Linux this runs on.
 const clockTicks = 100.0
 
-func sampleCPU(serverPID int) cpuSample {
+// sampleCPU samples the machine, this process, razao's (serverPID, when
+// known) and the sse readers' (readersPID, when running).
+func sampleCPU(serverPID, readersPID int) cpuSample {
 	s := cpuSample{at: time.Now(), postgres: map[string]float64{}}
 	if b, err := os.ReadFile("/proc/stat"); err == nil {
 		line, _, _ := strings.Cut(string(b), "\n")
@@ -309,6 +312,9 @@ func sampleCPU(serverPID int) cpuSample {
 	s.self = procCPU("/proc/self/stat")
 	if serverPID > 0 {
 		s.server = procCPU(fmt.Sprintf("/proc/%d/stat", serverPID))
+	}
+	if readersPID > 0 {
+		s.readers = procCPU(fmt.Sprintf("/proc/%d/stat", readersPID))
 	}
 	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range paths {
@@ -361,6 +367,9 @@ func cores(a, b cpuSample, serverPID int) map[string]float64 {
 	m := map[string]float64{"machine": c(a.busy, b.busy), "load-tool": c(a.self, b.self), "postgres": c(0, pg)}
 	if serverPID > 0 {
 		m["razao"] = c(a.server, b.server)
+	}
+	if b.readers > 0 {
+		m["sse-readers"] = c(a.readers, b.readers)
 	}
 	return m
 }
