@@ -30,6 +30,12 @@ DO $$
 BEGIN
     EXECUTE format('REVOKE CONNECT, TEMPORARY ON DATABASE %I FROM PUBLIC', current_database());
     EXECUTE format('GRANT CONNECT ON DATABASE %I TO %I', current_database(), 'razao');
+    -- The service alone may create temporary tables: a statement file is
+    -- staged in one (reconcile/loadfile.go). It names ours only with their
+    -- schema, and every ledger function resolves names with pg_temp last
+    -- (sql/0012), so a temporary table named like ours answers for
+    -- nothing (TestTempTablesNamedLikeOursAnswerForNothing).
+    EXECUTE format('GRANT TEMPORARY ON DATABASE %I TO %I', current_database(), 'razao');
     EXECUTE format('ALTER DATABASE %I SET idle_in_transaction_session_timeout = %L', current_database(), '60s');
 END
 $$;
@@ -54,6 +60,17 @@ GRANT SELECT, INSERT ON accounts, posting_sets, postings, closed_periods,
 -- divergence resolution, export runs, token revocation).
 GRANT SELECT, INSERT, UPDATE ON charges, inbox, divergences, export_runs TO razao;
 GRANT SELECT, INSERT ON access_grants TO razao;
+-- A callback of several events keeps its body once (sql/0013); a refund
+-- under another id than its statement line's is paired with it once
+-- (sql/0029).
+GRANT SELECT, INSERT ON inbox_bodies, refund_aliases TO razao;
+-- Reconciliation (sql/0023): runs claimed, renewed and finished; the
+-- pages of a bcb-pix window kept as fetched; a run's lines written,
+-- decided in place (UPDATE), kept once per key and their phantoms
+-- recomputed (DELETE). None of these is the ledger.
+GRANT SELECT, INSERT, UPDATE ON reconciliation_runs TO razao;
+GRANT SELECT, INSERT ON reconciliation_pages TO razao;
+GRANT SELECT, INSERT, UPDATE, DELETE ON reconciliation_lines TO razao;
 GRANT SELECT, INSERT ON api_tokens TO razao;
 GRANT UPDATE (revoked_at) ON api_tokens TO razao;
 -- Month sums (sql/0021): refreshed off the hot path, each month's rows

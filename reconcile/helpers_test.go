@@ -100,6 +100,13 @@ var brPixCSV = reconcile.CSVMapping{Dialect: "br", PSPID: "e2e", ChargeRef: "txi
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	db, dbURL := pgtest.NewWithURL(t)
+	return newEnvOn(t, db, dbURL)
+}
+
+// newEnvOn is newEnv on a migrated database reached through db (and
+// dbURL, for statement loads), as whichever role it connects as.
+func newEnvOn(t *testing.T, db *sqlx.DB, dbURL string) *env {
+	t.Helper()
 	e := &env{t: t, db: db, url: dbURL, psp: newFakePSP(t), waits: &waits{}}
 	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
 	if err != nil {

@@ -86,15 +86,21 @@ func (r *Roles) dropAtEnd(role string) {
 // ends (before the role is dropped). Each call opens new sessions.
 func (r *Roles) Connect(role string) *sqlx.DB {
 	r.t.Helper()
-	u, err := url.Parse(r.ownerURL)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	u.User = url.User(role)
-	db, err := sqlx.Open("postgres", razao.DriverURL(u.String()))
+	db, err := sqlx.Open("postgres", razao.DriverURL(r.URL(role)))
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// URL is the test database's URL as role.
+func (r *Roles) URL(role string) string {
+	r.t.Helper()
+	u, err := url.Parse(r.ownerURL)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	u.User = url.User(role)
+	return u.String()
 }
