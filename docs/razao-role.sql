@@ -65,11 +65,12 @@ GRANT SELECT, INSERT ON access_grants TO razao;
 -- (sql/0029).
 GRANT SELECT, INSERT ON inbox_bodies, refund_aliases TO razao;
 -- Reconciliation (sql/0023): runs claimed, renewed and finished; the
--- pages of a bcb-pix window kept as fetched; a run's lines written,
+-- pages of a bcb-pix window kept as fetched, a statement file as uploaded
+-- (sql/0032); a run's lines written,
 -- decided in place (UPDATE), kept once per key and their phantoms
 -- recomputed (DELETE). None of these is the ledger.
 GRANT SELECT, INSERT, UPDATE ON reconciliation_runs TO razao;
-GRANT SELECT, INSERT ON reconciliation_pages TO razao;
+GRANT SELECT, INSERT ON reconciliation_pages, reconciliation_files TO razao;
 GRANT SELECT, INSERT, UPDATE, DELETE ON reconciliation_lines TO razao;
 GRANT SELECT, INSERT ON api_tokens TO razao;
 GRANT UPDATE (revoked_at) ON api_tokens TO razao;

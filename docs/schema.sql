@@ -207,6 +207,12 @@ CREATE TABLE postings (
     competence_month date NOT NULL
 );
 
+CREATE TABLE reconciliation_files (
+    run_id bigint NOT NULL,
+    chunk integer NOT NULL,
+    data bytea NOT NULL
+);
+
 CREATE TABLE reconciliation_lines (
     run_id bigint NOT NULL,
     line bigint NOT NULL,
@@ -370,6 +376,9 @@ ALTER TABLE postings ADD CONSTRAINT ck_postings_amount_nonzero CHECK ((amount <>
 ALTER TABLE postings ADD CONSTRAINT fk_postings_account_currency FOREIGN KEY (account_id, currency) REFERENCES accounts(id, currency);
 ALTER TABLE postings ADD CONSTRAINT fk_postings_set_month FOREIGN KEY (posting_set_id, competence_month) REFERENCES posting_sets(id, competence_month);
 ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY (id);
+ALTER TABLE reconciliation_files ADD CONSTRAINT ck_reconciliation_files_chunk CHECK (((chunk >= 0) AND ((octet_length(data) >= 1) AND (octet_length(data) <= 1048576))));
+ALTER TABLE reconciliation_files ADD CONSTRAINT reconciliation_files_pkey PRIMARY KEY (run_id, chunk);
+ALTER TABLE reconciliation_files ADD CONSTRAINT reconciliation_files_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE CASCADE;
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_kind CHECK ((kind = ANY (ARRAY['paid'::text, 'refunded'::text, 'refund_open'::text, 'invalid'::text])));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_outcome CHECK ((outcome = ANY (ARRAY['matched'::text, 'booked'::text, 'divergence'::text])));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_side CHECK ((side = ANY (ARRAY['statement'::text, 'ledger'::text])));

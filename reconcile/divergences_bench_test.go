@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -60,7 +59,10 @@ func BenchmarkOpenDivergences(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := r.loadFile(ctx, &run, ep, io.Reader(strings.NewReader(file))); err != nil {
+		if err := r.keepFile(ctx, run.ID, strings.NewReader(file)); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.loadFile(ctx, &run, ep); err != nil {
 			b.Fatal(err)
 		}
 		if err := match(ctx, db, run, ep.info()); err != nil {

@@ -34,11 +34,16 @@ const (
 	stagedLines = "pg_temp." + stagedName
 )
 
-// loadFile copies every line of a CSV statement into the run, decided
-// (matched, to book, or a divergence), in one transaction, with the file's SHA-256 and, when the run has no window of
+// loadFile copies every line of the run's kept CSV statement (keepFile)
+// into the run, decided (matched, to book, or a divergence), in one
+// transaction, with the file's SHA-256 and, when the run has no window of
 // its own, the span of its lines as the window. The file is read as it
 // is copied: a line at a time, never whole in memory.
-func (r *Reconciler) loadFile(ctx context.Context, run *Run, ep *endpoint, file io.Reader) error {
+func (r *Reconciler) loadFile(ctx context.Context, run *Run, ep *endpoint) error {
+	file, err := r.keptFile(ctx, run.ID)
+	if err != nil {
+		return err
+	}
 	if file == nil {
 		return fmt.Errorf("%w: run %d: the statement file was not kept; upload it again", ErrInput, run.ID)
 	}

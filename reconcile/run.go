@@ -80,6 +80,9 @@ type Reconciler struct {
 	// stopAfterPage, in tests, ends a run right after that page is kept,
 	// as a crash would: nothing more is written.
 	stopAfterPage func(page int) bool
+	// stopAfterFileKept, in tests, ends a file run right after its file
+	// is kept, before any line is loaded.
+	stopAfterFileKept bool
 	// Progress, when set, is told each page fetched or 10,000 lines read.
 	Progress func(stage string, n int64)
 	// OnCommit, when set, runs after a commit that appended outbox events
@@ -146,7 +149,7 @@ func (r *Reconciler) MaxFileBytes(endpoint string) int64 {
 var ErrUnknownEndpoint = kind.New(kind.NotFound, "not-found", "Not found", "no such reconciled endpoint")
 
 // errStopped is a run ended by the test hook, left as a crash leaves it.
-var errStopped = errors.New("run stopped after a page (test hook)")
+var errStopped = errors.New("run stopped after a page or its file was kept (test hook)")
 
 // ReconcileFile reconciles a CSV statement of endpoint read from file,
 // over [from, to) (both zero: the span of the file's lines), and returns
@@ -167,7 +170,13 @@ func (r *Reconciler) ReconcileFile(ctx context.Context, endpoint string, file io
 	if err != nil {
 		return Run{}, err
 	}
-	return r.finish(ctx, run, ep, r.execute(ctx, &run, ep, file))
+	if err := r.keepFile(ctx, run.ID, file); err != nil {
+		return r.finish(ctx, run, ep, err)
+	}
+	if r.stopAfterFileKept {
+		return run, errStopped
+	}
+	return r.finish(ctx, run, ep, r.execute(ctx, &run, ep))
 }
 
 // ReconcileWindow reconciles the bcb-pix statement of endpoint over
@@ -184,7 +193,7 @@ func (r *Reconciler) ReconcileWindow(ctx context.Context, endpoint string, from,
 	if err != nil {
 		return Run{}, err
 	}
-	return r.finish(ctx, run, ep, r.execute(ctx, &run, ep, nil))
+	return r.finish(ctx, run, ep, r.execute(ctx, &run, ep))
 }
 
 // maxWindow bounds a window: a statement of years is a mistake.
@@ -224,11 +233,11 @@ func (r *Reconciler) create(ctx context.Context, ep *endpoint, from, to time.Tim
 
 // execute loads what the run has not loaded yet, matches, books, and
 // opens the divergences.
-func (r *Reconciler) execute(ctx context.Context, run *Run, ep *endpoint, file io.Reader) error {
+func (r *Reconciler) execute(ctx context.Context, run *Run, ep *endpoint) error {
 	if !run.Loaded {
 		var err error
 		if ep.csv != nil {
-			err = r.loadFile(ctx, run, ep, file)
+			err = r.loadFile(ctx, run, ep)
 		} else {
 			err = r.loadPages(ctx, run, ep)
 		}

@@ -99,7 +99,7 @@ func (r *Reconciler) RunSlot(ctx context.Context, endpoint string, slot time.Tim
 			errs = append(errs, err)
 			continue
 		}
-		run, err = r.finish(ctx, run, ep, r.execute(ctx, &run, ep, nil))
+		run, err = r.finish(ctx, run, ep, r.execute(ctx, &run, ep))
 		runs = append(runs, run)
 		errs = append(errs, err)
 	}
@@ -152,10 +152,8 @@ func (r *Reconciler) takeOver(ctx context.Context, id int64) (Run, bool, error) 
 }
 
 // ResumeDue continues every run whose claimant's lease ran out, from the
-// pages it kept, and retries scheduled runs that failed, a minute per
-// attempt made after their failure. A statement file is not kept: a run
-// of one that died before its lines were loaded fails, to be uploaded
-// again.
+// pages or the statement file it kept, and retries scheduled runs that
+// failed, a minute per attempt made after their failure.
 func (r *Reconciler) ResumeDue(ctx context.Context) error {
 	var ids []int64
 	err := r.sel(ctx, &ids, `SELECT id FROM reconciliation_runs
@@ -179,7 +177,7 @@ func (r *Reconciler) ResumeDue(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		_, err = r.finish(ctx, run, ep, r.execute(ctx, &run, ep, nil))
+		_, err = r.finish(ctx, run, ep, r.execute(ctx, &run, ep))
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

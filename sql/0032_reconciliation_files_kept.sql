@@ -1,0 +1,13 @@
+-- A statement file as it was uploaded, kept in chunks of up to 1 MiB
+-- before its lines are loaded: a run that dies while loading them (a
+-- crash, a deploy) is resumed from it by any replica, as a bcb-pix run is
+-- from its kept pages, instead of failing for the file to be uploaded
+-- again; and the statement a run reconciled can be read back (its SHA-256
+-- is the run's file_sha256). Deleting a run deletes its file.
+CREATE TABLE reconciliation_files (
+    run_id bigint  NOT NULL REFERENCES reconciliation_runs (id) ON DELETE CASCADE,
+    chunk  integer NOT NULL,
+    data   bytea   NOT NULL,
+    PRIMARY KEY (run_id, chunk),
+    CONSTRAINT ck_reconciliation_files_chunk CHECK (chunk >= 0 AND octet_length(data) BETWEEN 1 AND 1048576)
+);
