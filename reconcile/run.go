@@ -153,7 +153,8 @@ var errStopped = errors.New("run stopped after a page or its file was kept (test
 
 // ReconcileFile reconciles a CSV statement of endpoint read from file,
 // over [from, to) (both zero: the span of the file's lines), and returns
-// the finished run.
+// the finished run. The file is kept as it is read, and its lines loaded
+// from what was kept: a run that dies after that resumes (ResumeDue).
 func (r *Reconciler) ReconcileFile(ctx context.Context, endpoint string, file io.Reader, from, to time.Time) (Run, error) {
 	ep, ok := r.eps[endpoint]
 	if !ok || ep.csv == nil {
