@@ -8,6 +8,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/razao/razao/charges"
 	"github.com/razao/razao/webhook/scheme"
 )
 
@@ -35,8 +36,9 @@ func (b toBook) event(schemeName string) scheme.Event {
 	if b.Kind == KindRefunded {
 		ev.Kind, ev.RefundID = scheme.KindRefunded, b.RefundID
 	}
-	if schemeName == "standard" {
-		// Standard Webhooks name no PSP id: the payment is its event id.
+	if !charges.NamesPayments(schemeName) {
+		// The scheme names no payment (Standard Webhooks): the payment
+		// is its event id, as the webhook's.
 		ev.PSPRef = ""
 	}
 	if b.Fee != nil && schemeName == "abacatepay" {

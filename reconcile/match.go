@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao/charges"
 )
 
 // The statements that decide lines (dedupeSQL, matchPaidSQL,
@@ -28,8 +30,8 @@ type step struct {
 func decideSteps(table string, run Run, ep endpointInfo) []step {
 	return []step{
 		{"dedupe", onLines(dedupeSQL, table), []any{run.ID}},
-		{"payments", onLines(matchPaidSQL, table), []any{run.ID, ep.name, paymentRefPrefix(ep.scheme), ep.merchant}},
-		{"refunds", onLines(matchRefundsSQL, table), []any{run.ID, ep.name, paymentRefPrefix(ep.scheme), ep.merchant}},
+		{"payments", onLines(matchPaidSQL, table), []any{run.ID, ep.name, charges.PaymentRefPrefix(ep.scheme), ep.merchant}},
+		{"refunds", onLines(matchRefundsSQL, table), []any{run.ID, ep.name, charges.PaymentRefPrefix(ep.scheme), ep.merchant}},
 	}
 }
 
@@ -49,7 +51,7 @@ const dedupeSQL = `
 
 // matchPaidSQL decides every payment line not yet decided. A payment is
 // found by its PSP id first (the charge's paid_ref, in the scheme's form:
-// $3 is the prefix, "hodle:" or "standard:event:"), else its charge by our
+// $3 is the prefix, charges.PaymentRefPrefix), else its charge by our
 // id, else by the PSP reference the app registered. $2 is the endpoint,
 // $4 its merchant. Only a line its PSP id finds no payment for looks
 // further (the LATERAL lookups, by index; LIMIT 1 keeps the planner from
@@ -130,7 +132,7 @@ const (
 func stagedSteps(table string, run Run, ep endpointInfo) []step {
 	return []step{
 		{"dedupe", onLines(dedupeSQL, table), []any{run.ID}},
-		{"payments", onLines(stagedPaidSQL, table), []any{run.ID, ep.name, paymentRefPrefix(ep.scheme), ep.merchant}},
+		{"payments", onLines(stagedPaidSQL, table), []any{run.ID, ep.name, charges.PaymentRefPrefix(ep.scheme), ep.merchant}},
 		{"other lines", onLines(stagedRestSQL, table), []any{run.ID}},
 	}
 }
@@ -197,16 +199,6 @@ const phantomsSQL = `
 		WHERE l.run_id = $1 AND l.side = 'statement' AND l.charge_id = s.charge_id
 		  AND ((s.kind = 'sale' AND l.kind = 'paid')
 		    OR (s.kind = 'refund' AND l.kind IN ('refunded', 'refund_open') AND l.refund_id IN (s.refund_id, a.alias_id))))`
-
-// paymentRefPrefix is what the scheme puts before a PSP id in a charge's
-// paid_ref (see charges.SchemePaymentRef): standard names no PSP id, so
-// its payments are known by their event id.
-func paymentRefPrefix(scheme string) string {
-	if scheme == "standard" {
-		return "standard:event:"
-	}
-	return scheme + ":"
-}
 
 // match decides every line of the run not yet decided and, for a final
 // window, lists the phantoms, in one transaction: a run that dies in it
