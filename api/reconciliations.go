@@ -99,15 +99,13 @@ func (a *API) listReconciliations(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	n := pageLimit(r)
-	runs, err := reconcile.ListRuns(r.Context(), a.DB, q.Get("endpoint"), before, n)
+	runs, next, err := reconcile.RunsPage(r.Context(), a.DB, q.Get("endpoint"), before, limit(r))
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}
 	page := RunPage{Runs: runs}
-	if len(runs) == n {
-		next := runs[len(runs)-1].ID
+	if next > 0 {
 		page.NextBefore = &next
 	}
 	writeJSON(w, http.StatusOK, page)
@@ -127,15 +125,13 @@ func (a *API) getReconciliation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	n := pageLimit(r)
-	lines, err := reconcile.Lines(r.Context(), a.DB, id, true, after, n)
+	lines, next, err := reconcile.LinesPage(r.Context(), a.DB, id, true, after, limit(r))
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}
 	d := RunDetail{Run: run, Unmatched: lines}
-	if len(lines) == n {
-		next := lines[len(lines)-1].Line
+	if next > 0 {
 		d.NextAfter = &next
 	}
 	writeJSON(w, http.StatusOK, d)
@@ -186,14 +182,4 @@ func optionalID(w http.ResponseWriter, s, name string) (int64, bool) {
 		return 0, false
 	}
 	return n, true
-}
-
-// pageLimit is the limit query parameter within 1..reconcile.MaxPage
-// (default 100).
-func pageLimit(r *http.Request) int {
-	n := limit(r)
-	if n <= 0 || n > reconcile.MaxPage {
-		return 100
-	}
-	return n
 }

@@ -102,8 +102,10 @@ func SchemePaymentRef(scheme, ref string) string {
 	if ref == "" {
 		return ""
 	}
-	return scheme + ":" + ref
+	return schemePaymentRefPrefix(scheme) + ref
 }
+
+func schemePaymentRefPrefix(scheme string) string { return scheme + ":" }
 
 // EventPaymentRef is the PaymentRef of a payment whose scheme states no
 // payment reference of the PSP: the stable id of the event that reports
@@ -114,7 +116,32 @@ func EventPaymentRef(scheme, eventID string) string {
 	if eventID == "" {
 		return ""
 	}
-	return scheme + ":" + eventRefPrefix + eventID
+	return eventPaymentRefPrefix(scheme) + eventID
+}
+
+func eventPaymentRefPrefix(scheme string) string {
+	return schemePaymentRefPrefix(scheme) + eventRefPrefix
+}
+
+// standardScheme is the Standard Webhooks scheme: razao's body carries no
+// payment reference of the PSP, so the message is the payment.
+const standardScheme = "standard"
+
+// NamesPayments reports whether the payments of scheme are named by a
+// reference of the PSP (SchemePaymentRef); those of one that names none
+// (standard) are known by the event that reports them (EventPaymentRef).
+func NamesPayments(scheme string) bool { return scheme != standardScheme }
+
+// PaymentRefPrefix is what a payment's PaymentRef in scheme puts before
+// the id a statement knows the payment by: "hodle:" before the PSP's
+// reference (SchemePaymentRef), "standard:event:" before the event's id
+// for a scheme that names no payments (EventPaymentRef). The prefix and a
+// statement line's id are the paid_ref of the charge that payment paid.
+func PaymentRefPrefix(scheme string) string {
+	if !NamesPayments(scheme) {
+		return eventPaymentRefPrefix(scheme)
+	}
+	return schemePaymentRefPrefix(scheme)
 }
 
 // isEventRef reports whether a stored paid_ref was made of an event id:

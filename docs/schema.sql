@@ -424,6 +424,7 @@ CREATE UNIQUE INDEX uq_sale_per_charge ON public.posting_sets USING btree (charg
 CREATE INDEX ix_postings_account_month ON public.postings USING btree (account_id, competence_month) INCLUDE (amount);
 CREATE INDEX ix_postings_set ON public.postings USING btree (posting_set_id);
 CREATE INDEX ix_reconciliation_lines_undecided ON public.reconciliation_lines USING btree (run_id, line) WHERE (outcome IS NULL);
+CREATE INDEX ix_reconciliation_pages_totals ON public.reconciliation_pages USING btree (run_id, pass, total, page_count);
 CREATE INDEX ix_reconciliation_runs_endpoint ON public.reconciliation_runs USING btree (endpoint, id);
 CREATE INDEX ix_reconciliation_runs_unfinished ON public.reconciliation_runs USING btree (lease_until) WHERE (status = 'running'::text);
 CREATE UNIQUE INDEX uq_reconciliation_runs_window ON public.reconciliation_runs USING btree (endpoint, window_from, window_to, final) WHERE scheduled;

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/razao/razao/charges"
 	"github.com/razao/razao/webhook/scheme"
 )
 
@@ -35,8 +36,9 @@ func (b toBook) event(schemeName string) scheme.Event {
 	if b.Kind == KindRefunded {
 		ev.Kind, ev.RefundID = scheme.KindRefunded, b.RefundID
 	}
-	if schemeName == "standard" {
-		// Standard Webhooks name no PSP id: the payment is its event id.
+	if !charges.NamesPayments(schemeName) {
+		// The scheme names no payment (Standard Webhooks): the payment
+		// is its event id, as the webhook's.
 		ev.PSPRef = ""
 	}
 	if b.Fee != nil && schemeName == "abacatepay" {
@@ -59,7 +61,10 @@ func (r *Reconciler) book(ctx context.Context, run Run, ep *endpoint) (int, erro
 	// run's key: reading from the start each time rescanned every line
 	// already passed, for each chunk (a million-line run took minutes).
 	// A line is read once: stored, refused, or found stored already.
+	// The refused are written together once every chunk is read: a run
+	// that dies before reads them again, still to book.
 	var after int64
+	refused := map[int64]string{}
 	for {
 		if err := r.renew(ctx, run.ID); err != nil {
 			return stored, err
@@ -73,13 +78,10 @@ func (r *Reconciler) book(ctx context.Context, run Run, ep *endpoint) (int, erro
 			return stored, fmt.Errorf("book run %d: %w", run.ID, err)
 		}
 		if len(lines) == 0 {
-			return stored, nil
+			return stored, r.refuse(ctx, run.ID, refused)
 		}
 		after = lines[len(lines)-1].Line
-		evs, refused, nums := r.events(lines, ep)
-		if err := r.refuse(ctx, run.ID, refused); err != nil {
-			return stored, err
-		}
+		evs, nums := r.events(lines, ep, refused)
 		if len(evs) > 0 {
 			body, _ := json.Marshal(map[string]any{"reconciliation_run": run.ID, "lines": nums})
 			if _, err := r.inbox.StoreVerified(ctx, ep.hook, evs, body); err != nil {
@@ -93,13 +95,12 @@ func (r *Reconciler) book(ctx context.Context, run Run, ep *endpoint) (int, erro
 	}
 }
 
-// events builds the inbox events of lines, apart the ones the ledger
-// would refuse, with why.
-func (r *Reconciler) events(lines []toBook, ep *endpoint) ([]scheme.Event, map[int64]string, []int64) {
+// events builds the inbox events of lines and their line numbers, apart
+// the ones the ledger would refuse, noted in refused with why.
+func (r *Reconciler) events(lines []toBook, ep *endpoint, refused map[int64]string) ([]scheme.Event, []int64) {
 	now := r.now()
 	var evs []scheme.Event
 	var nums []int64
-	refused := map[int64]string{}
 	for _, l := range lines {
 		if err := r.ledger.Calendar().CheckEventTime(l.At, now); err != nil {
 			refused[l.Line] = err.Error()
@@ -118,15 +119,24 @@ func (r *Reconciler) events(lines []toBook, ep *endpoint) ([]scheme.Event, map[i
 		}
 		evs, nums = append(evs, ev), append(nums, l.Line)
 	}
-	return evs, refused, nums
+	return evs, nums
 }
 
+// refuse makes the run's lines the ledger would refuse invalid lines
+// saying why, in one statement (they were one transaction each).
 func (r *Reconciler) refuse(ctx context.Context, run int64, refused map[int64]string) error {
+	if len(refused) == 0 {
+		return nil
+	}
+	lines, whys := make([]int64, 0, len(refused)), make([]string, 0, len(refused))
 	for line, why := range refused {
-		if _, err := r.exec(ctx, `UPDATE reconciliation_lines SET outcome = 'divergence', reason = 'invalid_line',
-			detail = left($3, 500) WHERE run_id = $1 AND line = $2`, run, line, why); err != nil {
-			return fmt.Errorf("book run %d: refuse line %d: %w", run, line, err)
-		}
+		lines, whys = append(lines, line), append(whys, why)
+	}
+	if _, err := r.exec(ctx, `UPDATE reconciliation_lines l SET outcome = 'divergence', reason = 'invalid_line',
+			detail = left(f.why, 500)
+		FROM unnest($2::bigint[], $3::text[]) AS f (line, why)
+		WHERE l.run_id = $1 AND l.line = f.line`, run, pq.Array(lines), pq.Array(whys)); err != nil {
+		return fmt.Errorf("book run %d: refuse %d lines: %w", run, len(lines), err)
 	}
 	return nil
 }

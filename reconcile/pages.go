@@ -25,10 +25,26 @@ type position struct {
 	done       bool
 }
 
-// nextPage reads the run's kept pages to find the next one to fetch: the
-// page after the last kept, or, when a pass is complete and the
-// statement moved during it (its pages stated different totals), page 0
-// of another pass.
+// nextPageSQL is the run's last kept page, and whether a page of its
+// pass stated another total or page count: the least and the greatest
+// total of the pass, and the least and the greatest page count of its
+// pages of the last's total, each one probe of
+// ix_reconciliation_pages_totals. Comparing the last with every page of
+// the pass read the pass again for each page fetched.
+const nextPageSQL = `
+	SELECT p.pass, p.page, p.page_count,
+		(SELECT min(o.total) FROM reconciliation_pages o WHERE o.run_id = p.run_id AND o.pass = p.pass) <> p.total
+		OR (SELECT max(o.total) FROM reconciliation_pages o WHERE o.run_id = p.run_id AND o.pass = p.pass) <> p.total
+		OR (SELECT min(o.page_count) FROM reconciliation_pages o
+			WHERE o.run_id = p.run_id AND o.pass = p.pass AND o.total = p.total) <> p.page_count
+		OR (SELECT max(o.page_count) FROM reconciliation_pages o
+			WHERE o.run_id = p.run_id AND o.pass = p.pass AND o.total = p.total) <> p.page_count AS moved
+	FROM reconciliation_pages p WHERE p.run_id = $1 ORDER BY p.pass DESC, p.page DESC LIMIT 1`
+
+// nextPage reads the run's last kept page to find the next one to
+// fetch: the page after the last kept, or, when a pass is complete and
+// the statement moved during it (its pages stated different totals),
+// page 0 of another pass.
 func (r *Reconciler) nextPage(ctx context.Context, run int64) (position, error) {
 	var last struct {
 		Pass      int  `db:"pass"`
@@ -36,10 +52,7 @@ func (r *Reconciler) nextPage(ctx context.Context, run int64) (position, error) 
 		PageCount int  `db:"page_count"`
 		Moved     bool `db:"moved"`
 	}
-	err := r.get(ctx, &last, `SELECT p.pass, p.page, p.page_count,
-			EXISTS (SELECT 1 FROM reconciliation_pages o WHERE o.run_id = p.run_id AND o.pass = p.pass
-				AND (o.total <> p.total OR o.page_count <> p.page_count)) AS moved
-		FROM reconciliation_pages p WHERE p.run_id = $1 ORDER BY p.pass DESC, p.page DESC LIMIT 1`, run)
+	err := r.get(ctx, &last, nextPageSQL, run)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return position{}, nil

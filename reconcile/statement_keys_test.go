@@ -85,3 +85,45 @@ func TestCSVRefundKeysCannotCollide(t *testing.T) {
 		t.Errorf("%d refunds booked, want 2; outcomes %q", n, e.outcomes(run.ID))
 	}
 }
+
+// Every line of a run the inbox would refuse at booking is an invalid
+// line saying why, each with its divergence, written together.
+func TestLinesRefusedAtBookingAreInvalidLinesWithTheirDivergences(t *testing.T) {
+	e := newEnv(t)
+	for _, id := range []string{"p1", "p2"} {
+		e.charge(id, 1000, "")
+		if code, _ := e.postHodle("trk-"+id, id, "10.00"); code != 200 {
+			t.Fatal(code)
+		}
+	}
+	e.charge("ok-1", 100, "")
+	ts := at(1).Format(time.RFC3339)
+	file := "trackId,externalId,type,amount,date,refundId\n" +
+		"trk-p1,p1,REFUND,1.00," + ts + "," + strings.Repeat("r", 200) + "\n" +
+		"trk-ok,ok-1,DEPOSIT,1.00," + ts + ",\n" +
+		"trk-p2,p2,REFUND,1.00," + ts + "," + strings.Repeat("s", 200) + "\n"
+	run, err := e.rec.ReconcileFile(context.Background(), "hodle", strings.NewReader(file), winFrom, winTo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused []struct {
+		Line       int64  `db:"line"`
+		Detail     string `db:"detail"`
+		Divergence *int64 `db:"divergence_id"`
+	}
+	if err := e.db.Select(&refused, `SELECT line, detail, divergence_id FROM reconciliation_lines
+		WHERE run_id = $1 AND outcome = 'divergence' AND reason = 'invalid_line' ORDER BY line`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if len(refused) != 2 || refused[0].Line != 1 || refused[1].Line != 3 {
+		t.Fatalf("refused lines %+v, want lines 1 and 3", refused)
+	}
+	for _, l := range refused {
+		if l.Detail == "" || l.Divergence == nil {
+			t.Errorf("line %d: detail %q, divergence %v", l.Line, l.Detail, l.Divergence)
+		}
+	}
+	if run.Booked != 1 || run.Divergences != 2 {
+		t.Errorf("run booked %d, %d divergences; want 1 and 2", run.Booked, run.Divergences)
+	}
+}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/razao/razao/internal/cursor"
 	"github.com/razao/razao/internal/kind"
 )
 
@@ -140,25 +142,37 @@ func GetRun(ctx context.Context, db sqlx.QueryerContext, id int64) (Run, error) 
 	return r, nil
 }
 
-// MaxPage bounds one page of runs or lines.
-const MaxPage = 1000
+// MaxPage bounds one page of runs or lines: the API's bound
+// (cursor.MaxLimit).
+const MaxPage = cursor.MaxLimit
 
 // ListRuns returns runs newest first, of one endpoint when endpoint is
-// not empty, with ids below before (0: from the newest).
+// not empty, with ids below before (0: from the newest), limit of them
+// (cursor.Limit: 100 when ≤ 0, at most MaxPage).
 func ListRuns(ctx context.Context, db sqlx.QueryerContext, endpoint string, before int64, limit int) ([]Run, error) {
-	if limit <= 0 || limit > MaxPage {
-		limit = 100
-	}
+	runs, _, err := RunsPage(ctx, db, endpoint, before, limit)
+	return runs, err
+}
+
+// RunsPage is ListRuns and the before of the next page: 0 when there
+// is none. One run more than the page is read to know: a last page
+// exactly full has no next one.
+func RunsPage(ctx context.Context, db sqlx.QueryerContext, endpoint string, before int64, limit int) ([]Run, int64, error) {
+	limit = cursor.Limit(limit)
 	if before <= 0 {
 		before = 1<<63 - 1
 	}
 	runs := []Run{}
 	err := sqlx.SelectContext(ctx, db, &runs, `SELECT `+runColumns+` FROM reconciliation_runs
-		WHERE ($1 = '' OR endpoint = $1) AND id < $2 ORDER BY id DESC LIMIT $3`, endpoint, before, limit)
+		WHERE ($1 = '' OR endpoint = $1) AND id < $2 ORDER BY id DESC LIMIT $3`, endpoint, before, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("list reconciliation runs: %w", err)
+		return nil, 0, fmt.Errorf("list reconciliation runs: %w", err)
 	}
-	return runs, nil
+	if len(runs) > limit {
+		runs = runs[:limit]
+		return runs, runs[limit-1].ID, nil
+	}
+	return runs, 0, nil
 }
 
 // LineResult is one line of a run as matched, or a ledger fact the
@@ -187,22 +201,32 @@ type LineResult struct {
 const lineResultColumns = `line, side, kind, psp_id, charge_ref, refund_id, amount, fee, at, detail,
 	coalesce(outcome, '') AS outcome, reason, charge_id, ledger_amount, ledger_fee, inbox_id, divergence_id`
 
-// Lines returns a run's lines after line, in order, up to limit; only
-// the ones not matched when unmatched is set.
+// Lines returns a run's lines after line, in order, limit of them
+// (cursor.Limit: 100 when ≤ 0, at most MaxPage); only the ones not
+// matched when unmatched is set.
 func Lines(ctx context.Context, db sqlx.QueryerContext, run int64, unmatched bool, after int64, limit int) ([]LineResult, error) {
-	if limit <= 0 || limit > MaxPage {
-		limit = 100
-	}
+	lines, _, err := LinesPage(ctx, db, run, unmatched, after, limit)
+	return lines, err
+}
+
+// LinesPage is Lines and the after of the next page: 0 when there is
+// none (see RunsPage).
+func LinesPage(ctx context.Context, db sqlx.QueryerContext, run int64, unmatched bool, after int64, limit int) ([]LineResult, int64, error) {
+	limit = cursor.Limit(limit)
 	out := []LineResult{}
 	q := `SELECT ` + lineResultColumns + ` FROM reconciliation_lines WHERE run_id = $1 AND line > $2`
 	if unmatched {
 		q += ` AND outcome <> 'matched'`
 	}
-	err := sqlx.SelectContext(ctx, db, &out, q+` ORDER BY line LIMIT $3`, run, after, limit)
+	err := sqlx.SelectContext(ctx, db, &out, q+` ORDER BY line LIMIT $3`, run, after, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("lines of reconciliation run %d: %w", run, err)
+		return nil, 0, fmt.Errorf("lines of reconciliation run %d: %w", run, err)
 	}
-	return out, nil
+	if len(out) > limit {
+		out = out[:limit]
+		return out, out[limit-1].Line, nil
+	}
+	return out, 0, nil
 }
 
 // The reconciler's statements outside a transaction of their own each run

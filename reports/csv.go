@@ -127,12 +127,12 @@ func WriteCSV(ctx context.Context, q sqlx.QueryerContext, w io.Writer, kind Expo
 		case ExportTrialBalance:
 			var tb TrialBalanceReport
 			if tb, err = trialBalance(ctx, q, m); err == nil {
-				n, err = writeTrialBalance(newCSVWriter(w, d), tb)
+				n, err = writeTrialBalance(NewCSVWriter(w, d), tb)
 			}
 		case ExportIncomeStatement:
 			var inc Income
 			if inc, err = incomeStatement(ctx, q, m); err == nil {
-				n, err = writeIncome(newCSVWriter(w, d), inc)
+				n, err = writeIncome(NewCSVWriter(w, d), inc)
 			}
 		default:
 			n, err = writeJournal(ctx, q, w, m, d)
@@ -175,8 +175,8 @@ func writeJournal(ctx context.Context, q sqlx.QueryerContext, w io.Writer, m pos
 		return 0, fmt.Errorf("journal csv %s: %w", m, err)
 	}
 	defer rows.Close()
-	c := newCSVWriter(w, d)
-	c.header(journalColumns)
+	c := NewCSVWriter(w, d)
+	c.Header(journalColumns)
 	var (
 		n                                                     int64
 		setID, eventUS, postingID, accountID, amount          int64
@@ -188,21 +188,21 @@ func writeJournal(ctx context.Context, q sqlx.QueryerContext, w io.Writer, m pos
 			&key, &description, &postingID, &accountID, &currency, &amount); err != nil {
 			return n, fmt.Errorf("journal csv %s: %w", m, err)
 		}
-		c.int(setID)
-		c.text(setKind)
-		c.text(competence)
-		c.time(eventUS)
-		c.text(chargeID)
-		c.text(refundID)
-		c.text(partner)
-		c.text(key)
-		c.text(description)
-		c.int(postingID)
-		c.text(codes[accountID])
-		c.text(currency)
-		c.reais(amount)
-		c.int(amount)
-		if err := c.endLine(); err != nil {
+		c.Int(setID)
+		c.Text(setKind)
+		c.Text(competence)
+		c.Time(eventUS)
+		c.Text(chargeID)
+		c.Text(refundID)
+		c.Text(partner)
+		c.Text(key)
+		c.Text(description)
+		c.Int(postingID)
+		c.Text(codes[accountID])
+		c.Text(currency)
+		c.Reais(amount)
+		c.Int(amount)
+		if err := c.EndLine(); err != nil {
 			cancel()
 			return n, fmt.Errorf("journal csv %s: write: %w", m, err)
 		}
@@ -211,7 +211,7 @@ func writeJournal(ctx context.Context, q sqlx.QueryerContext, w io.Writer, m pos
 	if err := rows.Err(); err != nil {
 		return n, fmt.Errorf("journal csv %s: %w", m, err)
 	}
-	if err := c.flush(); err != nil {
+	if err := c.Flush(); err != nil {
 		return n, fmt.Errorf("journal csv %s: write: %w", m, err)
 	}
 	return n, nil
@@ -240,20 +240,20 @@ func accountCodes(ctx context.Context, q sqlx.QueryerContext) (map[int64]string,
 	return codes, nil
 }
 
-func writeTrialBalance(c *csvWriter, tb TrialBalanceReport) (int64, error) {
-	c.header(trialBalanceColumns)
+func writeTrialBalance(c *CSVWriter, tb TrialBalanceReport) (int64, error) {
+	c.Header(trialBalanceColumns)
 	row := func(account, typ, currency string, opening, debits, credits, closing int64) {
-		c.text(tb.Month)
-		c.text(account)
-		c.text(typ)
-		c.text(currency)
+		c.Text(tb.Month)
+		c.Text(account)
+		c.Text(typ)
+		c.Text(currency)
 		for _, v := range []int64{opening, debits, credits, closing} {
-			c.reais(v)
+			c.Reais(v)
 		}
 		for _, v := range []int64{opening, debits, credits, closing} {
-			c.int(v)
+			c.Int(v)
 		}
-		c.endLine()
+		c.EndLine()
 	}
 	for _, l := range tb.Lines {
 		row(l.Account, l.Type, l.Currency, l.Opening, l.Debits, l.Credits, l.Closing)
@@ -262,14 +262,14 @@ func writeTrialBalance(c *csvWriter, tb TrialBalanceReport) (int64, error) {
 	for _, t := range tb.Totals {
 		row("TOTAL", "", t.Currency, t.Opening, t.Debits, t.Credits, t.Closing)
 	}
-	if err := c.flush(); err != nil {
+	if err := c.Flush(); err != nil {
 		return 0, fmt.Errorf("trial balance csv %s: write: %w", tb.Month, err)
 	}
 	return int64(len(tb.Lines) + len(tb.Totals)), nil
 }
 
-func writeIncome(c *csvWriter, inc Income) (int64, error) {
-	c.header(incomeColumns)
+func writeIncome(c *CSVWriter, inc Income) (int64, error) {
+	c.Header(incomeColumns)
 	lines := []struct {
 		name   string
 		count  int64
@@ -285,29 +285,32 @@ func writeIncome(c *csvWriter, inc Income) (int64, error) {
 		{"net_income", 0, false, inc.NetIncome},
 	}
 	for _, l := range lines {
-		c.text(inc.Month)
-		c.text(inc.Currency)
-		c.text(l.name)
+		c.Text(inc.Month)
+		c.Text(inc.Currency)
+		c.Text(l.name)
 		if l.counts {
-			c.int(l.count)
+			c.Int(l.count)
 		} else {
-			c.text("")
+			c.Text("")
 		}
-		c.reais(l.amount)
-		c.int(l.amount)
-		c.endLine()
+		c.Reais(l.amount)
+		c.Int(l.amount)
+		c.EndLine()
 	}
-	if err := c.flush(); err != nil {
+	if err := c.Flush(); err != nil {
 		return 0, fmt.Errorf("income statement csv %s: write: %w", inc.Month, err)
 	}
 	return int64(len(lines)), nil
 }
 
-// csvWriter builds each line in a reused buffer and writes it whole: no
-// allocation per field, and quoting by the one rule both dialects share
-// (a text field holding ",", ";", a tab, a quote, CR or LF is quoted, its
-// quotes doubled).
-type csvWriter struct {
+// CSVWriter writes the CSV files razao exports (the month's reports, a
+// reconciliation run's lines) in a dialect: a cell at a time (Text, Int,
+// Reais, Time), each line ended by EndLine, the file by Flush. It builds
+// each line in a reused buffer and writes it whole: no allocation per
+// field, and quoting by the one rule both dialects share (a text field
+// holding ",", ";", a tab, a quote, CR or LF is quoted, its quotes
+// doubled), with the formula guard on text cells (see Dialect).
+type CSVWriter struct {
 	bw       *bufio.Writer
 	sep      byte
 	decimal  rune
@@ -317,32 +320,37 @@ type csvWriter struct {
 	writeErr error
 }
 
-func newCSVWriter(w io.Writer, d Dialect) *csvWriter {
-	c := &csvWriter{bw: bufio.NewWriterSize(w, 64<<10), sep: ',', decimal: '.', line: make([]byte, 0, 512)}
+// NewCSVWriter writes to w in dialect d, buffered: nothing reaches w
+// before 64 KiB or Flush.
+func NewCSVWriter(w io.Writer, d Dialect) *CSVWriter {
+	c := &CSVWriter{bw: bufio.NewWriterSize(w, 64<<10), sep: ',', decimal: '.', line: make([]byte, 0, 512)}
 	if d == Brazil {
 		c.sep, c.decimal, c.bom = ';', ',', true
 	}
 	return c
 }
 
-func (c *csvWriter) header(cols []string) {
+// Header writes the header line (after the dialect's byte order mark).
+func (c *CSVWriter) Header(cols []string) {
 	if c.bom {
 		c.line = append(c.line, 0xEF, 0xBB, 0xBF)
 	}
 	for _, col := range cols {
-		c.text(col)
+		c.Text(col)
 	}
-	c.endLine()
+	c.EndLine()
 }
 
-func (c *csvWriter) next() {
+func (c *CSVWriter) next() {
 	if c.inLine {
 		c.line = append(c.line, c.sep)
 	}
 	c.inLine = true
 }
 
-func (c *csvWriter) text(s string) {
+// Text writes a text cell, guarded against formulas and quoted when it
+// holds either dialect's separator; "" is an empty cell.
+func (c *CSVWriter) Text(s string) {
 	c.next()
 	if s != "" {
 		switch s[0] {
@@ -382,26 +390,28 @@ func (c *csvWriter) text(s string) {
 	c.line = append(c.line, '"')
 }
 
-func (c *csvWriter) int(v int64) {
+// Int writes an integer cell.
+func (c *CSVWriter) Int(v int64) {
 	c.next()
 	c.line = strconv.AppendInt(c.line, v, 10)
 }
 
-// reais writes centavos as reais with two decimals; money.FormatReais
+// Reais writes centavos as reais with two decimals; money.FormatReais
 // is the one rendering of amounts in the code base.
-func (c *csvWriter) reais(v int64) {
+func (c *CSVWriter) Reais(v int64) {
 	c.next()
 	c.line = append(c.line, money.FormatReais(v, c.decimal)...)
 }
 
-// time writes epoch microseconds as RFC 3339 in UTC, with as many
+// Time writes epoch microseconds as RFC 3339 in UTC, with as many
 // fraction digits as needed.
-func (c *csvWriter) time(us int64) {
+func (c *CSVWriter) Time(us int64) {
 	c.next()
 	c.line = time.UnixMicro(us).UTC().AppendFormat(c.line, time.RFC3339Nano)
 }
 
-func (c *csvWriter) endLine() error {
+// EndLine ends the line and writes it, returning the first write error.
+func (c *CSVWriter) EndLine() error {
 	c.line = append(c.line, '\r', '\n')
 	if c.writeErr == nil {
 		_, c.writeErr = c.bw.Write(c.line)
@@ -410,7 +420,8 @@ func (c *csvWriter) endLine() error {
 	return c.writeErr
 }
 
-func (c *csvWriter) flush() error {
+// Flush writes what is buffered, or returns the first write error.
+func (c *CSVWriter) Flush() error {
 	if c.writeErr != nil {
 		return c.writeErr
 	}

@@ -27,13 +27,13 @@ func FuzzCSVWriter(f *testing.F) {
 			d = Brazil
 		}
 		var buf bytes.Buffer
-		c := newCSVWriter(&buf, d)
-		c.text(a)
-		c.int(v)
-		c.reais(v)
-		c.text(b)
-		c.endLine()
-		if err := c.flush(); err != nil {
+		c := NewCSVWriter(&buf, d)
+		c.Text(a)
+		c.Int(v)
+		c.Reais(v)
+		c.Text(b)
+		c.EndLine()
+		if err := c.Flush(); err != nil {
 			t.Fatal(err)
 		}
 		r := csv.NewReader(&buf)

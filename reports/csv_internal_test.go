@@ -45,10 +45,10 @@ func TestCSVWriterQuotesAndDefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var b bytes.Buffer
-			c := newCSVWriter(&b, tt.d)
-			c.text(tt.in)
-			c.endLine()
-			if err := c.flush(); err != nil {
+			c := NewCSVWriter(&b, tt.d)
+			c.Text(tt.in)
+			c.EndLine()
+			if err := c.Flush(); err != nil {
 				t.Fatal(err)
 			}
 			if got := b.String(); got != tt.want+"\r\n" {
@@ -61,14 +61,14 @@ func TestCSVWriterQuotesAndDefuses(t *testing.T) {
 func TestCSVWriterNumbers(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
-	c := newCSVWriter(&b, Brazil)
-	c.reais(-5)
-	c.reais(math.MinInt64)
-	c.int(-5)
-	c.time(1_788_000_000_123_400)
-	c.time(0)
-	c.endLine()
-	if err := c.flush(); err != nil {
+	c := NewCSVWriter(&b, Brazil)
+	c.Reais(-5)
+	c.Reais(math.MinInt64)
+	c.Int(-5)
+	c.Time(1_788_000_000_123_400)
+	c.Time(0)
+	c.EndLine()
+	if err := c.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	want := "-0,05;-92233720368547758,08;-5;2026-08-29T10:40:00.1234Z;1970-01-01T00:00:00Z\r\n"
