@@ -93,8 +93,7 @@ func (l *loader) flood(ctx context.Context) *result {
 // streams each (razao's per-token limit). The streams start at the head
 // of the outbox, as apps that are up to date do; each must receive every
 // event of the payments (charge.paid and access.granted per payment).
-// The streams are read by a process of their own (readers.go). Needs
-// -database-url (to create the tokens and find the head).
+// Needs -database-url (to create the tokens and find the head).
 func (l *loader) sse(ctx context.Context) *result {
 	if l.db == nil {
 		res := newResult(l, "sse", l.opt.n, l.opt.c)
@@ -119,33 +118,77 @@ func (l *loader) sse(ctx context.Context) *result {
 			res.violate("outbox head: %v", err)
 			return func() {}
 		}
-		cfg := readersConfig{URL: l.base.String(), Head: head, Tokens: make([]string, k)}
-		for i := range cfg.Tokens {
-			cfg.Tokens[i] = tokens[i/per]
+		t := newTransport(k)
+		client := &http.Client{Transport: t, CheckRedirect: newClient(t).CheckRedirect} // no timeout: streams stay open
+		sctx, cancel := context.WithCancel(ctx)
+		counts := make([]atomic.Int64, k)
+		var opened, refused atomic.Int64
+		var mu sync.Mutex
+		refusals := map[string]int{}
+		var ready, wg sync.WaitGroup
+		ready.Add(k)
+		for i := 0; i < k; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				once := sync.OnceFunc(ready.Done)
+				defer once()
+				req, err := http.NewRequestWithContext(sctx, http.MethodGet, l.base.String()+"/v1/events", nil)
+				if err != nil {
+					return
+				}
+				req.Header.Set("Authorization", "Bearer "+tokens[i/per])
+				if head != "" {
+					req.Header.Set("Last-Event-ID", head)
+				}
+				resp, err := client.Do(req)
+				if err != nil || resp.StatusCode != http.StatusOK {
+					refused.Add(1)
+					key := "error"
+					if err == nil {
+						key = strconv.Itoa(resp.StatusCode)
+						resp.Body.Close()
+					}
+					mu.Lock()
+					refusals[key]++
+					mu.Unlock()
+					return
+				}
+				defer resp.Body.Close()
+				opened.Add(1)
+				once()
+				countEvents(resp.Body, &counts[i])
+			}()
 		}
-		rd, err := startReaders(ctx, cfg)
-		if err != nil {
-			res.violate("%v", err)
-			return func() {}
-		}
-		l.readersPID.Store(int64(rd.pid()))
-		opened := rd.opened
-		l.logf("sse: %d streams open over %d tokens (%d refused), read by process %d", opened.Open, len(tokens), opened.Refused, rd.pid())
-		res.Extra["streams_open"] = opened.Open
+		ready.Wait()
+		l.logf("sse: %d streams open over %d tokens (%d refused)", opened.Load(), len(tokens), refused.Load())
+		res.Extra["streams_open"] = opened.Load()
 		res.Extra["stream_tokens"] = len(tokens)
-		if opened.Refused > 0 {
-			res.violate("%d of %d streams refused: %s", opened.Refused, k, mapString(opened.Refusals))
+		if refused.Load() > 0 {
+			res.violate("%d of %d streams refused: %s", refused.Load(), k, mapString(refusals))
 		}
 		return func() {
 			// Every stream must see both events of every accepted payment.
 			want := int64(2 * res.Accepted)
 			deadline := time.Now().Add(30 * time.Second)
-			for opened.Open > 0 && rd.lo.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
+			var lo, hi int64
+			for {
+				lo, hi = want, 0
+				for i := range counts {
+					if opened.Load() == 0 {
+						break
+					}
+					n := counts[i].Load()
+					lo, hi = min(lo, n), max(hi, n)
+				}
+				if lo >= want || time.Now().After(deadline) || ctx.Err() != nil {
+					break
+				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			lo, hi := rd.lo.Load(), rd.hi.Load()
-			rd.stop()
-			l.readersPID.Store(0)
+			cancel()
+			wg.Wait()
+			t.CloseIdleConnections()
 			res.Extra["events_per_stream_min"] = lo
 			res.Extra["events_per_stream_max"] = hi
 			if lo < want {
@@ -202,7 +245,7 @@ func (l *loader) bcbMemory(ctx context.Context) *result {
 		return res
 	}
 	res.Extra["rss_before_mb"] = round1(before)
-	res.cpuStart = l.sampleCPU()
+	res.cpuStart = sampleCPU(l.opt.serverPID)
 	res.started = time.Now()
 	rp := l.do(ctx, l.client, http.MethodPost, "/webhooks/"+l.opt.bcbEndpoint+"?hmac="+secret, body.Bytes(), http.Header{"Content-Type": {"application/json"}})
 	res.WallS = rp.dur.Seconds()

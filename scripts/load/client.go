@@ -117,19 +117,12 @@ type loader struct {
 	transport *http.Transport
 	client    *http.Client
 	db        *sql.DB
-	// readersPID is the sse scenario's readers process while it runs.
-	readersPID atomic.Int64
 }
 
 func newLoader(base *url.URL, o options, sc scheme, token string, out io.Writer) *loader {
 	t := newTransport(o.c)
 	return &loader{base: base, opt: o, scheme: sc, token: token, runID: newRunID(), out: out,
 		transport: t, client: newClient(t)}
-}
-
-// sampleCPU samples CPU time, the sse readers' included while they run.
-func (l *loader) sampleCPU() cpuSample {
-	return sampleCPU(l.opt.serverPID, int(l.readersPID.Load()))
 }
 
 func (l *loader) close() {

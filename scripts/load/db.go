@@ -87,7 +87,7 @@ func (l *loader) waitApplied(ctx context.Context, res *result, prefix string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if len(res.CPU) > 0 {
-		res.CPU = cores(res.cpuStart, l.sampleCPU(), l.opt.serverPID)
+		res.CPU = cores(res.cpuStart, sampleCPU(l.opt.serverPID), l.opt.serverPID)
 	}
 	var done int
 	var last sql.NullTime

@@ -69,12 +69,7 @@ type options struct {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	var code int
-	if len(os.Args) == 2 && os.Args[1] == readersCommand {
-		code = runReaders(ctx, os.Stdin, os.Stdout) // the sse scenario's readers (see readers.go)
-	} else {
-		code = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	}
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

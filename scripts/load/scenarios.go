@@ -22,7 +22,7 @@ type job struct {
 func (l *loader) fire(ctx context.Context, res *result, jobs []job, c int) ([]reply, []bool) {
 	replies := make([]reply, len(jobs))
 	sent := make([]bool, len(jobs))
-	res.cpuStart = l.sampleCPU()
+	res.cpuStart = sampleCPU(l.opt.serverPID)
 	start := time.Now()
 	res.started = start
 	forEach(ctx, len(jobs), c, func(ctx context.Context, i int) {
@@ -35,7 +35,7 @@ func (l *loader) fire(ctx context.Context, res *result, jobs []job, c int) ([]re
 		res.record(i, jobs[i].kind, rp)
 	})
 	res.WallS = time.Since(start).Seconds()
-	res.CPU = cores(res.cpuStart, l.sampleCPU(), l.opt.serverPID)
+	res.CPU = cores(res.cpuStart, sampleCPU(l.opt.serverPID), l.opt.serverPID)
 	res.tally(replies, sent)
 	if res.Sent < len(jobs) {
 		res.Incomplete = true
@@ -172,13 +172,13 @@ func (l *loader) duplicateStorm(ctx context.Context) *result {
 	}
 	ready.Wait()
 	l.logf("duplicate-storm: releasing %d copies of one delivery", k)
-	res.cpuStart = l.sampleCPU()
+	res.cpuStart = sampleCPU(l.opt.serverPID)
 	start := time.Now()
 	res.started = start
 	close(gate)
 	done.Wait()
 	res.WallS = time.Since(start).Seconds()
-	res.CPU = cores(res.cpuStart, l.sampleCPU(), l.opt.serverPID)
+	res.CPU = cores(res.cpuStart, sampleCPU(l.opt.serverPID), l.opt.serverPID)
 	res.tally(replies, sent)
 	l.waitApplied(ctx, res, prefix)
 	res.Incomplete = res.Sent < k

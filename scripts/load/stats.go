@@ -283,16 +283,13 @@ type cpuSample struct {
 	busy     float64 // machine, seconds of CPU
 	self     float64
 	server   float64
-	readers  float64            // the sse scenario's readers process, when it runs
 	postgres map[string]float64 // per pid: a backend that exits takes its CPU time with it
 }
 
 // clockTicks is USER_HZ, 100 on every Linux this runs on.
 const clockTicks = 100.0
 
-// sampleCPU samples the machine, this process, razao's (serverPID, when
-// known) and the sse readers' (readersPID, when running).
-func sampleCPU(serverPID, readersPID int) cpuSample {
+func sampleCPU(serverPID int) cpuSample {
 	s := cpuSample{at: time.Now(), postgres: map[string]float64{}}
 	if b, err := os.ReadFile("/proc/stat"); err == nil {
 		line, _, _ := strings.Cut(string(b), "\n")
@@ -312,9 +309,6 @@ func sampleCPU(serverPID, readersPID int) cpuSample {
 	s.self = procCPU("/proc/self/stat")
 	if serverPID > 0 {
 		s.server = procCPU(fmt.Sprintf("/proc/%d/stat", serverPID))
-	}
-	if readersPID > 0 {
-		s.readers = procCPU(fmt.Sprintf("/proc/%d/stat", readersPID))
 	}
 	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, p := range paths {
@@ -367,9 +361,6 @@ func cores(a, b cpuSample, serverPID int) map[string]float64 {
 	m := map[string]float64{"machine": c(a.busy, b.busy), "load-tool": c(a.self, b.self), "postgres": c(0, pg)}
 	if serverPID > 0 {
 		m["razao"] = c(a.server, b.server)
-	}
-	if b.readers > 0 {
-		m["sse-readers"] = c(a.readers, b.readers)
 	}
 	return m
 }
