@@ -32,6 +32,9 @@ func (r *Reconciler) keepFile(ctx context.Context, run int64, file io.Reader) er
 				return fmt.Errorf("keep statement file: chunk %d: %w", chunk, err)
 			}
 		}
+		if errors.Is(err, io.EOF) && chunk == 0 {
+			return fmt.Errorf("%w: the statement file is empty", ErrInput)
+		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			break
 		}

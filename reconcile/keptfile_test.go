@@ -86,3 +86,14 @@ func TestFileRunKilledBeforeItsLinesResumes(t *testing.T) {
 		t.Fatalf("%d sales, want 20", e.sales())
 	}
 }
+
+// TestEmptyStatementFileIsRefusedAsEmpty: an empty upload keeps nothing
+// and says so, rather than that its file was not kept.
+func TestEmptyStatementFileIsRefusedAsEmpty(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	run, err := e.rec.ReconcileFile(context.Background(), "hodle", strings.NewReader(""), winFrom, winTo)
+	if !errors.Is(err, reconcile.ErrInput) || !strings.Contains(err.Error(), "empty") || run.Status != "failed" {
+		t.Fatalf("empty file: run %+v, %v; want a failed run, an input error saying the file is empty", run, err)
+	}
+}
