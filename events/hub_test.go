@@ -267,6 +267,10 @@ func TestStreamsAtOneCursorShareOneReadPerWake(t *testing.T) {
 		}
 	}
 	receive("first") // every stream is now at the same cursor
+	// A read begun before "second" commits but counted here would deliver
+	// it with no read or wake counted below: wait until the reads of
+	// "first" (and any late wake of it) are over.
+	settled(h)
 	reads, wakes := h.Reads(), h.Wakes()
 	receive("second")
 	// One read per wake and per cursor the streams are at. They move from
@@ -406,5 +410,19 @@ func TestStreamIsSentUnchunkedOverHTTP1(t *testing.T) {
 	}
 	if len(resp.TransferEncoding) != 0 || !resp.Close {
 		t.Fatalf("transfer encoding %v, close %v; want an unchunked body ended by closing the connection", resp.TransferEncoding, resp.Close)
+	}
+}
+
+// settled waits until the hub has made no read nor wake for 200 ms (5 s
+// at most): nothing is in flight any more.
+func settled(h *testHub) {
+	deadline := time.Now().Add(5 * time.Second)
+	for last := [2]uint64{h.Reads(), h.Wakes()}; time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		now := [2]uint64{h.Reads(), h.Wakes()}
+		if now == last {
+			return
+		}
+		last = now
 	}
 }
