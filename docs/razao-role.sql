@@ -90,3 +90,5 @@ GRANT INSERT, UPDATE ON month_close_lock TO razao;
 -- Payouts to a partner are serialised by a row lock this function takes
 -- as the owner; nobody else may call it.
 GRANT EXECUTE ON FUNCTION ledger_lock_account(text) TO razao;
+-- Matching refreshes its lines' statistics as the owner (sql/0033).
+GRANT EXECUTE ON FUNCTION reconciliation_analyze_lines() TO razao;

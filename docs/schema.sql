@@ -625,6 +625,18 @@ END;
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION public.reconciliation_analyze_lines()
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+BEGIN
+    ANALYZE reconciliation_lines;
+END
+$function$
+;
+
 CREATE OR REPLACE FUNCTION public.reconciliation_lines_check_runs()
  RETURNS trigger
  LANGUAGE plpgsql
