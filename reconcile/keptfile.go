@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // fileChunk is how much of an uploaded statement file one row of
@@ -15,27 +17,41 @@ const fileChunk = 1 << 20
 // keepFile stores the statement file of run as it is read, in chunks, in
 // one transaction, before any of its lines is loaded: from then on the
 // run can be resumed by any replica (keptFile) like a bcb-pix run from its
-// pages. A file cut short (the uploader gone, a size limit) keeps nothing
-// and returns the reader's error as it is.
+// pages. It uses a connection of its own, as the load does: an upload
+// trickling in over its read timeout holds none of the pool's, which the
+// webhooks share. A file cut short (the uploader gone, a size limit)
+// keeps nothing and returns the reader's error as it is: only io.EOF from
+// the reader ends a file.
 func (r *Reconciler) keepFile(ctx context.Context, run int64, file io.Reader) error {
-	tx, err := begin(ctx, r.db)
-	if err != nil {
-		return fmt.Errorf("keep statement file: %w", err)
+	if r.copyCfg == nil {
+		return fmt.Errorf("%w: no database url to keep statement files with", ErrConfig)
 	}
-	defer tx.Rollback()
+	conn, err := pgx.ConnectConfig(ctx, r.copyCfg)
+	if err != nil {
+		return fmt.Errorf("keep statement file: connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("keep statement file: begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, pinSearchPathSQL); err != nil {
+		return fmt.Errorf("keep statement file: pin search_path: %w", err)
+	}
 	buf := make([]byte, fileChunk)
 	for chunk := 0; ; chunk++ {
-		n, err := io.ReadFull(file, buf)
+		n, err := fill(file, buf)
 		if n > 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO reconciliation_files (run_id, chunk, data) VALUES ($1, $2, $3)`,
+			if _, err := tx.Exec(ctx, `INSERT INTO reconciliation_files (run_id, chunk, data) VALUES ($1, $2, $3)`,
 				run, chunk, buf[:n]); err != nil {
 				return fmt.Errorf("keep statement file: chunk %d: %w", chunk, err)
 			}
 		}
-		if errors.Is(err, io.EOF) && chunk == 0 {
-			return fmt.Errorf("%w: the statement file is empty", ErrInput)
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if errors.Is(err, io.EOF) {
+			if chunk == 0 && n == 0 {
+				return fmt.Errorf("%w: the statement file is empty", ErrInput)
+			}
 			break
 		}
 		if err != nil {
@@ -48,10 +64,25 @@ func (r *Reconciler) keepFile(ctx context.Context, run int64, file io.Reader) er
 			}
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("keep statement file: commit: %w", err)
 	}
 	return nil
+}
+
+// fill reads into buf until it is full or the reader returns an error,
+// which it returns as the reader gave it (unlike io.ReadFull, which would
+// turn a body cut short, io.ErrUnexpectedEOF, into the end of a chunk).
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // keptFile reads back the statement file kept for run, a chunk at a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -95,5 +96,35 @@ func TestEmptyStatementFileIsRefusedAsEmpty(t *testing.T) {
 	run, err := e.rec.ReconcileFile(context.Background(), "hodle", strings.NewReader(""), winFrom, winTo)
 	if !errors.Is(err, reconcile.ErrInput) || !strings.Contains(err.Error(), "empty") || run.Status != "failed" {
 		t.Fatalf("empty file: run %+v, %v; want a failed run, an input error saying the file is empty", run, err)
+	}
+}
+
+// cutShort reads the first half of a file, then fails as a request body
+// does when its client goes away mid-upload.
+type cutShort struct{ r io.Reader }
+
+func (c *cutShort) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		return n, io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// TestStatementFileCutShortKeepsNothing: an upload whose body ends early
+// (io.ErrUnexpectedEOF, which net/http gives for a client gone mid-body)
+// fails its run and keeps nothing. It was kept as if whole and its first
+// half reconciled: the missing half's payments would have been phantoms.
+func TestStatementFileCutShortKeepsNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	file := keptStatement(e)
+	half := &cutShort{r: strings.NewReader(file[:len(file)/2])}
+	run, err := e.rec.ReconcileFile(context.Background(), "hodle", half, winFrom, winTo)
+	if !errors.Is(err, io.ErrUnexpectedEOF) || run.Status != "failed" {
+		t.Fatalf("an upload cut short: run %+v, %v; want a failed run and the body's error", run, err)
+	}
+	if n := e.count(`SELECT count(*) FROM reconciliation_files`); n != 0 || e.sales() != 0 {
+		t.Fatalf("%d chunks kept, %d sales booked; want none", n, e.sales())
 	}
 }

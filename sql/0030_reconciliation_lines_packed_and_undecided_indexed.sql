@@ -1,11 +1,12 @@
 -- A statement file's lines are written decided (see reconcile/loadfile.go),
 -- so the room 0023 left on each page for deciding them in place was half
 -- of every page written: a million-line statement wrote twice the pages,
--- and twice the dirty buffers to evict, for updates that no longer come.
--- Pages are now filled. A bcb-pix run still decides its lines in place;
--- those updates are no longer HOT, which a run of pages of at most 1,000
--- items fetched over the network does not notice. Existing pages keep
--- their room until they are rewritten.
+-- and twice the dirty buffers to evict, for updates most lines no longer
+-- get. Pages are now filled. Updates still made in place are no longer
+-- HOT (a new tuple and key entry each): a file run's booked and divergent
+-- lines (inbox_id, divergence_id: a few in a hundred), and every line of
+-- a bcb-pix run, whose pages of at most 1,000 items come over the
+-- network. Existing pages keep their room until they are rewritten.
 ALTER TABLE reconciliation_lines SET (fillfactor = 100);
 
 -- The lines matching has still to decide (a bcb-pix run's pages, a file's
