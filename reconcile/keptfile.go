@@ -23,22 +23,11 @@ const fileChunk = 1 << 20
 // keeps nothing and returns the reader's error as it is: only io.EOF from
 // the reader ends a file.
 func (r *Reconciler) keepFile(ctx context.Context, run int64, file io.Reader) error {
-	if r.copyCfg == nil {
-		return fmt.Errorf("%w: no database url to keep statement files with", ErrConfig)
-	}
-	conn, err := pgx.ConnectConfig(ctx, r.copyCfg)
+	tx, done, err := r.ownTx(ctx, "keep statement file")
 	if err != nil {
-		return fmt.Errorf("keep statement file: connect: %w", err)
+		return err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("keep statement file: begin: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, pinSearchPathSQL); err != nil {
-		return fmt.Errorf("keep statement file: pin search_path: %w", err)
-	}
+	defer done()
 	buf := make([]byte, fileChunk)
 	for chunk := 0; ; chunk++ {
 		n, err := fill(file, buf)
@@ -122,4 +111,32 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 	n := copy(p, c.chunk)
 	c.chunk = c.chunk[n:]
 	return n, nil
+}
+
+// ownTx begins a transaction, its search path pinned, on a connection of
+// its own (not the pool's: see copyConfig and keepFile); done rolls back
+// what was not committed and closes the connection. what names the step
+// in errors.
+func (r *Reconciler) ownTx(ctx context.Context, what string) (tx pgx.Tx, done func(), err error) {
+	if r.copyCfg == nil {
+		return nil, nil, fmt.Errorf("%w: %s: no database url to load statement files with", ErrConfig, what)
+	}
+	conn, err := pgx.ConnectConfig(ctx, r.copyCfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: connect: %w", what, err)
+	}
+	bg := context.WithoutCancel(ctx)
+	if tx, err = conn.Begin(ctx); err != nil {
+		conn.Close(bg)
+		return nil, nil, fmt.Errorf("%s: begin: %w", what, err)
+	}
+	done = func() {
+		tx.Rollback(bg)
+		conn.Close(bg)
+	}
+	if _, err := tx.Exec(ctx, pinSearchPathSQL); err != nil {
+		done()
+		return nil, nil, fmt.Errorf("%s: pin search_path: %w", what, err)
+	}
+	return tx, done, nil
 }

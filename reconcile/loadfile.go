@@ -47,27 +47,16 @@ func (r *Reconciler) loadFile(ctx context.Context, run *Run, ep *endpoint) error
 	if file == nil {
 		return fmt.Errorf("%w: run %d: the statement file was not kept; upload it again", ErrInput, run.ID)
 	}
-	if r.copyCfg == nil {
-		return fmt.Errorf("%w: no database url to load statement files with", ErrConfig)
-	}
 	sum := sha256.New()
 	cr, err := newCSVReader(ep.csv, io.TeeReader(file, sum))
 	if err != nil {
 		return err
 	}
-	conn, err := pgx.ConnectConfig(ctx, r.copyCfg)
+	tx, done, err := r.ownTx(ctx, "load statement file")
 	if err != nil {
-		return fmt.Errorf("load statement file: connect: %w", err)
+		return err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("load statement file: begin: %w", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, pinSearchPathSQL); err != nil {
-		return fmt.Errorf("load statement file: pin search_path: %w", err)
-	}
+	defer done()
 	// The lines are copied into a staging table of this transaction and
 	// written into reconciliation_lines once, the payments decided as
 	// they are (stagedSteps): a temporary table writes no WAL, and
