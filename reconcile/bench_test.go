@@ -94,7 +94,7 @@ func BenchmarkReconcileStatement(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		if err := r.keepFile(ctx, run.ID, statement()); err != nil {
+		if err := r.keepFile(ctx, run.ID, statement(), nil); err != nil {
 			b.Fatal(err)
 		}
 		kept := time.Since(start)

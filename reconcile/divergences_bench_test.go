@@ -59,7 +59,7 @@ func BenchmarkOpenDivergences(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := r.keepFile(ctx, run.ID, strings.NewReader(file)); err != nil {
+		if err := r.keepFile(ctx, run.ID, strings.NewReader(file), nil); err != nil {
 			b.Fatal(err)
 		}
 		if err := r.loadFile(ctx, &run, ep); err != nil {

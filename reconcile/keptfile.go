@@ -21,8 +21,10 @@ const fileChunk = 1 << 20
 // trickling in over its read timeout holds none of the pool's, which the
 // webhooks share. A file cut short (the uploader gone, a size limit)
 // keeps nothing and returns the reader's error as it is: only io.EOF from
-// the reader ends a file.
-func (r *Reconciler) keepFile(ctx context.Context, run int64, file io.Reader) error {
+// the reader ends a file. check, when set, is given the first chunk
+// before anything is kept: a file its header already refuses is not
+// stored whole first (up to the endpoint's size limit) to be refused.
+func (r *Reconciler) keepFile(ctx context.Context, run int64, file io.Reader, check func(first []byte) error) error {
 	tx, done, err := r.ownTx(ctx, "keep statement file")
 	if err != nil {
 		return err
@@ -31,6 +33,11 @@ func (r *Reconciler) keepFile(ctx context.Context, run int64, file io.Reader) er
 	buf := make([]byte, fileChunk)
 	for chunk := 0; ; chunk++ {
 		n, err := fill(file, buf)
+		if chunk == 0 && n > 0 && check != nil {
+			if err := check(buf[:n]); err != nil {
+				return err
+			}
+		}
 		if n > 0 {
 			if _, err := tx.Exec(ctx, `INSERT INTO reconciliation_files (run_id, chunk, data) VALUES ($1, $2, $3)`,
 				run, chunk, buf[:n]); err != nil {

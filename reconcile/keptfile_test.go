@@ -128,3 +128,19 @@ func TestStatementFileCutShortKeepsNothing(t *testing.T) {
 		t.Fatalf("%d chunks kept, %d sales booked; want none", n, e.sales())
 	}
 }
+
+// TestStatementFileRefusedByItsHeaderIsNotKept: a file whose header lacks
+// a mapped column is refused before any of it is stored. It was stored
+// whole first (up to the endpoint's size limit), then refused, and stayed.
+func TestStatementFileRefusedByItsHeaderIsNotKept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	file := "trackId,amount\n" + strings.Repeat("t1,1.00\n", 200_000)
+	run, err := e.rec.ReconcileFile(context.Background(), "hodle", strings.NewReader(file), winFrom, winTo)
+	if !errors.Is(err, reconcile.ErrInput) || run.Status != "failed" {
+		t.Fatalf("a file without the mapped columns: run %+v, %v; want a failed run and an input error", run, err)
+	}
+	if n := e.count(`SELECT count(*) FROM reconciliation_files`); n != 0 {
+		t.Fatalf("%d chunks kept of a file its header refuses, want none", n)
+	}
+}

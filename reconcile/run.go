@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -171,7 +172,11 @@ func (r *Reconciler) ReconcileFile(ctx context.Context, endpoint string, file io
 	if err != nil {
 		return Run{}, err
 	}
-	if err := r.keepFile(ctx, run.ID, file); err != nil {
+	header := func(first []byte) error {
+		_, err := newCSVReader(ep.csv, bytes.NewReader(first))
+		return err
+	}
+	if err := r.keepFile(ctx, run.ID, file, header); err != nil {
 		return r.finish(ctx, run, ep, err)
 	}
 	if r.stopAfterFileKept {
