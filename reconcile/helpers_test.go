@@ -239,8 +239,13 @@ func (e *env) postPix(items ...pixItem) (int, string) {
 // postHodle sends a signed Hodle DEPOSIT_ASSET_SUCCESS.
 func (e *env) postHodle(trackID, externalID, valueBRL string) (int, string) {
 	e.t.Helper()
-	body := []byte(fmt.Sprintf(`{"event":"DEPOSIT_ASSET_SUCCESS","data":{"trackId":%q,"externalId":%q,"valueInBrl":%q}}`,
-		trackID, externalID, valueBRL))
+	return e.postHodleBody([]byte(fmt.Sprintf(`{"event":"DEPOSIT_ASSET_SUCCESS","data":{"trackId":%q,"externalId":%q,"valueInBrl":%q}}`,
+		trackID, externalID, valueBRL)))
+}
+
+// postHodleBody posts body to the Hodle endpoint, signed as Hodle signs.
+func (e *env) postHodleBody(body []byte) (int, string) {
+	e.t.Helper()
 	ts := now.Unix()
 	mac := hmac.New(sha256.New, []byte(hodleSecret))
 	fmt.Fprintf(mac, "%d.", ts)

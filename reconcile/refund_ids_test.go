@@ -2,31 +2,16 @@ package reconcile_test
 
 import (
 	"fmt"
-	"net/http"
-	"strconv"
 	"testing"
 	"time"
-
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 )
 
 // postHodleRefund sends a signed Hodle DEPOSIT_ASSET_REFUNDED: keyed and
 // identified by data.eventId, an id the statement file never shows.
 func (e *env) postHodleRefund(eventID, trackID, externalID, valueBRL string) (int, string) {
 	e.t.Helper()
-	body := []byte(fmt.Sprintf(`{"event":"DEPOSIT_ASSET_REFUNDED","data":{"eventId":%q,"trackId":%q,"externalId":%q,"valueInBrl":%q}}`,
-		eventID, trackID, externalID, valueBRL))
-	ts := now.Unix()
-	mac := hmac.New(sha256.New, []byte(hodleSecret))
-	fmt.Fprintf(mac, "%d.", ts)
-	mac.Write(body)
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Hodle-Timestamp", strconv.FormatInt(ts, 10))
-	h.Set("X-Hodle-Signature", hex.EncodeToString(mac.Sum(nil)))
-	return e.post("/webhooks/hodle", h, body)
+	return e.postHodleBody([]byte(fmt.Sprintf(`{"event":"DEPOSIT_ASSET_REFUNDED","data":{"eventId":%q,"trackId":%q,"externalId":%q,"valueInBrl":%q}}`,
+		eventID, trackID, externalID, valueBRL)))
 }
 
 // hodleRefundFile is a Hodle statement with charge h1's payment and one
