@@ -13,9 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/razao/razao/charges"
-	"github.com/razao/razao/internal/pgtest"
-	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
 )
 
@@ -31,26 +28,15 @@ import (
 // delivery path's worker), and the process's peak RSS (VmHWM). RAZAO_BENCH_VERBOSE=1 logs each step of
 // the load with its time.
 func BenchmarkReconcileStatement(b *testing.B) {
-	n := 100_000
-	if v, err := strconv.Atoi(os.Getenv("RAZAO_BENCH_LINES")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchLines()
 	ctx := context.Background()
-	db, dbURL := pgtest.NewWithURL(b)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	ledger := postings.New(db, cal)
 	log := slog.New(slog.DiscardHandler)
 	if os.Getenv("RAZAO_BENCH_VERBOSE") != "" {
 		// Each step of a file's load, timed.
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	proc := webhook.NewProcessor(db, charges.NewApplier(db, ledger), log)
-	hook, err := webhook.NewEndpoint(webhook.EndpointConfig{Name: "hodle", Scheme: "hodle", Merchant: "m",
-		Secrets: []string{"example-secret-for-local-tests-only"}}, func(string) string { return "" })
-	if err != nil {
-		b.Fatal(err)
-	}
-	at := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)
+	env := newBenchEnv(b, log)
+	db, proc, r, ep, at := env.db, env.proc, env.r, env.ep, env.at
 	// Every 100th charge is unpaid (its webhook lost); every 100th from
 	// the 50th was paid another amount than the statement's.
 	db.MustExec(`INSERT INTO charges (id, psp_ref, amount, access, request_hash, merchant, state, paid_amount, fee, paid_at, paid_ref)
@@ -62,13 +48,6 @@ func BenchmarkReconcileStatement(b *testing.B) {
 			CASE WHEN i % 100 = 0 THEN NULL ELSE 'hodle:t' || i END
 		FROM generate_series(1, $2) i`, at, n)
 	db.MustExec(`ANALYZE charges`)
-	r, err := New(Options{DB: db, DatabaseURL: dbURL, Log: log, Inbox: webhook.NewInbox(db, proc), Ledger: ledger, Hooks: []*webhook.Endpoint{hook},
-		Endpoints: []EndpointConfig{{Endpoint: "hodle", Source: "csv", CSV: CSVMapping{PSPID: "trackId", ChargeRef: "externalId",
-			Amount: "amount", AmountUnit: "centavos", Time: "date"}}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ep := r.eps["hodle"]
 	stamp := at.Format(time.RFC3339)
 	statement := func() io.Reader {
 		pr, pw := io.Pipe()

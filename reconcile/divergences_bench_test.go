@@ -4,16 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/razao/razao/charges"
-	"github.com/razao/razao/internal/pgtest"
-	"github.com/razao/razao/postings"
-	"github.com/razao/razao/webhook"
 )
 
 // BenchmarkOpenDivergences is the divergence-opening step of a run of n
@@ -22,32 +15,14 @@ import (
 // their events; a second run of the same window opens none and only
 // points its lines at them. It reports both times and lines/s.
 func BenchmarkOpenDivergences(b *testing.B) {
-	n := 100_000
-	if v, err := strconv.Atoi(os.Getenv("RAZAO_BENCH_LINES")); err == nil && v > 0 {
-		n = v
-	}
+	n := benchLines()
 	ctx := context.Background()
-	db, dbURL := pgtest.NewWithURL(b)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	ledger := postings.New(db, cal)
-	proc := webhook.NewProcessor(db, charges.NewApplier(db, ledger), slog.New(slog.DiscardHandler))
-	hook, err := webhook.NewEndpoint(webhook.EndpointConfig{Name: "hodle", Scheme: "hodle", Merchant: "m",
-		Secrets: []string{"example-secret-for-local-tests-only"}}, func(string) string { return "" })
-	if err != nil {
-		b.Fatal(err)
-	}
-	at := time.Now().Add(-3 * time.Hour).UTC().Truncate(time.Second)
+	env := newBenchEnv(b, slog.New(slog.DiscardHandler))
+	db, r, ep, at := env.db, env.r, env.ep, env.at
 	db.MustExec(`INSERT INTO charges (id, psp_ref, amount, access, request_hash, merchant, state, paid_amount, fee, paid_at, paid_ref)
 		SELECT 'c' || i, NULL, 1000, 'x', 'h', 'm', 'paid', CASE WHEN i % 100 = 50 THEN 999 ELSE 1000 END, 0, $1::timestamptz, 'hodle:t' || i
 		FROM generate_series(1, $2) i`, at, n)
 	db.MustExec(`ANALYZE charges`)
-	r, err := New(Options{DB: db, DatabaseURL: dbURL, Inbox: webhook.NewInbox(db, proc), Ledger: ledger, Hooks: []*webhook.Endpoint{hook},
-		Endpoints: []EndpointConfig{{Endpoint: "hodle", Source: "csv", CSV: CSVMapping{PSPID: "trackId", ChargeRef: "externalId",
-			Amount: "amount", AmountUnit: "centavos", Time: "date"}}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ep := r.eps["hodle"]
 	var sb strings.Builder
 	sb.WriteString("trackId,externalId,amount,date\n")
 	for i := 1; i <= n; i++ {
