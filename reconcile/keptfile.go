@@ -84,14 +84,13 @@ func fill(r io.Reader, buf []byte) (int, error) {
 // keptFile reads back the statement file kept for run, a chunk at a
 // time; nil when none was kept (a run begun before files were kept).
 func (r *Reconciler) keptFile(ctx context.Context, run int64) (io.Reader, error) {
-	var kept bool
-	if err := r.get(ctx, &kept, `SELECT EXISTS (SELECT 1 FROM reconciliation_files WHERE run_id = $1)`, run); err != nil {
-		return nil, fmt.Errorf("read kept statement file: %w", err)
-	}
-	if !kept {
+	c := &chunkReader{ctx: ctx, r: r, run: run}
+	if err := c.fetch(); errors.Is(err, io.EOF) {
 		return nil, nil
+	} else if err != nil {
+		return nil, err
 	}
-	return &chunkReader{ctx: ctx, r: r, run: run}, nil
+	return c, nil
 }
 
 // chunkReader reads a kept file's chunks in order.
@@ -103,17 +102,25 @@ type chunkReader struct {
 	chunk []byte
 }
 
+// fetch reads the next chunk; io.EOF after the last.
+func (c *chunkReader) fetch() error {
+	var data []byte
+	err := c.r.get(c.ctx, &data, `SELECT data FROM reconciliation_files WHERE run_id = $1 AND chunk = $2`, c.run, c.next)
+	if errors.Is(err, sql.ErrNoRows) {
+		return io.EOF
+	}
+	if err != nil {
+		return fmt.Errorf("read kept statement file: chunk %d: %w", c.next, err)
+	}
+	c.chunk, c.next = data, c.next+1
+	return nil
+}
+
 func (c *chunkReader) Read(p []byte) (int, error) {
 	if len(c.chunk) == 0 {
-		var data []byte
-		err := c.r.get(c.ctx, &data, `SELECT data FROM reconciliation_files WHERE run_id = $1 AND chunk = $2`, c.run, c.next)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, io.EOF
+		if err := c.fetch(); err != nil {
+			return 0, err
 		}
-		if err != nil {
-			return 0, fmt.Errorf("read kept statement file: chunk %d: %w", c.next, err)
-		}
-		c.chunk, c.next = data, c.next+1
 	}
 	n := copy(p, c.chunk)
 	c.chunk = c.chunk[n:]
