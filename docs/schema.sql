@@ -373,8 +373,6 @@ ALTER TABLE posting_sets ADD CONSTRAINT uq_posting_sets_id_month UNIQUE (id, com
 ALTER TABLE posting_sets ADD CONSTRAINT uq_posting_sets_idempotency_key UNIQUE (idempotency_key);
 ALTER TABLE postings ADD CONSTRAINT ck_postings_amount_ceiling CHECK (((amount <= '1000000000000000'::bigint) AND (amount >= '-1000000000000000'::bigint)));
 ALTER TABLE postings ADD CONSTRAINT ck_postings_amount_nonzero CHECK ((amount <> 0));
-ALTER TABLE postings ADD CONSTRAINT fk_postings_account_currency FOREIGN KEY (account_id, currency) REFERENCES accounts(id, currency);
-ALTER TABLE postings ADD CONSTRAINT fk_postings_set_month FOREIGN KEY (posting_set_id, competence_month) REFERENCES posting_sets(id, competence_month);
 ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY (id);
 ALTER TABLE reconciliation_files ADD CONSTRAINT ck_reconciliation_files_chunk CHECK (((chunk >= 0) AND ((octet_length(data) >= 1) AND (octet_length(data) <= 1048576))));
 ALTER TABLE reconciliation_files ADD CONSTRAINT reconciliation_files_pkey PRIMARY KEY (run_id, chunk);
@@ -446,6 +444,28 @@ BEGIN
     END IF;
     RAISE EXCEPTION 'api_tokens: % refused: a token can only be revoked, once', TG_OP
         USING ERRCODE = 'restrict_violation', CONSTRAINT = TG_NAME;
+END;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.ledger_check_new_sets()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+DECLARE
+    closed date;
+BEGIN
+    SELECT n.competence_month INTO closed FROM new_sets n JOIN closed_periods c ON c.month = n.competence_month LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'competence month % is closed', to_char(closed, 'YYYY-MM')
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_open_month';
+    END IF;
+    IF EXISTS (SELECT 1 FROM new_sets n WHERE n.created_xid <> pg_current_xact_id()) THEN
+        RAISE EXCEPTION 'a posting set''s created_xid is the transaction that writes it'
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_written_open';
+    END IF;
+    RETURN NULL;
 END;
 $function$
 ;
@@ -578,13 +598,7 @@ BEGIN
             USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_open_month';
     END IF;
     LOCK TABLE month_close_lock IN ROW EXCLUSIVE MODE;
-    -- Generated columns are not computed yet in a BEFORE trigger.
-    IF EXISTS (SELECT 1 FROM closed_periods WHERE month = date_trunc('month', NEW.competence::timestamp)::date) THEN
-        RAISE EXCEPTION 'competence month % is closed', to_char(NEW.competence, 'YYYY-MM')
-            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_open_month';
-    END IF;
-    NEW.created_xid := pg_current_xact_id();
-    RETURN NEW;
+    RETURN NULL;
 END;
 $function$
 ;
@@ -595,19 +609,30 @@ CREATE OR REPLACE FUNCTION public.ledger_refuse_sealed_set()
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
 DECLARE
-    set_id  bigint;
-    added   bigint;
-    set_xid xid8;
-    legs    bigint;
+    set_id bigint;
 BEGIN
-    FOR set_id, added IN SELECT posting_set_id, count(*) FROM new_postings GROUP BY posting_set_id LOOP
-        SELECT created_xid INTO set_xid FROM posting_sets WHERE id = set_id;
-        SELECT count(*) INTO legs FROM postings WHERE posting_set_id = set_id;
-        IF set_xid IS NULL OR set_xid <> pg_current_xact_id() OR legs <> added THEN
-            RAISE EXCEPTION 'posting set % is sealed: its postings are written by the statement that writes its first, in the transaction that created it', set_id
-                USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_postings_sealed_set';
-        END IF;
-    END LOOP;
+    IF EXISTS (SELECT 1 FROM new_postings n
+               WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = n.account_id AND a.currency = n.currency)) THEN
+        RAISE EXCEPTION 'a posting names an account that does not exist in its currency'
+            USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'fk_postings_account_currency';
+    END IF;
+    SELECT n.posting_set_id INTO set_id FROM new_postings n
+        WHERE NOT EXISTS (SELECT 1 FROM posting_sets s WHERE s.id = n.posting_set_id AND s.competence_month = n.competence_month)
+        LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'posting set % does not exist in the posting''s competence month', set_id
+            USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'fk_postings_set_month';
+    END IF;
+    SELECT n.posting_set_id INTO set_id
+        FROM (SELECT posting_set_id, count(*) AS added FROM new_postings GROUP BY posting_set_id) n
+        JOIN posting_sets s ON s.id = n.posting_set_id
+        WHERE s.created_xid <> pg_current_xact_id()
+           OR (SELECT count(*) FROM postings p WHERE p.posting_set_id = n.posting_set_id) <> n.added
+        LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'posting set % is sealed: its postings are written by the statement that writes its first, in the transaction that created it', set_id
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_postings_sealed_set';
+    END IF;
     RETURN NULL;
 END;
 $function$
@@ -702,6 +727,7 @@ $function$
 -- Triggers (every one enabled ALWAYS unless said)
 
 CREATE TRIGGER trg_accounts_immutable BEFORE DELETE OR UPDATE ON public.accounts FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_accounts_no_truncate BEFORE TRUNCATE ON public.accounts FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER trg_api_tokens_no_truncate BEFORE TRUNCATE ON public.api_tokens FOR EACH STATEMENT EXECUTE FUNCTION api_tokens_revoke_only();
 CREATE TRIGGER trg_api_tokens_revoke_only BEFORE DELETE OR UPDATE ON public.api_tokens FOR EACH ROW EXECUTE FUNCTION api_tokens_revoke_only();
 CREATE TRIGGER trg_closed_periods_append_only BEFORE DELETE OR UPDATE ON public.closed_periods FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
@@ -715,7 +741,8 @@ CREATE TRIGGER trg_month_snapshots_no_truncate BEFORE TRUNCATE ON public.month_s
 CREATE TRIGGER trg_posting_sets_append_only BEFORE DELETE OR UPDATE ON public.posting_sets FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON public.posting_sets DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ledger_check_posting_set();
 CREATE TRIGGER trg_posting_sets_no_truncate BEFORE TRUNCATE ON public.posting_sets FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
-CREATE TRIGGER trg_posting_sets_open_month BEFORE INSERT ON public.posting_sets FOR EACH ROW EXECUTE FUNCTION ledger_refuse_closed_month();
+CREATE TRIGGER trg_posting_sets_open_month BEFORE INSERT ON public.posting_sets FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_closed_month();
+CREATE TRIGGER trg_posting_sets_written_open AFTER INSERT ON public.posting_sets REFERENCING NEW TABLE AS new_sets FOR EACH STATEMENT EXECUTE FUNCTION ledger_check_new_sets();
 CREATE CONSTRAINT TRIGGER trg_refunds_within_sale AFTER INSERT ON public.posting_sets DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.kind = 'refund'::text)) EXECUTE FUNCTION ledger_check_refunds_within_sale();
 CREATE TRIGGER trg_postings_append_only BEFORE DELETE OR UPDATE ON public.postings FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER trg_postings_no_truncate BEFORE TRUNCATE ON public.postings FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();

@@ -174,6 +174,35 @@ func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
 			t.Fatalf("got %v, want ErrCurrencyMismatch", err)
 		}
 	})
+	// What the foreign keys on postings guarded until migration 0034, now
+	// trg_postings_sealed_set's, set-based.
+	for _, c := range []struct {
+		name, account, set, month string
+	}{
+		{"an account that does not exist", "(SELECT max(id) + 1 FROM accounts)", "$1", "'2026-08-01'"},
+		{"a set that does not exist", "(SELECT id FROM accounts WHERE code = 'assets:cash')", "$1 + 1000", "'2026-08-01'"},
+		{"a set of another month", "(SELECT id FROM accounts WHERE code = 'assets:cash')", "$1", "'2026-09-01'"},
+	} {
+		t.Run("a posting on "+c.name, func(t *testing.T) {
+			tx := db.MustBegin()
+			defer tx.Rollback()
+			var id int64
+			tx.QueryRow(`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+				VALUES ('adjustment', 'raw-fk', 100, 'BRL', '2026-08-10', now(), 'x') RETURNING id`).Scan(&id)
+			_, err := tx.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+				VALUES (`+c.set+`, `+c.account+`, 'BRL', 100, `+c.month+`),
+				       ($1, (SELECT id FROM accounts WHERE code = 'equity:adjustments'), 'BRL', -100, '2026-08-01')`, id)
+			var pqErr *pq.Error
+			if !errors.As(err, &pqErr) || pqErr.Code != "23503" {
+				t.Fatalf("got %v, want a foreign_key_violation", err)
+			}
+		})
+	}
+	t.Run("a truncate of accounts", func(t *testing.T) {
+		if _, err := db.Exec(`TRUNCATE accounts CASCADE`); err == nil || !strings.Contains(err.Error(), "ledger table accounts is append-only") {
+			t.Fatalf("got %v, want it refused", err)
+		}
+	})
 	t.Run("postings added to a committed set", func(t *testing.T) {
 		s, err := postings.Sale("ch-sealed", "BRL", 100, 0, aug)
 		p := ledgertest.Post(t, l, s, err)

@@ -487,10 +487,14 @@ func TestVerifyNamesNeuteredTriggers(t *testing.T) {
 			recreate("posting_sets", "trg_posting_sets_balanced", `CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON posting_sets
 				DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW EXECUTE FUNCTION ledger_check_posting_set()`)}, "",
 			[]string{`trigger trg_posting_sets_balanced on posting_sets is defined as "CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON public.posting_sets DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW`}},
-		{"the closed-month guard FOR EACH STATEMENT", [][]string{
+		{"the close lock FOR EACH ROW", [][]string{
 			recreate("posting_sets", "trg_posting_sets_open_month", `CREATE TRIGGER trg_posting_sets_open_month BEFORE INSERT ON posting_sets
-				FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_closed_month()`)}, "",
-			[]string{`trigger trg_posting_sets_open_month on posting_sets is defined as "CREATE TRIGGER trg_posting_sets_open_month BEFORE INSERT ON public.posting_sets FOR EACH STATEMENT`}},
+				FOR EACH ROW EXECUTE FUNCTION ledger_refuse_closed_month()`)}, "",
+			[]string{`trigger trg_posting_sets_open_month on posting_sets is defined as "CREATE TRIGGER trg_posting_sets_open_month BEFORE INSERT ON public.posting_sets FOR EACH ROW`}},
+		{"the closed-month guard on UPDATE only", [][]string{
+			recreate("posting_sets", "trg_posting_sets_written_open", `CREATE TRIGGER trg_posting_sets_written_open AFTER UPDATE ON posting_sets
+				REFERENCING NEW TABLE AS new_sets FOR EACH STATEMENT EXECUTE FUNCTION ledger_check_new_sets()`)}, "",
+			[]string{`trigger trg_posting_sets_written_open on posting_sets is defined as "CREATE TRIGGER trg_posting_sets_written_open AFTER UPDATE ON public.posting_sets`}},
 		{"the sealed-set guard without REFERENCING", [][]string{
 			recreate("postings", "trg_postings_sealed_set", `CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON postings
 				FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set()`)}, "",

@@ -67,7 +67,7 @@ func BenchmarkDelivery(b *testing.B) {
 func preloadLedger(b *testing.B, e *env, n int) {
 	b.Helper()
 	triggers := map[string][]string{
-		"posting_sets": {"trg_posting_sets_append_only", "trg_posting_sets_no_truncate", "trg_posting_sets_open_month", "trg_posting_sets_balanced", "trg_refunds_within_sale"},
+		"posting_sets": {"trg_posting_sets_append_only", "trg_posting_sets_no_truncate", "trg_posting_sets_open_month", "trg_posting_sets_written_open", "trg_posting_sets_balanced", "trg_refunds_within_sale"},
 		"postings":     {"trg_postings_append_only", "trg_postings_no_truncate", "trg_postings_sealed_set"},
 	}
 	for table := range triggers {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -339,19 +340,31 @@ func TestOperatorInTheSchemaCannotBlindTheBalanceCheck(t *testing.T) {
 }
 
 // created_xid is what verify judges commit order by: a set's is its
-// writer's own transaction, whatever the INSERT says.
+// writer's own transaction. It is the column's default; an INSERT that
+// states another is refused.
 func TestPostingSetsCarryTheirWritersXid(t *testing.T) {
 	t.Parallel()
 	e := newBarrierEnv(t)
+	write := func(tx *sqlx.Tx, key string, xid any) error {
+		_, err := tx.Exec(`WITH s AS (
+			INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash, created_xid)
+			VALUES ('adjustment', $1, 100, 'BRL', '2026-09-10', now(), 'x', coalesce($2::xid8, pg_current_xact_id())) RETURNING id, competence_month)
+		INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+		SELECT s.id, a.id, 'BRL', CASE a.code WHEN 'assets:cash' THEN 100 ELSE -100 END, s.competence_month
+		FROM s, accounts a WHERE a.code IN ('assets:cash', 'equity:adjustments')`, key, xid)
+		return err
+	}
+	forged := e.svc.MustBegin()
+	defer forged.Rollback()
+	if err := write(forged, "xid-forged", "3"); err == nil || !strings.Contains(err.Error(), "created_xid") {
+		t.Fatalf("a set stating created_xid 3: %v, want it refused", err)
+	}
 	tx := e.svc.MustBegin()
 	defer tx.Rollback()
+	if err := write(tx, "xid-1", nil); err != nil {
+		t.Fatal(err)
+	}
 	var setXID, ownXID string
-	tx.MustExec(`WITH s AS (
-		INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash, created_xid)
-		VALUES ('adjustment', 'xid-1', 100, 'BRL', '2026-09-10', now(), 'x', '3') RETURNING id, competence_month)
-	INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
-	SELECT s.id, a.id, 'BRL', CASE a.code WHEN 'assets:cash' THEN 100 ELSE -100 END, s.competence_month
-	FROM s, accounts a WHERE a.code IN ('assets:cash', 'equity:adjustments')`)
 	tx.Get(&setXID, `SELECT created_xid::text FROM posting_sets WHERE idempotency_key = 'xid-1'`)
 	tx.Get(&ownXID, `SELECT pg_current_xact_id()::text`)
 	if setXID != ownXID {

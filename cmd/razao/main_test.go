@@ -190,7 +190,7 @@ func TestVerifyReportsABalanceBeyondInt64InAClosedMonth(t *testing.T) {
 	db.MustExec(`ALTER TABLE postings DROP CONSTRAINT ck_postings_amount_ceiling`)
 	tx := db.MustBegin()
 	defer tx.Rollback()
-	tx.MustExec(`ALTER TABLE posting_sets DISABLE TRIGGER trg_posting_sets_open_month`)
+	tx.MustExec(`ALTER TABLE posting_sets DISABLE TRIGGER trg_posting_sets_written_open`)
 	for _, key := range []string{"big-1", "big-2"} {
 		tx.MustExec(`WITH s AS (
 				INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
@@ -204,7 +204,7 @@ func TestVerifyReportsABalanceBeyondInt64InAClosedMonth(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Once committed: the balance checks are pending until then.
-	db.MustExec(`ALTER TABLE posting_sets ENABLE ALWAYS TRIGGER trg_posting_sets_open_month`)
+	db.MustExec(`ALTER TABLE posting_sets ENABLE ALWAYS TRIGGER trg_posting_sets_written_open`)
 	code, out := runCmd(t, "verify", "-database-url", url)
 	if code != exitBreach {
 		t.Fatalf("verify: exit %d, want %d\n%s", code, exitBreach, out)
