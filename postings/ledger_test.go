@@ -198,6 +198,32 @@ func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
 			}
 		})
 	}
+	// A row of a table inheriting from accounts or posting_sets is no
+	// account and no set: no trigger of theirs ever checked it.
+	t.Run("a posting on an account or a set in inheriting tables", func(t *testing.T) {
+		for _, c := range []struct{ ghost, set, account, month string }{
+			{`INSERT INTO ghost_accounts (id, code, type, normal_side, currency) VALUES (9999, 'assets:ghost', 'asset', 'debit', 'BRL')`,
+				"(SELECT id FROM posting_sets WHERE idempotency_key = 'raw-ghost')", "9999", "2026-08-01"},
+			{`INSERT INTO ghost_sets (id, kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+				VALUES (777777, 'adjustment', 'ghost', 100, 'BRL', '2026-07-15', now(), 'x')`, // July is closed
+				"777777", "(SELECT id FROM accounts WHERE code = 'assets:cash')", "2026-07-01"},
+		} {
+			tx := db.MustBegin()
+			tx.MustExec(`CREATE TABLE ghost_accounts () INHERITS (accounts)`)
+			tx.MustExec(`CREATE TABLE ghost_sets () INHERITS (posting_sets)`)
+			tx.MustExec(c.ghost)
+			tx.MustExec(`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+				VALUES ('adjustment', 'raw-ghost', 100, 'BRL', '2026-08-10', now(), 'x')`)
+			_, err := tx.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+				VALUES (` + c.set + `, ` + c.account + `, 'BRL', 100, '` + c.month + `'),
+				       (` + c.set + `, (SELECT id FROM accounts WHERE code = 'equity:adjustments'), 'BRL', -100, '` + c.month + `')`)
+			tx.Rollback()
+			var pqErr *pq.Error
+			if !errors.As(err, &pqErr) || pqErr.Code != "23503" {
+				t.Fatalf("after %.40s: got %v, want a foreign_key_violation", c.ghost, err)
+			}
+		}
+	})
 	t.Run("a truncate of accounts", func(t *testing.T) {
 		if _, err := db.Exec(`TRUNCATE accounts CASCADE`); err == nil || !strings.Contains(err.Error(), "ledger table accounts is append-only") {
 			t.Fatalf("got %v, want it refused", err)

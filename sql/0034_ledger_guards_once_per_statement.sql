@@ -27,9 +27,12 @@
 --     and trg_accounts_no_truncate below) nor a set (append-only), for any
 --     role, and these triggers fire ALWAYS, under session_replication_role
 --     = replica too, where a foreign key's do not. The errors keep the
---     keys' names and SQLSTATE.
+--     keys' names and SQLSTATE. The lookups read ONLY the tables, as the
+--     keys did: a row in a table inheriting from accounts or posting_sets
+--     (which no trigger of theirs guards) is no account and no set.
 --
--- Every comparison below is between one type (see 0012 on operators).
+-- Every comparison below is between one type, and every function call an
+-- exact match in pg_catalog (see 0012 on operators).
 
 CREATE OR REPLACE FUNCTION ledger_refuse_closed_month() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -54,7 +57,7 @@ DECLARE
 BEGIN
     SELECT n.competence_month INTO closed FROM new_sets n JOIN closed_periods c ON c.month = n.competence_month LIMIT 1;
     IF FOUND THEN
-        RAISE EXCEPTION 'competence month % is closed', to_char(closed, 'YYYY-MM')
+        RAISE EXCEPTION 'competence month % is closed', to_char(closed::timestamp, 'YYYY-MM')
             USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_open_month';
     END IF;
     IF EXISTS (SELECT 1 FROM new_sets n WHERE n.created_xid <> pg_current_xact_id()) THEN
@@ -83,12 +86,12 @@ DECLARE
     set_id bigint;
 BEGIN
     IF EXISTS (SELECT 1 FROM new_postings n
-               WHERE NOT EXISTS (SELECT 1 FROM accounts a WHERE a.id = n.account_id AND a.currency = n.currency)) THEN
+               WHERE NOT EXISTS (SELECT 1 FROM ONLY accounts a WHERE a.id = n.account_id AND a.currency = n.currency)) THEN
         RAISE EXCEPTION 'a posting names an account that does not exist in its currency'
             USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'fk_postings_account_currency';
     END IF;
     SELECT n.posting_set_id INTO set_id FROM new_postings n
-        WHERE NOT EXISTS (SELECT 1 FROM posting_sets s WHERE s.id = n.posting_set_id AND s.competence_month = n.competence_month)
+        WHERE NOT EXISTS (SELECT 1 FROM ONLY posting_sets s WHERE s.id = n.posting_set_id AND s.competence_month = n.competence_month)
         LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'posting set % does not exist in the posting''s competence month', set_id
@@ -96,7 +99,7 @@ BEGIN
     END IF;
     SELECT n.posting_set_id INTO set_id
         FROM (SELECT posting_set_id, count(*) AS added FROM new_postings GROUP BY posting_set_id) n
-        JOIN posting_sets s ON s.id = n.posting_set_id
+        JOIN ONLY posting_sets s ON s.id = n.posting_set_id
         WHERE s.created_xid <> pg_current_xact_id()
            OR (SELECT count(*) FROM postings p WHERE p.posting_set_id = n.posting_set_id) <> n.added
         LIMIT 1;

@@ -152,6 +152,28 @@ func TestVerifyFindsSeededLedgerClean(t *testing.T) {
 	assertClean(t, db)
 }
 
+// Postings whose set does not exist, written by an owner with the sealed
+// set guard off for one transaction (it leaves no trace in the catalog),
+// and rows of tables inheriting from the ledger's, which no ledger
+// trigger sees: verify names both.
+func TestVerifyNamesOrphanPostingsAndInheritingTables(t *testing.T) {
+	t.Parallel()
+	l, db := ledgertest.New(t)
+	seedVerified(t, l, db)
+	assertClean(t, db)
+	tx := db.MustBegin()
+	tx.MustExec(`ALTER TABLE postings DISABLE TRIGGER trg_postings_sealed_set`)
+	tx.MustExec(`INSERT INTO postings (id, posting_set_id, account_id, currency, amount, competence_month)
+		SELECT 666666 + n, 999999, a.id, 'BRL', v, '2026-08-01'
+		FROM (VALUES (0, 'expenses:commission', 500), (1, 'income:revenue', -500)) AS x (n, code, v) JOIN accounts a ON a.code = x.code`)
+	tx.MustExec(`ALTER TABLE postings ENABLE ALWAYS TRIGGER trg_postings_sealed_set`)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`CREATE TABLE shadow_accounts () INHERITS (accounts)`)
+	assertBreaches(t, db, "posting 666666 of no set", "posting 666667 of no set", "shadow_accounts inherits from accounts")
+}
+
 func TestVerifyNamesLegsAppendedToACommittedSet(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
