@@ -369,7 +369,6 @@ ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_kind CHECK ((kind = ANY 
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_partner CHECK (((kind <> ALL (ARRAY['commission'::text, 'commission_reversal'::text, 'payout'::text])) OR (partner IS NOT NULL)));
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_refund CHECK (((kind <> ALL (ARRAY['refund'::text, 'commission_reversal'::text])) OR (refund_id IS NOT NULL)));
 ALTER TABLE posting_sets ADD CONSTRAINT posting_sets_pkey PRIMARY KEY (id);
-ALTER TABLE posting_sets ADD CONSTRAINT uq_posting_sets_id_month UNIQUE (id, competence_month);
 ALTER TABLE posting_sets ADD CONSTRAINT uq_posting_sets_idempotency_key UNIQUE (idempotency_key);
 ALTER TABLE postings ADD CONSTRAINT ck_postings_amount_ceiling CHECK (((amount <= '1000000000000000'::bigint) AND (amount >= '-1000000000000000'::bigint)));
 ALTER TABLE postings ADD CONSTRAINT ck_postings_amount_nonzero CHECK ((amount <> 0));

@@ -73,6 +73,10 @@ CREATE TRIGGER trg_posting_sets_written_open AFTER INSERT ON posting_sets
 ALTER TABLE posting_sets ENABLE ALWAYS TRIGGER trg_posting_sets_written_open;
 
 ALTER TABLE postings DROP CONSTRAINT fk_postings_account_currency, DROP CONSTRAINT fk_postings_set_month;
+-- The set's key was unique on (id, competence_month) only as the target
+-- of fk_postings_set_month: id alone is the primary key, and no query
+-- reads that index. One index entry fewer per set.
+ALTER TABLE posting_sets DROP CONSTRAINT uq_posting_sets_id_month;
 
 -- A set's postings are all written by one statement: the one after which
 -- this trigger finds every posting of the set among the statement's new
