@@ -31,6 +31,12 @@
 --     keys did: a row in a table inheriting from accounts or posting_sets
 --     (which no trigger of theirs guards) is no account and no set.
 --
+-- One reach is lost: a logical replication apply worker fires row
+-- triggers only, so on a subscriber (which only a superuser can make)
+-- neither the closed-month check nor created_xid's is run, as the foreign
+-- keys were not either. razao's ledger is written by razao, not replicated
+-- into.
+--
 -- Every comparison below is between one type, and every function call an
 -- exact match in pg_catalog (see 0012 on operators).
 
