@@ -121,7 +121,8 @@ BEGIN
 END;
 $$;
 
--- Without the foreign key, nothing else would stop a TRUNCATE of accounts.
+-- A TRUNCATE of accounts is refused by a trigger of its own, as every
+-- ledger table's is, not only by the foreign keys that still point at it.
 CREATE TRIGGER trg_accounts_no_truncate BEFORE TRUNCATE ON accounts
     FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
 ALTER TABLE accounts ENABLE ALWAYS TRIGGER trg_accounts_no_truncate;
