@@ -100,6 +100,15 @@ func TestGoRefusesBadSets(t *testing.T) {
 	}
 }
 
+// rawAugustSet inserts, with plain SQL in tx, an adjustment set of R$ 1.00
+// dated 2026-08-10 under key, without postings, and returns its id.
+func rawAugustSet(tx *sqlx.Tx, key string) int64 {
+	var id int64
+	tx.QueryRow(`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+		VALUES ('adjustment', $1, 100, 'BRL', '2026-08-10', now(), 'x') RETURNING id`, key).Scan(&id)
+	return id
+}
+
 // rawSet inserts a posting set and its postings with plain SQL, bypassing
 // every Go check, and returns the error of the statements or of COMMIT.
 func rawSet(t *testing.T, db *sqlx.DB, competence string, legs [][2]any) error {
@@ -165,9 +174,7 @@ func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
 		}
 		tx := db.MustBegin()
 		defer tx.Rollback()
-		var id int64
-		tx.QueryRow(`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
-			VALUES ('adjustment', 'raw-usd', 100, 'BRL', '2026-08-10', now(), 'x') RETURNING id`).Scan(&id)
+		id := rawAugustSet(tx, "raw-usd")
 		_, err := tx.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
 			SELECT $1, id, 'BRL', 100, '2026-08-01' FROM accounts WHERE code = 'assets:cash-usd'`, id)
 		if err := postings.MapError(err); !errors.Is(err, postings.ErrCurrencyMismatch) {
@@ -186,9 +193,7 @@ func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
 		t.Run("a posting on "+c.name, func(t *testing.T) {
 			tx := db.MustBegin()
 			defer tx.Rollback()
-			var id int64
-			tx.QueryRow(`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
-				VALUES ('adjustment', 'raw-fk', 100, 'BRL', '2026-08-10', now(), 'x') RETURNING id`).Scan(&id)
+			id := rawAugustSet(tx, "raw-fk")
 			_, err := tx.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
 				VALUES (`+c.set+`, `+c.account+`, 'BRL', 100, `+c.month+`),
 				       ($1, (SELECT id FROM accounts WHERE code = 'equity:adjustments'), 'BRL', -100, '2026-08-01')`, id)
@@ -212,8 +217,7 @@ func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
 			tx.MustExec(`CREATE TABLE ghost_accounts () INHERITS (accounts)`)
 			tx.MustExec(`CREATE TABLE ghost_sets () INHERITS (posting_sets)`)
 			tx.MustExec(c.ghost)
-			tx.MustExec(`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
-				VALUES ('adjustment', 'raw-ghost', 100, 'BRL', '2026-08-10', now(), 'x')`)
+			rawAugustSet(tx, "raw-ghost")
 			_, err := tx.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
 				VALUES (` + c.set + `, ` + c.account + `, 'BRL', 100, '` + c.month + `'),
 				       (` + c.set + `, (SELECT id FROM accounts WHERE code = 'equity:adjustments'), 'BRL', -100, '` + c.month + `')`)
