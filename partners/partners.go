@@ -456,8 +456,8 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 // ledger_lock_account (sql/0012), which runs as the ledger's owner: the
 // service's role (docs/razao-role.sql) has no UPDATE right on accounts,
 // and no role but it may call the function, so no one else can hold up
-// payouts. NO KEY UPDATE never holds up the commissions and reversals
-// posted for the partner (their foreign key takes KEY SHARE).
+// payouts. It never holds up the commissions and reversals posted for the
+// partner: writing a posting locks no account row (sql/0034).
 func lockAccount(ctx context.Context, tx *sqlx.Tx, code string) (accounts.Account, error) {
 	var a accounts.Account
 	if _, err := tx.ExecContext(ctx, `SELECT ledger_lock_account($1)`, code); err != nil {

@@ -62,9 +62,9 @@ func Build(b testing.TB, db *sqlx.DB, benchSales, benchPartners int) {
 		FROM generate_series(0, $1 - 1) g, accounts p WHERE p.code = 'liabilities:commission-payable'`, benchPartners)
 
 	// The ledger's triggers are off for the bulk load only (the data is
-	// balanced by construction), and so are the foreign key checks
-	// (session_replication_role), which would otherwise cost one lookup
-	// per posting. Both come back before anything is measured.
+	// balanced by construction), and so is any foreign key check
+	// (session_replication_role). Both come back before anything is
+	// measured.
 	step("session", `SET session_replication_role = replica; SET synchronous_commit = off;
 		SET maintenance_work_mem = '512MB'; SET work_mem = '64MB'`)
 	step("disable triggers", `ALTER TABLE posting_sets DISABLE TRIGGER USER; ALTER TABLE postings DISABLE TRIGGER USER`)
