@@ -320,11 +320,12 @@ func (h *Hub) wakeSpacing() time.Duration {
 	h.mu.Lock()
 	n := len(h.subs)
 	h.mu.Unlock()
-	return spacingFor(n)
+	return WakeSpacing(n)
 }
 
-// spacingFor is the spacing of wakes for n open streams.
-func spacingFor(n int) time.Duration {
+// WakeSpacing is the spacing of wakes for n open streams (scripts/load's
+// fanout scenario reproduces the fan-out with it).
+func WakeSpacing(n int) time.Duration {
 	d := time.Duration(n) * time.Second / StreamWritesPerSecond
 	return min(max(d, minWakeSpacing), maxWakeSpacing)
 }
@@ -458,9 +459,9 @@ func (h *Hub) wakeAll() {
 		h.retryDelay = 0
 	}
 	h.heldSeen = false
-	groups := wakeGroups(len(h.subs))
+	groups := WakeGroups(len(h.subs))
 	h.signal(0, groups)
-	step := spacingFor(len(h.subs)) / time.Duration(groups)
+	step := WakeSpacing(len(h.subs)) / time.Duration(groups)
 	for g := 1; g < groups; g++ {
 		h.afterFunc(time.Duration(g)*step, func() {
 			h.mu.Lock()
@@ -477,8 +478,8 @@ func (h *Hub) wakeAll() {
 // (answers' p99 4.6 times the plain run's).
 const streamsPerGroup = 100
 
-// wakeGroups is how many groups a wake signals n streams in.
-func wakeGroups(n int) int { return max(1, (n+streamsPerGroup-1)/streamsPerGroup) }
+// WakeGroups is how many groups a wake signals n streams in.
+func WakeGroups(n int) int { return max(1, (n+streamsPerGroup-1)/streamsPerGroup) }
 
 // signal wakes the subscribers of group g of groups. h.mu is held.
 func (h *Hub) signal(g, groups int) {

@@ -107,7 +107,7 @@ func TestWakeSignalsManyStreamsInGroupsOverItsSpacing(t *testing.T) {
 	}
 	h.wakeAll()
 	first := woken()
-	step := spacingFor(n) / 3
+	step := WakeSpacing(n) / 3
 	if len(later) != 2 || delays[0] != step || delays[1] != 2*step {
 		t.Fatalf("later groups scheduled after %v, want %v and %v", delays, step, 2*step)
 	}

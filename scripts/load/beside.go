@@ -122,6 +122,7 @@ func (l *loader) sse(ctx context.Context) *result {
 		client := &http.Client{Transport: t, CheckRedirect: newClient(t).CheckRedirect} // no timeout: streams stay open
 		sctx, cancel := context.WithCancel(ctx)
 		counts := make([]atomic.Int64, k)
+		var received atomic.Int64 // bytes, all streams together
 		var opened, refused atomic.Int64
 		var mu sync.Mutex
 		refusals := map[string]int{}
@@ -157,7 +158,7 @@ func (l *loader) sse(ctx context.Context) *result {
 				defer resp.Body.Close()
 				opened.Add(1)
 				once()
-				countEvents(resp.Body, &counts[i])
+				countEvents(resp.Body, &counts[i], &received)
 			}()
 		}
 		ready.Wait()
@@ -167,7 +168,13 @@ func (l *loader) sse(ctx context.Context) *result {
 		if refused.Load() > 0 {
 			res.violate("%d of %d streams refused: %s", refused.Load(), k, mapString(refusals))
 		}
+		start := time.Now()
 		return func() {
+			// What one stream received a second, for the fanout scenario.
+			if secs := time.Since(start).Seconds(); secs > 0 && opened.Load() > 0 {
+				l.streamBytesPerS = float64(received.Load()) / float64(opened.Load()) / secs
+				res.Extra["stream_kb_per_s"] = round1(l.streamBytesPerS / 1e3)
+			}
 			// Every stream must see both events of every accepted payment.
 			want := int64(2 * res.Accepted)
 			deadline := time.Now().Add(30 * time.Second)
@@ -307,17 +314,19 @@ func procStatusMB(pid int, field string) (float64, error) {
 // eventLine starts every event's second line (after its "id: " line).
 var eventLine = []byte("\nevent: ")
 
-// countEvents counts the events of a stream until it ends, in large reads
+// countEvents counts the events of a stream, and its bytes into received,
+// until it ends, in large reads
 // and without splitting lines: the readers of 1,000 streams share the two
 // cores with razao, and a line scanner's cost per line was as much CPU as
 // razao spent sending the events. A match split across two reads is
 // found by keeping the last bytes of each read.
-func countEvents(r io.Reader, n *atomic.Int64) {
+func countEvents(r io.Reader, n, received *atomic.Int64) {
 	buf := make([]byte, 64<<10)
 	keep := 0
 	for {
 		m, err := r.Read(buf[keep:])
 		if m > 0 {
+			received.Add(int64(m))
 			data := buf[:keep+m]
 			n.Add(int64(bytes.Count(data, eventLine)))
 			keep = min(len(eventLine)-1, len(data))

@@ -117,6 +117,9 @@ type loader struct {
 	transport *http.Transport
 	client    *http.Client
 	db        *sql.DB
+	// streamBytesPerS is what one stream of the sse scenario received a
+	// second, for the fanout scenario after it (0: sse has not run).
+	streamBytesPerS float64
 }
 
 func newLoader(base *url.URL, o options, sc scheme, token string, out io.Writer) *loader {

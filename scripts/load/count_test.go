@@ -8,7 +8,7 @@ import (
 	"testing/iotest"
 )
 
-// Events are counted however the stream's bytes are split into reads,
+// Events (and bytes) are counted however the stream's bytes are split into reads,
 // including a match cut in two by a read's end.
 func TestCountEventsAcrossReads(t *testing.T) {
 	frame := "id: 12-3\nevent: charge.paid\ndata: {\"event: not a line\"}\n\n: keepalive\n\n"
@@ -18,10 +18,10 @@ func TestCountEventsAcrossReads(t *testing.T) {
 		"byte by byte": iotest.OneByteReader,
 		"half reads":   iotest.HalfReader,
 	} {
-		var n atomic.Int64
-		countEvents(wrap(strings.NewReader(stream)), &n)
-		if n.Load() != 1000 {
-			t.Errorf("%s: %d events, want 1000", name, n.Load())
+		var n, received atomic.Int64
+		countEvents(wrap(strings.NewReader(stream)), &n, &received)
+		if n.Load() != 1000 || received.Load() != int64(len(stream)) {
+			t.Errorf("%s: %d events of %d bytes, want 1000 of %d", name, n.Load(), received.Load(), len(stream))
 		}
 	}
 }

@@ -6,9 +6,11 @@
 //
 // Scenarios: distinct (N payments of N charges), flood (the same beside an
 // unauthenticated flood of 256 KB bodies), sse (the same beside 1,000 open
-// event streams), duplicate-storm (one delivery fired N times at once:
+// event streams), fanout (the same beside the bytes of sse's streams
+// written to 1,000 loopback connections by this tool itself: what the
+// machine loses to that fan-out, whoever serves it), duplicate-storm (one delivery fired N times at once:
 // exactly one may be accepted), mixed (payments and partial refunds
-// interleaved), all (those five), and bcb-memory (one bcb-pix callback of
+// interleaved), all (those six), and bcb-memory (one bcb-pix callback of
 // 2,000 items: answer time and razao's peak memory). Every loop is bounded
 // by -n and by -duration, which caps the whole run (setup, load and
 // verification). See README.md beside this file.
@@ -62,6 +64,7 @@ type options struct {
 	// flood, sse and bcb-memory
 	floodC          int
 	streams         int
+	fanoutKBPerS    int
 	streamsPerToken int
 	bcbItems        int
 	bcbEndpoint     string
@@ -79,7 +82,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.url, "url", "http://127.0.0.1:8080", "base URL of the running razao (loopback only)")
-	fs.StringVar(&o.scenario, "scenario", "all", "distinct | duplicate-storm | mixed | all")
+	fs.StringVar(&o.scenario, "scenario", "all", "distinct | flood | sse | fanout | duplicate-storm | mixed | bcb-memory | all")
 	fs.IntVar(&o.n, "n", 2000, fmt.Sprintf("timed requests per scenario (distinct, mixed; max %d)", maxRequests))
 	fs.IntVar(&o.c, "c", 8, fmt.Sprintf("concurrency (max %d)", maxConcurrency))
 	fs.DurationVar(&o.duration, "duration", 60*time.Second, "hard cap of the whole run, setup and verification included (max 10m)")
@@ -94,6 +97,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.Int64Var(&o.seed, "seed", 0, "seed of the mixed plan (0: random)")
 	fs.IntVar(&o.floodC, "flood-c", 8, "flood: goroutines posting unauthenticated 256 KB bodies (max 64)")
 	fs.IntVar(&o.streams, "streams", 1000, "sse: open event streams (max 1000)")
+	fs.IntVar(&o.fanoutKBPerS, "fanout-kb-per-s", 0, "fanout: kB a second to each connection (0: what a stream received in the sse scenario of this run; max 100000)")
 	fs.IntVar(&o.streamsPerToken, "streams-per-token", 8, "sse: streams per read token (razao's per-token limit)")
 	fs.IntVar(&o.bcbItems, "bcb-items", 2000, "bcb-memory: Pix items in the one callback (max 5000)")
 	fs.StringVar(&o.bcbEndpoint, "bcb-endpoint", "bcbpix", "bcb-memory: name of razao's bcb-pix endpoint")
@@ -122,6 +126,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-flood-c must be 1..64")
 	case o.streams < 1 || o.streams > 1000:
 		return o, fmt.Errorf("-streams must be 1..1000")
+	case o.fanoutKBPerS < 0 || o.fanoutKBPerS > 100_000:
+		return o, fmt.Errorf("-fanout-kb-per-s must be 0..100000")
 	case o.streamsPerToken < 1:
 		return o, fmt.Errorf("-streams-per-token must be >= 1")
 	case o.bcbItems < 1 || o.bcbItems > 5000:
@@ -135,14 +141,15 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 
 func scenarioList(s string) ([]string, error) {
 	switch s {
-	case "distinct", "flood", "sse", "duplicate-storm", "mixed", "bcb-memory":
+	case "distinct", "flood", "sse", "fanout", "duplicate-storm", "mixed", "bcb-memory":
 		return []string{s}, nil
 	case "all":
-		// flood and sse right after distinct, so that the three are
-		// measured on the machine in the same state.
-		return []string{"distinct", "flood", "sse", "duplicate-storm", "mixed"}, nil
+		// flood, sse and fanout right after distinct, so that the four
+		// are measured on the machine in the same state; fanout after
+		// sse, whose bytes it reproduces.
+		return []string{"distinct", "flood", "sse", "fanout", "duplicate-storm", "mixed"}, nil
 	}
-	return nil, fmt.Errorf("-scenario must be distinct, flood, sse, duplicate-storm, mixed, bcb-memory or all, not %q", s)
+	return nil, fmt.Errorf("-scenario must be distinct, flood, sse, fanout, duplicate-storm, mixed, bcb-memory or all, not %q", s)
 }
 
 func run(parent context.Context, args []string, stdout, stderr io.Writer) int {
@@ -205,6 +212,8 @@ func run(parent context.Context, args []string, stdout, stderr io.Writer) int {
 			res = l.flood(ctx)
 		case "sse":
 			res = l.sse(ctx)
+		case "fanout":
+			res = l.fanout(ctx)
 		case "bcb-memory":
 			res = l.bcbMemory(ctx)
 		}

@@ -214,7 +214,7 @@ echo "razao (pid $SERVER_PID) serving at $URL"
 
 vacuum_if_off
 [[ $AUTOVACUUM == off ]] && echo "note: autovacuum is off on this server: the tables razao and pgbench write are vacuumed before each measurement, as autovacuum would"
-step "load: scenario all (distinct, flood, sse, duplicate-storm, mixed), n=$N c=$C storm=$STORM streams=$STREAMS scheme=$SCHEME (cap $DURATION)"
+step "load: scenario all (distinct, flood, sse, fanout, duplicate-storm, mixed), n=$N c=$C storm=$STORM streams=$STREAMS scheme=$SCHEME (cap $DURATION)"
 load_rc=0
 RAZAO_API_TOKEN=$API_TOKEN timeout $((dur_s + 60)) "$WORK/load" -url "$URL" -scenario all -n "$N" -c "$C" -storm "$STORM" -scheme "$SCHEME" \
 	-streams "$STREAMS" -flood-c "$FLOOD_C" \
@@ -299,6 +299,7 @@ if [[ -s $OUTDIR/results.jsonl ]]; then
 		[[ $sc == distinct ]] && distinct_acc=$(jfield "$line" applied_per_s) && distinct_p99=$(jfield "$line" p99)
 		[[ $sc == flood ]] && flood_acc=$(jfield "$line" applied_per_s) && flood_p99=$(jfield "$line" p99)
 		[[ $sc == sse ]] && sse_acc=$(jfield "$line" applied_per_s) && sse_p99=$(jfield "$line" p99)
+		[[ $sc == fanout ]] && fanout_acc=$(jfield "$line" applied_per_s) && fanout_p99=$(jfield "$line" p99)
 		if [[ $sc == bcb-memory ]]; then
 			bcb_line="bcb-memory: $(jfield "$line" items) items, $(jfield "$line" body_bytes) bytes: answered $(jfield "$line" code) in $(jfield "$line" answer_ms) ms, razao's peak RSS $(jfield "$line" peak_rss_mb_until_answer) MB until the answer, $(jfield "$line" peak_rss_mb) MB until applied (from $(jfield "$line" rss_before_mb) MB; target < 64 MB, < 1 s)"
 		fi
@@ -306,8 +307,9 @@ if [[ -s $OUTDIR/results.jsonl ]]; then
 fi
 if [[ -n ${distinct_acc:-} ]]; then
 	echo
-	echo "beside the plain run (distinct), same run, same n and c (targets: within 1.5x):"
-	for sc in flood sse; do
+	echo "beside the plain run (distinct), same run, same n and c (targets: within 1.5x; fanout is"
+	echo "sse's bytes written by the load tool itself, no razao in it: what the machine alone loses to them):"
+	for sc in flood sse fanout; do
 		acc_v=${sc}_acc p99_v=${sc}_p99
 		[[ -n ${!acc_v:-} ]] || continue
 		awk -v name="$sc" -v a="${!acc_v}" -v p="${!p99_v}" -v da="$distinct_acc" -v dp="$distinct_p99" 'BEGIN {
