@@ -10,11 +10,15 @@
 --   DATABASE_URL=postgres://razao:...@host/db razao serve -migrate=false
 -- Re-run it after a migration that adds tables.
 
+-- An owner without CREATEROLE can re-run this once the role exists: CREATE
+-- ROLE is only tried when it does not.
 DO $$
 BEGIN
-    CREATE ROLE razao LOGIN;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'razao') THEN
+        CREATE ROLE razao LOGIN;
+    END IF;
 EXCEPTION WHEN duplicate_object THEN
-    NULL; -- already there
+    NULL; -- created meanwhile
 END
 $$;
 

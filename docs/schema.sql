@@ -432,6 +432,7 @@ CREATE OR REPLACE FUNCTION public.api_tokens_revoke_only()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 BEGIN
     IF TG_OP = 'UPDATE' THEN
@@ -451,13 +452,17 @@ CREATE OR REPLACE FUNCTION public.ledger_check_new_sets()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 DECLARE
-    closed date;
+    last_closed date;
+    refused     date;
 BEGIN
-    SELECT n.competence_month INTO closed FROM new_sets n JOIN closed_periods c ON c.month = n.competence_month LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'competence month % is closed', to_char(closed::timestamp, 'YYYY-MM')
+    SELECT max(c.month) INTO last_closed FROM closed_periods c;
+    SELECT min(n.competence_month) INTO refused FROM new_sets n WHERE n.competence_month <= last_closed;
+    IF refused IS NOT NULL THEN
+        RAISE EXCEPTION 'competence month % is closed: every month up to %, the last closed, is', to_char(refused::timestamp, 'YYYY-MM'),
+            to_char(last_closed::timestamp, 'YYYY-MM')
             USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_open_month';
     END IF;
     IF EXISTS (SELECT 1 FROM new_sets n WHERE n.created_xid <> pg_current_xact_id()) THEN
@@ -473,6 +478,7 @@ CREATE OR REPLACE FUNCTION public.ledger_check_posting_set()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 DECLARE
     legs         bigint;
@@ -512,6 +518,7 @@ CREATE OR REPLACE FUNCTION public.ledger_check_refunds_within_sale()
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 DECLARE
     sale_amount  numeric;
@@ -536,6 +543,7 @@ CREATE OR REPLACE FUNCTION public.ledger_close_waits_for_postings()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 DECLARE
     last_closed date;
@@ -569,6 +577,7 @@ CREATE OR REPLACE FUNCTION public.ledger_lock_account(account_code text)
  LANGUAGE sql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
     SELECT id FROM accounts WHERE code = account_code FOR NO KEY UPDATE
 $function$
@@ -578,6 +587,7 @@ CREATE OR REPLACE FUNCTION public.ledger_refuse_change()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 BEGIN
     RAISE EXCEPTION 'ledger table % is append-only: % refused', TG_TABLE_NAME, TG_OP
@@ -590,6 +600,7 @@ CREATE OR REPLACE FUNCTION public.ledger_refuse_closed_month()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 BEGIN
     IF current_setting('transaction_isolation') <> 'read committed' THEN
@@ -606,6 +617,7 @@ CREATE OR REPLACE FUNCTION public.ledger_refuse_sealed_set()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 DECLARE
     set_id bigint;
@@ -641,6 +653,7 @@ CREATE OR REPLACE FUNCTION public.ledger_stamp_created_xid()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 BEGIN
     NEW.created_xid := pg_current_xact_id();
@@ -654,6 +667,7 @@ CREATE OR REPLACE FUNCTION public.reconciliation_analyze_lines()
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 BEGIN
     ANALYZE reconciliation_lines;
@@ -665,6 +679,7 @@ CREATE OR REPLACE FUNCTION public.reconciliation_lines_check_runs()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 BEGIN
     PERFORM 1 FROM reconciliation_runs r WHERE r.id IN (SELECT DISTINCT n.run_id FROM new_lines n) FOR KEY SHARE OF r;
@@ -681,6 +696,7 @@ CREATE OR REPLACE FUNCTION public.reconciliation_lines_keep_run()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 BEGIN
     IF NEW.run_id IS DISTINCT FROM OLD.run_id THEN
@@ -696,6 +712,7 @@ CREATE OR REPLACE FUNCTION public.reconciliation_runs_delete_lines()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 BEGIN
     DELETE FROM reconciliation_lines l USING old_runs o WHERE l.run_id = o.id;
@@ -708,6 +725,7 @@ CREATE OR REPLACE FUNCTION public.reports_refuse_sealed_snapshot()
  RETURNS trigger
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
 AS $function$
 BEGIN
     IF EXISTS (

@@ -274,9 +274,12 @@ func (l *Ledger) account(ctx context.Context, tx *sqlx.Tx, code string) (account
 	return accounts.Ensure(ctx, tx, code)
 }
 
+// checkOpen refuses month m when it is closed: when it is the last closed
+// month or before it (a close closes every month up to it: the database
+// refuses the rest too, trg_posting_sets_written_open).
 func (l *Ledger) checkOpen(ctx context.Context, q sqlx.QueryerContext, m Month) error {
 	var closed bool
-	if err := sqlx.GetContext(ctx, q, &closed, `SELECT EXISTS (SELECT 1 FROM closed_periods WHERE month = $1)`, m.First()); err != nil {
+	if err := sqlx.GetContext(ctx, q, &closed, `SELECT EXISTS (SELECT 1 FROM closed_periods WHERE month >= $1)`, m.First()); err != nil {
 		return fmt.Errorf("check month %s: %w", m, err)
 	}
 	if closed {

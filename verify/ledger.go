@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/lib/pq"
+
+	"github.com/razao/razao/money"
 )
 
 // setLabel names a posting set s in a breach line: "set 12 (refund of
@@ -126,12 +128,25 @@ func ledgerChecks() []sqlCheck {
 		// migration's xid), so a correct set is never reported. What it cannot
 		// see: a late set whose transaction wrote something else before the
 		// close (its xid is older); the triggers are the barrier for that.
-		{"no posting set written into a month after it closed", `
-		SELECT ` + setLabel + ` || ' is in closed month ' || to_char(s.competence_month, 'YYYY-MM') ||
+		// A close closes every month up to it (sql/0035): a set of a month
+		// before it, closed or not (one before the first close), written
+		// after it changed the closed month's opening balances. Each set is
+		// held against the first close at or after its month, with the
+		// oldest xid of that close and every later one.
+		{"no posting set written into a closed month, or one before it, after that close", `
+		WITH closes AS (
+			SELECT c.month, least(c.closed_xid, m.created_xid) AS close_xid
+			FROM closed_periods c LEFT JOIN month_snapshots m ON m.month = c.month
+		), covering AS (
+			SELECT month, lag(month) OVER (ORDER BY month) AS after, min(close_xid) OVER (ORDER BY month DESC) AS close_xid
+			FROM closes
+		)
+		SELECT ` + setLabel + ` || CASE WHEN s.competence_month = x.month
+				THEN ' is in closed month ' || to_char(s.competence_month, 'YYYY-MM')
+				ELSE ' is in month ' || to_char(s.competence_month, 'YYYY-MM') || ', before closed month ' || to_char(x.month, 'YYYY-MM') END ||
 			' but was written after its close (set xid ' || s.created_xid || ' > close xid ' || x.close_xid || ')'
 		FROM posting_sets s
-		JOIN (SELECT c.month, least(c.closed_xid, m.created_xid) AS close_xid
-			FROM closed_periods c LEFT JOIN month_snapshots m ON m.month = c.month) x ON x.month = s.competence_month
+		JOIN covering x ON s.competence_month <= x.month AND (x.after IS NULL OR s.competence_month > x.after)
 		WHERE s.created_xid > x.close_xid ORDER BY s.id`, nil},
 		// What a set states it moves is what its legs move: legs appended to a
 		// committed set (past the sealed-set trigger) change its debits.
@@ -215,6 +230,51 @@ func ledgerChecks() []sqlCheck {
 			coalesce('its commission set ' || s.id || ' books ' || s.amount, 'it has no commission set')
 		FROM charges c LEFT JOIN posting_sets s ON s.kind = 'commission' AND s.charge_id = c.id
 		WHERE c.paid_amount IS NOT NULL AND c.commission <> coalesce(s.amount, 0) ORDER BY c.id`, nil},
+		// The snapshot's figures are compared with the postings
+		// (reports.CheckSnapshots); its currency is the ledger's.
+		{"every closed month's snapshot is in the revenue account's currency", `
+		SELECT 'month ' || to_char(m.month, 'YYYY-MM') || ': its snapshot is in ' || m.currency || ', the revenue account in ' || a.currency
+		FROM month_snapshots m JOIN accounts a ON a.code = 'income:revenue'
+		WHERE m.currency <> a.currency ORDER BY m.month`, nil},
+		// sql/0016's ceilings guard new rows (NOT VALID where an older row
+		// was beyond them): verify reports every row beyond them, and any
+		// of them gone.
+		{"every amount is within the ceiling of sql/0016, and its constraints stand", `
+		SELECT ` + setLabel + ` || ': amount ' || s.amount || ' is beyond the ceiling of ' || $1::bigint
+		FROM posting_sets s WHERE s.amount > $1::bigint
+		UNION ALL
+		SELECT 'posting ' || p.id || ' of set ' || p.posting_set_id || ': amount ' || p.amount || ' is beyond the ceiling of ' || $1::bigint
+		FROM postings p WHERE p.amount > $1::bigint OR p.amount < -$1::bigint
+		UNION ALL
+		SELECT 'charge ' || c.id || ': amount ' || c.amount || ' is beyond the ceiling of ' || $1::bigint
+		FROM charges c WHERE c.amount > $1::bigint
+		UNION ALL
+		SELECT 'constraint ' || w.name || ' on ' || w.tab || ' is missing'
+		FROM (VALUES ('posting_sets', 'ck_posting_sets_amount_ceiling'), ('postings', 'ck_postings_amount_ceiling'),
+			('charges', 'ck_charges_amount_ceiling')) w (tab, name)
+		WHERE NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conname = w.name AND k.conrelid = w.tab::regclass::oid)`,
+			[]any{money.Ceiling}},
+	}
+}
+
+// placeChecks lists the checks of where verify reads the ledger: no table
+// of its schema under row-level security (no migration enables it: a
+// policy could hide rows from the triggers' queries, which sql/0035 makes
+// fail instead, and from verify's), and no other schema holding the
+// ledger's tables (verify finds the schema through its session's
+// search_path, which a role may set for itself).
+func placeChecks(schema string) []sqlCheck {
+	return []sqlCheck{
+		{"no table of the ledger's schema has row-level security on", `
+		SELECT 'table ' || c.relname || ' has row-level security ' || CASE WHEN c.relforcerowsecurity THEN 'forced' ELSE 'on' END ||
+			coalesce(' (policies: ' || (SELECT string_agg(p.polname, ', ' ORDER BY p.polname) FROM pg_policy p WHERE p.polrelid = c.oid) || ')', '')
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1::text AND (c.relrowsecurity OR c.relforcerowsecurity) ORDER BY c.relname`, []any{schema}},
+		{"no other schema holds the ledger's tables", `
+		SELECT 'schema ' || n.nspname || ' also holds a table ' || c.relname || ' (verify checked ' || $1::text || ')'
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relname IN ('posting_sets', 'postings', 'closed_periods') AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+			AND n.nspname <> $1::text AND n.nspname NOT LIKE 'pg\_temp\_%' ORDER BY n.nspname, c.relname`, []any{schema}},
 	}
 }
 

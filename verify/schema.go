@@ -51,6 +51,10 @@ type wantSchema struct {
 	// verify does not execute): from then on every ledger function must
 	// carry one.
 	pinnedSearchPath bool
+	// pinnedRowSecurity is true once a migration sets a function's
+	// row_security (sql/0035): from then on every ledger function must
+	// run with row_security = off, so that no policy hides rows from it.
+	pinnedRowSecurity bool
 	// operators are the names of the operators the migrations create.
 	operators map[string]bool
 }
@@ -122,10 +126,14 @@ func (w *wantSchema) apply(st []token, file string) {
 		w.alterTable(p, p.name())
 	case p.words("ALTER", "FUNCTION"):
 		w.pinnedSearchPath = w.pinnedSearchPath || p.hasWord("SEARCH_PATH")
+		w.pinnedRowSecurity = w.pinnedRowSecurity || p.hasWord("ROW_SECURITY")
 	case p.words("DO"):
 		for _, t := range st {
 			if t.kind == tokString && strings.Contains(strings.ToLower(t.text), "search_path") {
 				w.pinnedSearchPath = true
+			}
+			if t.kind == tokString && strings.Contains(strings.ToLower(t.text), "row_security") {
+				w.pinnedRowSecurity = true
 			}
 		}
 	}
@@ -135,8 +143,9 @@ func (w *wantSchema) createFunction(p *tokens, file string) {
 	f := wantFunction{name: p.name(), file: file}
 	p.skipParens()
 	for !p.done() {
-		if p.words("SET") && p.hasWord("SEARCH_PATH") {
-			w.pinnedSearchPath = true
+		if p.words("SET") {
+			w.pinnedSearchPath = w.pinnedSearchPath || p.hasWord("SEARCH_PATH")
+			w.pinnedRowSecurity = w.pinnedRowSecurity || p.hasWord("ROW_SECURITY")
 		}
 		if p.words("AS") && p.peek().kind == tokString {
 			f.body, f.hasBody = p.next().text, true
@@ -555,6 +564,9 @@ func schemaChecks(ctx context.Context, q sqlx.QueryerContext, w wantSchema, sche
 			}
 			if msg := searchPathBreach(p.Config, schema, w.pinnedSearchPath); msg != "" {
 				functions = append(functions, fmt.Sprintf("function %s: %s", p.Signature, msg))
+			}
+			if w.pinnedRowSecurity && !slices.Contains(p.Config, "row_security=off") {
+				functions = append(functions, fmt.Sprintf("function %s: does not run with row_security = off, as the migrations set it (a row-level security policy could hide rows from it)", p.Signature))
 			}
 		}
 		if !found {

@@ -596,3 +596,73 @@ func TestVerifyNamesGapsAndFutureMonths(t *testing.T) {
 		"month 2030-03 is closed but has not ended yet",
 		fmt.Sprintf("set %d (adjustment) is in competence month 2031-05, after next month %s", setID(t, db, "future"), next.Format("2006-01")))
 }
+
+// A row-level security policy could hide rows from every check (and from
+// the triggers', which sql/0035 makes fail instead); a second schema
+// holding the ledger's tables could be the one a role's search_path
+// points verify at. verify names both before it reads anything else, and
+// names a ledger function that no longer runs with row_security = off.
+func TestVerifyNamesRowSecurityAndTheLedgerElsewhere(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		corrupt []string
+		want    []string
+	}{
+		{"a policy on postings", []string{`ALTER TABLE postings ENABLE ROW LEVEL SECURITY`,
+			`CREATE POLICY hide_13 ON postings USING (amount <> 13)`},
+			[]string{"table postings has row-level security on (policies: hide_13)"}},
+		{"row-level security forced on closed_periods", []string{`ALTER TABLE closed_periods FORCE ROW LEVEL SECURITY`},
+			[]string{"table closed_periods has row-level security forced"}},
+		{"a second schema with a ledger", []string{`CREATE SCHEMA shadow`, `CREATE TABLE shadow.posting_sets (id bigint)`},
+			[]string{"schema shadow also holds a table posting_sets (verify checked public)"}},
+		{"a function without row_security", []string{`ALTER FUNCTION ledger_check_posting_set() RESET row_security`},
+			[]string{"function ledger_check_posting_set(): does not run with row_security = off"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			l, db := ledgertest.New(t)
+			seedVerified(t, l, db)
+			assertClean(t, db)
+			for _, s := range c.corrupt {
+				db.MustExec(s)
+			}
+			assertBreaches(t, db, c.want...)
+		})
+	}
+}
+
+// A close closes every month up to it (sql/0035): a set of a month before
+// the first close, written after it, changed the closed month's opening
+// balances. So did a snapshot's currency, and an amount beyond sql/0016's
+// ceiling (or the ceiling's constraint gone) makes balances overflow:
+// verify names each.
+func TestVerifyNamesLateSetsBeforeACloseForeignSnapshotsAndAmountsBeyondTheCeiling(t *testing.T) {
+	t.Parallel()
+	l, db := ledgertest.New(t)
+	seedVerified(t, l, db)
+	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(aug), aug.AddDate(0, 1, 0), ""); err != nil {
+		t.Fatal(err)
+	}
+	assertClean(t, db)
+	const huge = 2_000_000_000_000_000
+	set := func(key, competence string, amount int64) string {
+		return fmt.Sprintf(`WITH s AS (INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+				VALUES ('adjustment', '%s', %d, 'BRL', '%s', now(), 'x') RETURNING id, competence_month)
+			INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+			SELECT s.id, a.id, 'BRL', CASE a.code WHEN 'assets:cash' THEN %d ELSE %d END, s.competence_month
+			FROM s, accounts a WHERE a.code IN ('assets:cash', 'equity:adjustments')`, key, amount, competence, amount, -amount)
+	}
+	asOwner(t, db, []string{"posting_sets", "postings", "month_snapshots"},
+		`ALTER TABLE posting_sets DROP CONSTRAINT ck_posting_sets_amount_ceiling`,
+		`ALTER TABLE postings DROP CONSTRAINT ck_postings_amount_ceiling`,
+		set("late-july", "2026-07-20", 500), set("huge", "2026-09-10", huge),
+		`UPDATE month_snapshots SET currency = 'USD' WHERE month = '2026-08-01'`)
+	assertBreaches(t, db,
+		"(adjustment) is in month 2026-07, before closed month 2026-08 but was written after its close",
+		"month 2026-08: its snapshot is in USD, the revenue account in BRL",
+		fmt.Sprintf("(adjustment): amount %d is beyond the ceiling of 1000000000000000", huge),
+		fmt.Sprintf(": amount -%d is beyond the ceiling of 1000000000000000", huge),
+		"constraint ck_posting_sets_amount_ceiling on posting_sets is missing",
+		"constraint ck_postings_amount_ceiling on postings is missing")
+}

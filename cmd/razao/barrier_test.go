@@ -406,3 +406,68 @@ func rawSetIn(tx *sqlx.Tx, key, day string) error {
 	FROM s, accounts a WHERE a.code IN ('assets:cash', 'equity:adjustments')`, key, day)
 	return err
 }
+
+// A close closes every month up to it (migration 0035). August is the
+// ledger's first close, so July and every month before it were never
+// closed: a set dated in one of them, written after August's close,
+// changed August's opening balances. Each is refused now.
+func TestSetsBeforeTheLastClosedMonthAreRefused(t *testing.T) {
+	t.Parallel()
+	e := newBarrierEnv(t)
+	sets := e.count(t, `SELECT count(*) FROM posting_sets`)
+	for _, competence := range []string{"2026-07-31", "2026-01-15", "1900-01-01"} {
+		t.Run(competence, func(t *testing.T) {
+			month := competence[:8] + "01"
+			err := e.attack(t, `INSERT INTO public.posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+				VALUES ('adjustment', 'late-`+competence+`', 500, 'BRL', '`+competence+`', now(), 'x')`,
+				legsSQL(lastSet, month, "assets:cash", "equity:adjustments", 500))
+			if !errors.Is(err, postings.ErrClosedMonth) {
+				t.Fatalf("got %v, want ErrClosedMonth", err)
+			}
+		})
+	}
+	// What razao books goes to the first open month, and a set stated for
+	// an earlier month is refused before the database sees it.
+	late, _ := postings.Sale("c-late", "BRL", 700, 0, time.Date(2026, 7, 20, 12, 0, 0, 0, time.UTC))
+	p, err := e.l.Post(context.Background(), late)
+	if err != nil || p.Competence.Format(time.DateOnly) != "2026-09-01" {
+		t.Fatalf("a late sale: %+v, %v; want it booked on 2026-09-01", p, err)
+	}
+	stated, _ := postings.Sale("c-stated", "BRL", 700, 0, aug10)
+	stated.Competence = time.Date(2026, 7, 20, 0, 0, 0, 0, time.UTC)
+	if _, err := e.l.Post(context.Background(), stated); !errors.Is(err, postings.ErrClosedMonth) {
+		t.Fatalf("a set stated for July: %v, want ErrClosedMonth", err)
+	}
+	if n := e.count(t, `SELECT count(*) FROM posting_sets`); n != sets+1 {
+		t.Fatalf("%d posting sets, want %d (the late sale only)", n, sets+1)
+	}
+}
+
+// The trigger functions run as the writer, and saw what a row-level
+// security policy let the writer see: the owner could hide a leg from the
+// balance check with a policy alone, no trigger touched. Every ledger
+// function runs with row_security = off now (migration 0035), so a query
+// of theirs that a policy would filter fails: the write is refused.
+func TestRowSecurityCannotHideLegsFromTheChecks(t *testing.T) {
+	t.Parallel()
+	e := newBarrierEnv(t)
+	sets := e.count(t, `SELECT count(*) FROM posting_sets`)
+	e.owner.MustExec(`ALTER TABLE postings ENABLE ROW LEVEL SECURITY`)
+	// The leg of 13 is hidden once the writer says so: after the sealed-set
+	// check at INSERT, before the balance check at COMMIT.
+	e.owner.MustExec(`CREATE POLICY hide_13 ON postings
+		USING (current_setting('attack.hide', true) IS DISTINCT FROM 'on' OR amount <> 13) WITH CHECK (true)`)
+	err := e.attack(t, `INSERT INTO public.posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
+			VALUES ('adjustment', 'rls-1', 100, 'BRL', '2026-09-10', now(), 'x')`,
+		`INSERT INTO public.postings (posting_set_id, account_id, currency, amount, competence_month)
+			SELECT `+lastSet+`, a.id, 'BRL', v.amount, '2026-09-01'
+			FROM public.accounts a JOIN (VALUES ('assets:cash', 100), ('equity:adjustments', -100), ('assets:cash', 13)) v (code, amount) ON v.code = a.code`,
+		`SET LOCAL attack.hide = on`)
+	var pqErr *pq.Error
+	if !errors.As(err, &pqErr) || pqErr.Code != "42501" {
+		t.Fatalf("got %v, want the triggers' query refused (42501: it would be affected by a row-level security policy)", err)
+	}
+	if n := e.count(t, `SELECT count(*) FROM posting_sets`); n != sets {
+		t.Fatalf("%d posting sets, want the %d from before", n, sets)
+	}
+}
