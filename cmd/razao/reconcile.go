@@ -81,19 +81,7 @@ func cmdReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	bar := newBar(stderr, *file)
 	var run reconcile.Run
 	if *file != "" {
-		f, err := os.Open(*file)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		var r io.Reader = f
-		if bar != nil {
-			if st, err := f.Stat(); err == nil {
-				bar.ChangeMax64(st.Size())
-			}
-			r = io.TeeReader(f, bar)
-		}
-		run, err = rec.ReconcileFile(ctx, *endpoint, r, from, to)
+		run, err = reconcileFile(ctx, rec, *endpoint, *file, bar, from, to)
 	} else {
 		if bar != nil {
 			rec.Progress = func(_ string, n int64) { bar.Set64(n) }
@@ -108,6 +96,25 @@ func cmdReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	return printRun(ctx, db, stdout, run)
+}
+
+// reconcileFile reconciles the statement file at path, its bytes read
+// through bar when there is one.
+func reconcileFile(ctx context.Context, rec *reconcile.Reconciler, endpoint, path string, bar *progressbar.ProgressBar,
+	from, to time.Time) (reconcile.Run, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return reconcile.Run{}, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if bar != nil {
+		if st, err := f.Stat(); err == nil {
+			bar.ChangeMax64(st.Size())
+		}
+		r = io.TeeReader(f, bar)
+	}
+	return rec.ReconcileFile(ctx, endpoint, r, from, to)
 }
 
 func parseWindow(fromS, toS string) (from, to time.Time, err error) {
