@@ -354,6 +354,10 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 	if err := req.Validate(); err != nil {
 		return Result{}, err
 	}
+	// The database keeps microseconds, rounding what it is given: the
+	// time is taken to the microsecond here, so what is answered, stored
+	// and compared with a retry's is one instant.
+	req.At = req.At.Round(time.Microsecond)
 	// Before anything is read: the refusal names the field and the limit
 	// whatever is owed, and a 2^63−1 payout never reaches the ledger.
 	if err := l.Limit().Check("amount", req.Amount); err != nil {
@@ -408,8 +412,7 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 			return Result{}, fmt.Errorf("%w: payout key %q of partner %s was used for %d %s (set %d), now %d %s",
 				postings.ErrIdempotencyConflict, req.IdempotencyKey, req.Partner, prior.Amount, prior.Currency, prior.ID, req.Amount, a.Currency)
 		}
-		// The database keeps microseconds.
-		if req.AtStated && !prior.EventAt.Equal(req.At.Truncate(time.Microsecond)) {
+		if req.AtStated && !prior.EventAt.Equal(req.At) {
 			return Result{}, fmt.Errorf("%w: payout key %q of partner %s was made at %s (set %d), now stated %s",
 				postings.ErrIdempotencyConflict, req.IdempotencyKey, req.Partner, prior.EventAt.Format(time.RFC3339), prior.ID, req.At.Format(time.RFC3339))
 		}

@@ -185,6 +185,31 @@ func TestPayoutIsIdempotentOnKey(t *testing.T) {
 	}
 }
 
+// A stated effective_at finer than the database's microseconds: the
+// database rounds it, and a retry stating the same instant compared a
+// truncated one with it (422, a conflict, for half of all such times).
+// The time is taken to the microsecond at intake, so the answer states
+// what is stored and the retry is a replay.
+func TestPayoutRetryWithNanosecondsIsAReplay(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.sell("ch-1", "partner-42", 10000, 1000)
+	at := time.Date(2026, 8, 20, 14, 0, 16, 234333753, time.UTC)
+	req := partners.PayoutRequest{Partner: "partner-42", IdempotencyKey: "ns", Amount: 400, At: at, AtStated: true}
+	first, err := e.payout(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.payout(req)
+	if err != nil || !again.Replayed || again.PostingSet != first.PostingSet {
+		t.Fatalf("retry = %+v, %v; want set %d replayed", again, err, first.PostingSet)
+	}
+	want := time.Date(2026, 8, 20, 14, 0, 16, 234334000, time.UTC)
+	if !first.EffectiveAt.Equal(want) || !again.EffectiveAt.Equal(want) {
+		t.Fatalf("effective_at %s then %s, want %s both times", first.EffectiveAt, again.EffectiveAt, want)
+	}
+}
+
 // A retry of a payout that took everything owed is still a replay, not an
 // over-payout: the key is checked before what is owed.
 func TestRetryOfFullPayoutIsReplayNotOverPayout(t *testing.T) {
