@@ -20,6 +20,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/kind"
+	"github.com/razao/razao/internal/snapshot"
 	"github.com/razao/razao/money"
 )
 
@@ -271,8 +272,22 @@ type Grant struct {
 	GrantedAt time.Time `db:"granted_at" json:"granted_at"`
 }
 
-// GetDetail returns a charge with its refunds, posting sets and grant.
+// GetDetail returns a charge with its refunds, posting sets and grant, all
+// read in one snapshot (given a pool, a read-only transaction of its own):
+// read one statement after another on a pool, a charge could show as
+// pending beside the grant its payment had just written.
 func GetDetail(ctx context.Context, q sqlx.QueryerContext, id string) (Detail, error) {
+	var d Detail
+	err := snapshot.Read(ctx, q, func(q sqlx.QueryerContext) error {
+		var err error
+		d, err = getDetail(ctx, q, id)
+		return err
+	})
+	return d, err
+}
+
+// getDetail reads GetDetail's statements on q.
+func getDetail(ctx context.Context, q sqlx.QueryerContext, id string) (Detail, error) {
 	c, err := Get(ctx, q, id)
 	if err != nil {
 		return Detail{}, err

@@ -22,7 +22,6 @@ package reports
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -30,6 +29,7 @@ import (
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/cursor"
 	"github.com/razao/razao/internal/kind"
+	"github.com/razao/razao/internal/snapshot"
 	"github.com/razao/razao/postings"
 )
 
@@ -61,32 +61,18 @@ const (
 // MaxSeriesMonths bounds AccountSeries.
 const MaxSeriesMonths = 240
 
-// beginner is what *sqlx.DB offers and *sqlx.Tx does not.
-type beginner interface {
-	BeginTxx(ctx context.Context, opts *sql.TxOptions) (*sqlx.Tx, error)
-}
-
-var readOnlySnapshot = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
-
 // read runs fn in one read-only snapshot of its own when q can begin
 // transactions, else directly on q (the caller's transaction).
 func read(ctx context.Context, q sqlx.QueryerContext, fn func(q sqlx.QueryerContext) error) error {
-	b, ok := q.(beginner)
-	if !ok {
-		return postings.SumError(fn(q), "")
-	}
-	tx, err := b.BeginTxx(ctx, &readOnlySnapshot)
-	if err != nil {
-		return fmt.Errorf("begin read: %w", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SET LOCAL jit = off`); err != nil {
-		return fmt.Errorf("begin read: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		// Every sum of a report is cast to bigint in SQL: one that does
-		// not fit is refused there (22003), and named an overflow here.
-		return postings.SumError(err, "")
-	}
-	return tx.Commit()
+	err := snapshot.Read(ctx, q, func(tx sqlx.QueryerContext) error {
+		if own, ok := tx.(*sqlx.Tx); ok && tx != q {
+			if _, err := own.ExecContext(ctx, `SET LOCAL jit = off`); err != nil {
+				return fmt.Errorf("begin read: %w", err)
+			}
+		}
+		return fn(tx)
+	})
+	// Every sum of a report is cast to bigint in SQL: one that does not
+	// fit is refused there (22003), and named an overflow here.
+	return postings.SumError(err, "")
 }
