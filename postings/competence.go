@@ -150,16 +150,19 @@ type Month struct {
 }
 
 // ErrInvalidMonth is returned for a month that is not YYYY-MM.
-var ErrInvalidMonth = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid month: want YYYY-MM")
+var ErrInvalidMonth = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid month")
 
 // ParseMonth parses "2026-08".
 func ParseMonth(s string) (Month, error) {
-	if len(s) != 7 || s[4] != '-' {
-		return Month{}, fmt.Errorf("%w: %q", ErrInvalidMonth, s)
+	if s == "" {
+		return Month{}, fmt.Errorf("%w: a month is required, as YYYY-MM", ErrInvalidMonth)
 	}
 	t, err := time.Parse("2006-01", s)
-	if err != nil || t.Year() < 1900 {
-		return Month{}, fmt.Errorf("%w: %q", ErrInvalidMonth, s)
+	if len(s) != 7 || s[4] != '-' || err != nil {
+		return Month{}, fmt.Errorf("%w: %q is not a month written YYYY-MM (months 01 to 12)", ErrInvalidMonth, s)
+	}
+	if t.Year() < 1900 {
+		return Month{}, fmt.Errorf("%w: %q is before 1900", ErrInvalidMonth, s)
 	}
 	return Month{Year: t.Year(), Month: t.Month()}, nil
 }

@@ -2,6 +2,7 @@ package postings_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -72,5 +73,22 @@ func TestLateEventForClosedMonthBookedInFirstOpenMonth(t *testing.T) {
 	}
 	if !eventAt.Equal(paidAt) {
 		t.Fatalf("event_at = %v, want the original %v", eventAt, paidAt)
+	}
+}
+
+// A refused month says why: missing, not YYYY-MM, or before 1900 (it used
+// to say "want YYYY-MM" of "0001-01", which is YYYY-MM).
+func TestParseMonthSaysWhyItRefuses(t *testing.T) {
+	for in, want := range map[string]string{
+		"":        "invalid month: a month is required, as YYYY-MM",
+		"2026-13": `invalid month: "2026-13" is not a month written YYYY-MM (months 01 to 12)`,
+		"2026-00": `invalid month: "2026-00" is not a month written YYYY-MM (months 01 to 12)`,
+		"2026-8":  `invalid month: "2026-8" is not a month written YYYY-MM (months 01 to 12)`,
+		"0001-01": `invalid month: "0001-01" is before 1900`,
+	} {
+		_, err := postings.ParseMonth(in)
+		if !errors.Is(err, postings.ErrInvalidMonth) || err.Error() != want {
+			t.Errorf("ParseMonth(%q) = %v, want %q", in, err, want)
+		}
 	}
 }

@@ -60,6 +60,12 @@ fi
 		if [[ "${local_pg:-}" == 1 ]]; then
 			echo "export DATABASE_URL=$DATABASE_URL"
 		fi
+		# razao psp send and make demo post to RAZAO_URL: where this serves.
+		if [[ -n "${RAZAO_LISTEN:-}" ]]; then
+			listen=$RAZAO_LISTEN
+			[[ $listen == :* ]] && listen="127.0.0.1$listen"
+			echo "export RAZAO_URL=http://$listen"
+		fi
 	} >.dev/env
 )
 echo "in another terminal: cd $(pwd) && source .dev/env   (then see README: 'A first payment')" >&2

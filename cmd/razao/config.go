@@ -216,6 +216,10 @@ func yamlError(err error) error {
 			msgs = append(msgs, fmt.Sprintf("line %s: unknown key %q %s (known: %s)", m[1], m[2], sec.name, strings.Join(yamlKeys(sec.typ), ", ")))
 			continue
 		}
+		if strings.HasSuffix(e, " into time.Duration") {
+			msgs = append(msgs, yamlTypeRE.ReplaceAllString(e, " here: want a duration such as 1s, 500ms or 2m"))
+			continue
+		}
 		msgs = append(msgs, yamlTypeRE.ReplaceAllString(e, " here"))
 	}
 	return errors.New(strings.Join(msgs, "; "))

@@ -6,10 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/robfig/cron/v3"
 
@@ -85,6 +87,7 @@ func (c *checker) check(args []string, getenv func(string) string) error {
 	c.ok("time_zone %s, go_live %s", cfg.timeZone, cfg.goLive.Format("2006-01-02"))
 	c.ok("max_amount %d centavos (R$ %s)", cfg.maxAmount.Max(), money.FormatReais(cfg.maxAmount.Max(), ','))
 	c.ok("worker_interval %s", cfg.workerInterval)
+	c.checkTLS(cfg)
 	c.checkExports(cfg)
 	c.checkEndpoints(cfg, getenv)
 	if cfg.db.url == "" {
@@ -93,6 +96,20 @@ func (c *checker) check(args []string, getenv func(string) string) error {
 		c.ok("database URL given (not contacted by this check)")
 	}
 	return nil
+}
+
+// checkTLS loads the certificate and key as serve would (an unreadable
+// pair, or an expired certificate, stops serve at start).
+func (c *checker) checkTLS(cfg serveConfig) {
+	if cfg.tls == nil {
+		c.ok("tls: none (plain HTTP)")
+		return
+	}
+	if _, err := newCertReloader(cfg.tls, slog.New(slog.DiscardHandler), time.Now); err != nil {
+		c.fail("%v", err)
+		return
+	}
+	c.ok("tls: cert_file %s and key_file %s load, the certificate has not expired", cfg.tls.certFile, cfg.tls.keyFile)
 }
 
 func (c *checker) checkExports(cfg serveConfig) {

@@ -266,7 +266,9 @@ func TestConfigCheck(t *testing.T) {
 		{"bad endpoint", "endpoints: [{name: 'Bad Name', scheme: hodle, merchant: m}]", `FAIL  config: webhook endpoint config: name "Bad Name"`, 1},
 		{"unknown scheme", "endpoints: [{name: a, scheme: paypal, merchant: m}]", `unknown scheme "paypal"`, 1},
 		{"export dir missing", "exports: {schedule: '@monthly', dir: /nonexistent/razao}", "FAIL  exports.dir /nonexistent/razao", 1},
-		{"bad duration", "worker_interval: soon\n", "line 1: cannot unmarshal !!str `soon` here", 1},
+		{"bad duration", "worker_interval: soon\n", "line 1: cannot unmarshal !!str `soon` here: want a duration such as 1s, 500ms or 2m", 1},
+		{"a number for a duration", "worker_interval: 1\n", "line 1: cannot unmarshal !!int `1` here: want a duration such as 1s", 1},
+		{"tls files missing", "tls: {cert_file: /nonexistent/cert.pem, key_file: /nonexistent/key.pem}\n", "FAIL  tls: cert_file /nonexistent/cert.pem", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out := runCmd(t, "config", "check", "-config", writeConfig(t, tc.yaml))

@@ -73,7 +73,8 @@ func checkKeys(body []byte) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, strictjson.ErrSyntax):
-		return &MalformedError{Field: "body", Reason: "not JSON", Err: err}
+		// err says "not JSON: ..." itself.
+		return malformed("body", err.Error())
 	}
 	return malformed("body", err.Error())
 }

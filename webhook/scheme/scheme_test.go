@@ -156,3 +156,14 @@ func TestParseDeliveryKeepsPayloadEventIDs(t *testing.T) {
 		t.Fatalf("ParseDelivery = %+v, %v; want one ignored event without id", events, err)
 	}
 }
+
+// A body that is not JSON says so once ("not JSON: not JSON: unexpected
+// end" before).
+func TestNotJSONSaysItOnce(t *testing.T) {
+	for _, body := range []string{``, `{"a":`, `{"a":1} x`} {
+		_, err := decodeObject([]byte(body))
+		if err == nil || strings.Count(err.Error(), "not JSON") != 1 || !strings.Contains(err.Error(), "malformed: body: not JSON: ") {
+			t.Errorf("%q: %v, want one \"malformed: body: not JSON...\"", body, err)
+		}
+	}
+}
