@@ -81,6 +81,18 @@ func ledgerChecks() []sqlCheck {
 		{"commission reversals within their commission", `
 		SELECT 'charge ' || r.charge_id FROM posting_sets r LEFT JOIN posting_sets c ON c.kind = 'commission' AND c.charge_id = r.charge_id
 		WHERE r.kind = 'commission_reversal' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(c.amount), 0)::numeric`, nil},
+		// A reversal is of one refund: the refund set of its charge under
+		// its refund id, booked with it (postings.CommissionReversalSet).
+		{"every commission reversal is of a refund of its charge", `
+		SELECT ` + setLabel + ` || ' reverses commission for refund ' || coalesce(s.refund_id, '(none)') || ', which its charge has no refund set for'
+		FROM posting_sets s WHERE s.kind = 'commission_reversal'
+			AND NOT EXISTS (SELECT 1 FROM posting_sets r WHERE r.kind = 'refund' AND r.charge_id = s.charge_id AND r.refund_id = s.refund_id)
+		ORDER BY s.id`, nil},
+		// razao books a charge's sets only once it is registered.
+		{"every set of a charge is of a registered charge", `
+		SELECT ` + setLabel + ` || ' names charge ' || s.charge_id || ', which is not registered'
+		FROM posting_sets s WHERE s.charge_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.id = s.charge_id)
+		ORDER BY s.id`, nil},
 		{"a fully refunded charge reverses exactly its commission", `
 		SELECT 'charge ' || s.charge_id || ': commission ' || c.amount || ', reversed ' || coalesce(sum(r.amount), 0)
 		FROM posting_sets s

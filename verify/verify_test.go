@@ -666,3 +666,20 @@ func TestVerifyNamesLateSetsBeforeACloseForeignSnapshotsAndAmountsBeyondTheCeili
 		"constraint ck_posting_sets_amount_ceiling on posting_sets is missing",
 		"constraint ck_postings_amount_ceiling on postings is missing")
 }
+
+// A sale of a charge razao never registered, and a commission reversal of
+// no refund (the partner's payable lowered for nothing): the triggers do
+// not know charges or refunds' pairing, verify does.
+func TestVerifyNamesSetsOfUnregisteredChargesAndReversalsOfNoRefund(t *testing.T) {
+	t.Parallel()
+	l, db := ledgertest.New(t)
+	seedVerified(t, l, db)
+	assertClean(t, db)
+	s, err := postings.Sale("ghost", "BRL", 700, 0, aug)
+	ghost := ledgertest.Post(t, l, s, err)
+	c, _, err := postings.CommissionReversalSet("ch-1", "no-such-refund", "partner-42", "BRL", 99, aug.AddDate(0, 1, 0))
+	reversal := ledgertest.Post(t, l, c, err)
+	assertBreaches(t, db,
+		fmt.Sprintf("set %d (sale of charge ghost) names charge ghost, which is not registered", ghost.ID),
+		fmt.Sprintf("set %d (commission_reversal of charge ch-1 for partner partner-42) reverses commission for refund no-such-refund, which its charge has no refund set for", reversal.ID))
+}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/periods"
@@ -27,9 +29,13 @@ func runCmd(t *testing.T, args ...string) (int, string) {
 
 // seedLedger writes a small but complete month of activity through the
 // ledger: sales with and without fees, commissions, a partial refund with
-// its reversal, and a payout.
-func seedLedger(t *testing.T, l *postings.Ledger) {
+// its reversal, and a payout; and the charges rows the webhook front
+// would have left for them.
+func seedLedger(t *testing.T, db *sqlx.DB, l *postings.Ledger) {
 	t.Helper()
+	db.MustExec(`INSERT INTO charges (id, amount, partner, commission_bp, state, paid_amount, fee, commission, refunded_amount, request_hash)
+		VALUES ('ch-1', 4990, 'partner-42', 1000, 'partially_refunded', 4990, 0, 499, 2000, 'h1'),
+		       ('ch-2', 10000, NULL, 0, 'paid', 10000, 120, 0, 0, 'h2')`)
 	ctx := context.Background()
 	at := time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC)
 	post := func(s postings.Set, err error) {
@@ -55,7 +61,7 @@ func TestVerifyPassesOnCleanLedgerAndNamesBreach(t *testing.T) {
 	t.Parallel()
 	db, url := pgtest.NewWithURL(t)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	seedLedger(t, postings.New(db, cal))
+	seedLedger(t, db, postings.New(db, cal))
 
 	code, out := runCmd(t, "verify", "-database-url", url)
 	if code != 0 || !strings.Contains(out, "ledger is clean") {
@@ -126,7 +132,7 @@ func TestVerifyJSONIsTheSameReportForMachines(t *testing.T) {
 	t.Parallel()
 	db, url := pgtest.NewWithURL(t)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	seedLedger(t, postings.New(db, cal))
+	seedLedger(t, db, postings.New(db, cal))
 
 	code, clean := runVerifyJSON(t, url)
 	_, text := runCmd(t, "verify", "-database-url", url)
@@ -177,7 +183,7 @@ func TestVerifyReportsABalanceBeyondInt64InAClosedMonth(t *testing.T) {
 	db, url := pgtest.NewWithURL(t)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
 	l := postings.New(db, cal)
-	seedLedger(t, l)
+	seedLedger(t, db, l)
 	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)), time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC), ""); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +239,7 @@ func TestExportCommandWritesFileAndChecksum(t *testing.T) {
 	t.Parallel()
 	db, url := pgtest.NewWithURL(t)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	seedLedger(t, postings.New(db, cal))
+	seedLedger(t, db, postings.New(db, cal))
 	out := filepath.Join(t.TempDir(), "aug.csv")
 	code, msg := runCmd(t, "export", "-database-url", url, "-kind", "journal", "-month", "2026-08", "-dialect", "br", "-out", out)
 	if code != 0 || !strings.Contains(msg, "sha256") {

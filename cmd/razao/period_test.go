@@ -18,7 +18,7 @@ func TestPeriodCommandsListAndClose(t *testing.T) {
 	t.Parallel()
 	db, url := pgtest.NewWithURL(t)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	seedLedger(t, postings.New(db, cal)) // August and September 2026
+	seedLedger(t, db, postings.New(db, cal)) // August and September 2026
 	db.MustExec(`WITH s AS (
 		INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
 		VALUES ('adjustment', 'legacy-0001', 100, 'BRL', '0001-01-01', '0001-01-01', 'legacy') RETURNING id, competence_month)
