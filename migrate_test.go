@@ -106,3 +106,54 @@ func emptyDatabase(t *testing.T) *sqlx.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// Migrate took an advisory lock every time, which any role that can
+// connect may take too and hold in an idle session: every later migrate
+// (a replica's start, razao migrate) then waited for ever. Now only the
+// first migration of an empty database takes it; a migrate of a database
+// that has schema_migrations locks that table, which only the owner can.
+func TestMigrateIsNotHeldUpByAnAdvisoryLock(t *testing.T) {
+	t.Parallel()
+	db := emptyDatabase(t)
+	if _, err := razao.Migrate(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := db.Connx(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(context.Background(), `SELECT pg_advisory_lock($1)`, razao.MigrationLockID); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	applied, err := razao.Migrate(ctx, db)
+	if err != nil || len(applied) != 0 {
+		t.Fatalf("migrate beside a held advisory lock: applied %v, %v; want nothing to apply, at once", applied, err)
+	}
+}
+
+// Replicas starting together on one database apply each migration once:
+// the lock on schema_migrations is what makes them take turns now.
+func TestMigratorsTakeTurnsOnSchemaMigrations(t *testing.T) {
+	t.Parallel()
+	db := emptyDatabase(t)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := razao.Migrate(context.Background(), db)
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, _ := razao.Migrations()
+	var n int
+	if err := db.Get(&n, `SELECT count(*) FROM schema_migrations`); err != nil || n != len(ms) {
+		t.Fatalf("%d migrations recorded (%v), want %d", n, err, len(ms))
+	}
+}

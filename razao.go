@@ -10,6 +10,7 @@ package razao
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -162,30 +163,22 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 }
 
 // Migrate applies every embedded migration not yet recorded in
-// schema_migrations, each in its own transaction, under an advisory lock so
-// that replicas starting together apply each file exactly once. It returns
-// the names of the migrations it applied.
+// schema_migrations, each in its own transaction, so that replicas
+// starting together apply each file exactly once: a migration is applied
+// under a lock on schema_migrations, which only the owner (who may write
+// it) can take. It returns the names of the migrations it applied.
 func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 	ms, err := Migrations()
 	if err != nil {
 		return nil, err
 	}
-	// A session-level advisory lock lives on one connection: pin one.
 	conn, err := db.Connx(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: get connection: %w", err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, MigrationLockID); err != nil {
-		return nil, fmt.Errorf("migrate: take advisory lock: %w", err)
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, MigrationLockID)
-
-	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    integer     PRIMARY KEY,
-		name       text        NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return nil, fmt.Errorf("migrate: create schema_migrations: %w", err)
+	if err := createMigrationsTable(ctx, conn); err != nil {
+		return nil, err
 	}
 	var applied []string
 	for _, m := range ms {
@@ -200,14 +193,58 @@ func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 	return applied, nil
 }
 
+// createMigrationsTable creates schema_migrations in a database that has
+// none yet. Two replicas starting together on an empty database would race
+// on CREATE TABLE: there, and only there, they take turns on an advisory
+// lock (a lock any role that can connect could hold: it can only ever
+// hold up the first migration of a new database, never a restart).
+func createMigrationsTable(ctx context.Context, conn *sqlx.Conn) error {
+	var exists bool
+	if err := conn.GetContext(ctx, &exists, `SELECT to_regclass('schema_migrations') IS NOT NULL`); err != nil {
+		return fmt.Errorf("migrate: find schema_migrations: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, MigrationLockID); err != nil {
+		return fmt.Errorf("migrate: take advisory lock: %w", err)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, MigrationLockID)
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    integer     PRIMARY KEY,
+		name       text        NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("migrate: create schema_migrations: %w", err)
+	}
+	return nil
+}
+
+// applyMigration applies m unless schema_migrations records it. A
+// migration recorded already needs no lock (and no right beyond reading
+// schema_migrations: a service role that starts with -migrate on an
+// up-to-date database still starts); one to apply is checked again under
+// the lock, which a concurrent migrator holds until it has recorded it.
 func applyMigration(ctx context.Context, conn *sqlx.Conn, m Migration) (bool, error) {
-	tx, err := conn.BeginTxx(ctx, nil)
+	// READ COMMITTED whatever the database's default: the check under the
+	// lock must see what the migrator before it committed.
+	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return false, fmt.Errorf("migration %s: begin: %w", m.Name, err)
 	}
 	defer tx.Rollback()
+	const recorded = `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`
 	var exists bool
-	if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version); err != nil {
+	if err := tx.GetContext(ctx, &exists, recorded, m.Version); err != nil {
+		return false, fmt.Errorf("migration %s: check: %w", m.Name, err)
+	}
+	if exists {
+		return false, nil
+	}
+	// SHARE ROW EXCLUSIVE conflicts with itself, not with readers.
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE schema_migrations IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		return false, fmt.Errorf("migration %s: lock schema_migrations: %w", m.Name, err)
+	}
+	if err := tx.GetContext(ctx, &exists, recorded, m.Version); err != nil {
 		return false, fmt.Errorf("migration %s: check: %w", m.Name, err)
 	}
 	if exists {
