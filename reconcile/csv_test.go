@@ -174,3 +174,16 @@ func TestCSVRefusedWhole(t *testing.T) {
 		t.Fatalf("window from 0001-01-01: %v", err)
 	}
 }
+
+// A file without a window stated takes it from its lines' times: when
+// every line is invalid (a negative amount), the run says that, not that
+// no time was readable.
+func TestCSVWithOnlyInvalidLinesSaysSo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	file := "trackId,externalId,type,amount,date,refundId\nt1,o1,DEPOSIT,-5.00,2026-11-30T12:00:00Z,\n"
+	_, err := e.rec.ReconcileFile(context.Background(), "hodle", strings.NewReader(file), time.Time{}, time.Time{})
+	if !errors.Is(err, reconcile.ErrInput) || !strings.Contains(err.Error(), "no valid line to take the window from (1 line(s), none valid)") {
+		t.Fatalf("%v, want ErrInput saying no line is valid", err)
+	}
+}

@@ -101,7 +101,8 @@ func (r *Reconciler) loadFile(ctx context.Context, run *Run, ep *endpoint) error
 	}
 	if run.From.Equal(time.Unix(0, 0)) {
 		if src.lo.IsZero() {
-			return fmt.Errorf("%w: the statement file has no line with a readable time", ErrInput)
+			// Invalid lines (a negative amount, say) give no time.
+			return fmt.Errorf("%w: the statement file has no valid line to take the window from (%d line(s), none valid): fix the lines, or state the window (from, to)", ErrInput, n)
 		}
 		run.From, run.To = src.lo, src.hi.Add(time.Microsecond)
 		run.Final = r.isFinal(ep, run.To)
