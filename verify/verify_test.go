@@ -352,11 +352,7 @@ func TestVerifyNamesChargeFiguresThatDisagreeWithTheirSets(t *testing.T) {
 func TestVerifyNamesReplacedFunctionsAndTriggers(t *testing.T) {
 	t.Parallel()
 	const noop = `CREATE FUNCTION razao_noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END; $$`
-	cases := []struct {
-		name    string
-		corrupt []string
-		want    []string
-	}{
+	assertEachCorruptionNamed(t, []corruption{
 		{"the balance check replaced by a no-op", []string{
 			`CREATE OR REPLACE FUNCTION ledger_check_posting_set() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END; $$`},
 			[]string{"function ledger_check_posting_set(): body differs from the one "}},
@@ -386,7 +382,21 @@ func TestVerifyNamesReplacedFunctionsAndTriggers(t *testing.T) {
 		{"a trigger no migration defines", []string{noop,
 			`CREATE TRIGGER trg_extra BEFORE INSERT ON postings FOR EACH ROW EXECUTE FUNCTION razao_noop()`},
 			[]string{"trigger trg_extra on postings (calls public.razao_noop) is not defined by any migration"}},
-	}
+	})
+}
+
+// corruption is statements run as the ledger's owner, and the lines of
+// verify's report that must name what they did.
+type corruption struct {
+	name    string
+	corrupt []string
+	want    []string
+}
+
+// assertEachCorruptionNamed runs each corruption on a clean ledger of its
+// own and checks that verify names it.
+func assertEachCorruptionNamed(t *testing.T, cases []corruption) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -604,11 +614,7 @@ func TestVerifyNamesGapsAndFutureMonths(t *testing.T) {
 // names a ledger function that no longer runs with row_security = off.
 func TestVerifyNamesRowSecurityAndTheLedgerElsewhere(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name    string
-		corrupt []string
-		want    []string
-	}{
+	assertEachCorruptionNamed(t, []corruption{
 		{"a policy on postings", []string{`ALTER TABLE postings ENABLE ROW LEVEL SECURITY`,
 			`CREATE POLICY hide_13 ON postings USING (amount <> 13)`},
 			[]string{"table postings has row-level security on (policies: hide_13)"}},
@@ -618,18 +624,7 @@ func TestVerifyNamesRowSecurityAndTheLedgerElsewhere(t *testing.T) {
 			[]string{"schema shadow also holds a table posting_sets (verify checked public)"}},
 		{"a function without row_security", []string{`ALTER FUNCTION ledger_check_posting_set() RESET row_security`},
 			[]string{"function ledger_check_posting_set(): does not run with row_security = off"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			l, db := ledgertest.New(t)
-			seedVerified(t, l, db)
-			assertClean(t, db)
-			for _, s := range c.corrupt {
-				db.MustExec(s)
-			}
-			assertBreaches(t, db, c.want...)
-		})
-	}
+	})
 }
 
 // A close closes every month up to it (sql/0035): a set of a month before
