@@ -457,6 +457,10 @@ func TestClosingAMonthShowsWhatIsFrozenAndNeedsAdmin(t *testing.T) {
 	if !strings.Contains(page, `href="/console/periods/2026-08/close"`) {
 		t.Fatal("no close link for August")
 	}
+	// Only the month a close would close now is offered.
+	if n := strings.Count(page, `/close"`); n != 1 {
+		t.Errorf("%d close links, want August's alone", n)
+	}
 	_, confirm := admin.get("/console/periods/2026-08/close")
 	var inc reports.Income
 	admin.api(f.admin, "/v1/reports/income-statement/2026-08", &inc)

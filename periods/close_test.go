@@ -3,6 +3,8 @@ package periods_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +100,43 @@ func TestCloseTxNeedsReadCommitted(t *testing.T) {
 	tx.Rollback()
 	if ms := ledgertest.ClosedMonths(t, db); len(ms) != 0 {
 		t.Errorf("closed months %v", ms)
+	}
+}
+
+// List marks the one month a close would close now: the first open one,
+// once it has ended. The console offered a close for every open month,
+// each but that one refused with a 409 page after its confirmation.
+func TestListMarksTheOneClosableMonth(t *testing.T) {
+	t.Parallel()
+	l, db := ledgertest.New(t)
+	ctx := context.Background()
+	for _, d := range []int{8, 9, 10} {
+		s, err := postings.Sale(fmt.Sprintf("ch-%d", d), "BRL", 1000, 0, ledgertest.SaoPaulo(2026, time.Month(d), 3, 10, 0))
+		ledgertest.Post(t, l, s, err)
+	}
+	closable := func(now time.Time) string {
+		ps, err := periods.List(ctx, db, l.Calendar(), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range ps {
+			if p.Closable {
+				out = append(out, p.Month)
+			}
+		}
+		return strings.Join(out, ",")
+	}
+	if got := closable(time.Date(2026, 10, 15, 12, 0, 0, 0, time.UTC)); got != "2026-08" {
+		t.Errorf("mid-October: closable %q, want 2026-08 alone", got)
+	}
+	if err := periods.Close(ctx, db, l.Calendar(), postings.Month{Year: 2026, Month: time.August}, time.Date(2026, 10, 15, 12, 0, 0, 0, time.UTC), ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := closable(time.Date(2026, 10, 15, 12, 0, 0, 0, time.UTC)); got != "2026-09" {
+		t.Errorf("after August's close: closable %q, want 2026-09 alone", got)
+	}
+	if got := closable(time.Date(2026, 9, 20, 12, 0, 0, 0, time.UTC)); got != "" {
+		t.Errorf("in September: closable %q, want none (September has not ended)", got)
 	}
 }

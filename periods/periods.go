@@ -22,6 +22,9 @@ type Period struct {
 	Snapshot bool `json:"snapshot"`
 	// Activity is true when the month has posting sets.
 	Activity bool `json:"activity"`
+	// Closable is true for the one month Close would close now: the
+	// first open month of the list, once it has ended.
+	Closable bool `json:"closable"`
 }
 
 // List lists every month from the first that has posting sets or is
@@ -79,5 +82,20 @@ func List(ctx context.Context, q sqlx.QueryerContext, cal postings.Calendar, now
 		}
 		out[i] = p
 	}
+	markClosable(out, cal, now)
 	return out, nil
+}
+
+// markClosable marks the next month to close: months close in order, from
+// the first listed (the ledger's first month from go-live on, or the one
+// after the last closed), and only once over (Close's own rules).
+func markClosable(ps []Period, cal postings.Calendar, now time.Time) {
+	for i := range ps {
+		if ps[i].Status != "open" {
+			continue
+		}
+		m, err := postings.ParseMonth(ps[i].Month)
+		ps[i].Closable = err == nil && !now.Before(m.End(cal.Location()))
+		return
+	}
 }
