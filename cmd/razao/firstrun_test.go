@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -403,5 +404,21 @@ func TestDemoFailsFastWithoutServiceOrToken(t *testing.T) {
 	t.Setenv("RAZAO_API_TOKEN", "razao_not-a-token")
 	if code, out := runCmd(t, "demo", "-url", base); code == 0 || !strings.Contains(out, "refuses the token") || strings.Contains(out, "== register") {
 		t.Fatalf("bad token: exit %d\n%s", code, out)
+	}
+}
+
+// razao help (or -h) prints the commands on stdout, so that `razao help |
+// less` shows them; razao with no command is a usage error, on stderr.
+func TestHelpGoesToStdout(t *testing.T) {
+	t.Parallel()
+	for _, arg := range []string{"help", "-h", "--help"} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{arg}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "commands:") || errOut.Len() != 0 {
+			t.Errorf("razao %s: exit %d, stdout %q, stderr %q", arg, code, out.String(), errOut.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "commands:") || out.Len() != 0 {
+		t.Errorf("razao: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
 }

@@ -64,11 +64,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
 		args = []string{"version"}
 	}
-	if len(args) == 0 || isHelp(args[0]) {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	if isHelp(args[0]) {
+		usage(stdout) // asked for: razao help | less
 		return 0
 	}
 	for _, c := range commands() {
