@@ -84,17 +84,20 @@ type serverTimeouts struct {
 
 var defaultTimeouts = serverTimeouts{ReadHeader: 5 * time.Second, Read: 15 * time.Second, Write: 30 * time.Second, Idle: 60 * time.Second}
 
-func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) string) (serveConfig, error) {
+func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) string, serving bool) (serveConfig, error) {
 	cfg := serveConfig{listen: "127.0.0.1:8080", timeZone: postings.DefaultTimeZone, workerInterval: time.Second, timeouts: defaultTimeouts,
 		maxAmount: money.Limit(money.DefaultMaxAmount)}
 	cfg.db.register(fs)
 	fs.StringVar(&cfg.configPath, "config", getenv("RAZAO_CONFIG"), "YAML config file ($RAZAO_CONFIG)")
-	listen := fs.String("listen", "", "address to listen on ($RAZAO_LISTEN; default 127.0.0.1:8080)")
+	listen, behindProxy := new(string), new(bool)
+	if serving {
+		fs.StringVar(listen, "listen", "", "address to listen on ($RAZAO_LISTEN; default 127.0.0.1:8080)")
+		fs.BoolVar(&cfg.migrate, "migrate", true, "apply migrations before serving")
+		fs.BoolVar(behindProxy, "behind-proxy", false, "TLS ends at a proxy in front: serve plain HTTP beyond loopback (behind_proxy in the config file)")
+	}
 	tz := fs.String("time-zone", "", "IANA time zone of competence dates ($RAZAO_TIME_ZONE; default America/Sao_Paulo)")
 	goLive := fs.String("go-live", "", "first date an event may carry, YYYY-MM-DD ($RAZAO_GO_LIVE; default "+postings.DefaultGoLive+")")
 	maxAmount := fs.String("max-amount", "", "largest amount taken in, in centavos ($RAZAO_MAX_AMOUNT; default 1000000000000, R$ 10 billion)")
-	fs.BoolVar(&cfg.migrate, "migrate", true, "apply migrations before serving")
-	behindProxy := fs.Bool("behind-proxy", false, "TLS ends at a proxy in front: serve plain HTTP beyond loopback (behind_proxy in the config file)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

@@ -43,7 +43,7 @@ func TestBadConfigFailsAtStartWithoutLeakingSecrets(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeConfig(t, tc.yaml)
-			_, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), getenv)
+			_, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), getenv, true)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error mentioning %q", err, tc.want)
 			}
@@ -58,11 +58,11 @@ func TestConfigPrecedenceFlagsOverEnvOverFile(t *testing.T) {
 	t.Parallel()
 	path := writeConfig(t, "listen: 127.0.0.1:7001\ntime_zone: UTC\n")
 	env := map[string]string{"RAZAO_LISTEN": "127.0.0.1:7002"}
-	cfg, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), func(k string) string { return env[k] })
+	cfg, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), func(k string) string { return env[k] }, true)
 	if err != nil || cfg.listen != "127.0.0.1:7002" || cfg.timeZone != "UTC" {
 		t.Fatalf("env over file: %+v %v", cfg, err)
 	}
-	cfg, err = parseServeConfig([]string{"-config", path, "-listen", "127.0.0.1:7003"}, newFlagSet("serve", os.Stderr), func(k string) string { return env[k] })
+	cfg, err = parseServeConfig([]string{"-config", path, "-listen", "127.0.0.1:7003"}, newFlagSet("serve", os.Stderr), func(k string) string { return env[k] }, true)
 	if err != nil || cfg.listen != "127.0.0.1:7003" {
 		t.Fatalf("flag over env: %+v %v", cfg, err)
 	}
@@ -71,7 +71,7 @@ func TestConfigPrecedenceFlagsOverEnvOverFile(t *testing.T) {
 func TestEventsConfigIsRead(t *testing.T) {
 	t.Parallel()
 	path := writeConfig(t, "events: {max_streams: 200, max_streams_per_token: 4, db_connections: 3}\n")
-	cfg, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), func(string) string { return "" })
+	cfg, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), func(string) string { return "" }, true)
 	if err != nil || cfg.events != (eventsConfig{MaxStreams: 200, MaxStreamsPerToken: 4, DBConnections: 3}) {
 		t.Fatalf("events config: %+v %v", cfg.events, err)
 	}

@@ -63,7 +63,7 @@ func (c *checker) fail(format string, a ...any) {
 
 func (c *checker) check(args []string, getenv func(string) string) error {
 	fs := newFlagSet("config check", c.stderr)
-	cfg, err := parseServeConfig(args, fs, getenv)
+	cfg, err := parseServeConfig(args, fs, getenv, true)
 	if errors.Is(err, flag.ErrHelp) {
 		return err
 	}

@@ -49,7 +49,7 @@ endpoints:
 // config file at path, as serve reads them.
 func startFromConfig(t *testing.T, path string, getenv func(string) string) (base, token string, stop func()) {
 	t.Helper()
-	parsed, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", io.Discard), getenv)
+	parsed, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", io.Discard), getenv, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestPSPSendSaysWhatIsWrong(t *testing.T) {
 func TestHodleEndpointWithoutSecretAnswersOnlyItsTest(t *testing.T) {
 	t.Parallel()
 	path := writeConfig(t, "endpoints:\n  - {name: hodle, scheme: hodle, merchant: loja, secrets_env: [RAZAO_TEST_HODLE_NOT_YET]}\n")
-	parsed, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", io.Discard), func(string) string { return "" })
+	parsed, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", io.Discard), func(string) string { return "" }, true)
 	if err != nil {
 		t.Fatalf("an endpoint without its secret yet must start: %v", err)
 	}

@@ -16,7 +16,7 @@ func TestMaxAmountFromFileEnvAndFlag(t *testing.T) {
 		if yaml != "" {
 			args = append([]string{"-config", writeConfig(t, yaml)}, args...)
 		}
-		return parseServeConfig(args, newFlagSet("serve", io.Discard), func(k string) string { return env[k] })
+		return parseServeConfig(args, newFlagSet("serve", io.Discard), func(k string) string { return env[k] }, true)
 	}
 	for _, tt := range []struct {
 		name string

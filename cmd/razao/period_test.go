@@ -84,10 +84,10 @@ func TestConfigGoLiveFromFileEnvAndFlag(t *testing.T) {
 	t.Parallel()
 	path := writeConfig(t, "go_live: 2021-01-01\n")
 	parse := func(env map[string]string, args ...string) (serveConfig, error) {
-		return parseServeConfig(append([]string{"-config", path}, args...), newFlagSet("serve", os.Stderr), func(k string) string { return env[k] })
+		return parseServeConfig(append([]string{"-config", path}, args...), newFlagSet("serve", os.Stderr), func(k string) string { return env[k] }, true)
 	}
 	day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }
-	if cfg, err := parseServeConfig(nil, newFlagSet("serve", os.Stderr), func(string) string { return "" }); err != nil || !cfg.goLive.Equal(day(postings.DefaultGoLive)) {
+	if cfg, err := parseServeConfig(nil, newFlagSet("serve", os.Stderr), func(string) string { return "" }, true); err != nil || !cfg.goLive.Equal(day(postings.DefaultGoLive)) {
 		t.Fatalf("default: %v %v", cfg.goLive, err)
 	}
 	if cfg, err := parse(nil); err != nil || !cfg.goLive.Equal(day("2021-01-01")) {

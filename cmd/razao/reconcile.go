@@ -47,7 +47,7 @@ func cmdReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fromS := fs.String("from", "", "start of the window, RFC 3339 (bcb-pix: required; csv: default the file's first line)")
 	toS := fs.String("to", "", "end of the window, excluded, RFC 3339")
 	e2eid := fs.String("e2eid", "", "bcb-pix: print one Pix by its endToEndId (GET /pix/{e2eid}) and its lines, booking nothing")
-	cfg, err := parseServeConfig(args, fs, os.Getenv)
+	cfg, err := parseServeConfig(args, fs, os.Getenv, false)
 	if err != nil {
 		return err
 	}

@@ -66,3 +66,20 @@ reconciliation:
 		t.Fatalf("a good file: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
 }
+
+// razao reconcile -h lists its own flags, not serve's (-listen, -migrate,
+// -behind-proxy did nothing there).
+func TestReconcileHelpListsNoServeFlags(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	run(context.Background(), []string{"reconcile", "-h"}, &out, &errOut)
+	help := out.String() + errOut.String()
+	for _, f := range []string{"-listen", "-migrate", "-behind-proxy"} {
+		if strings.Contains(help, f) {
+			t.Errorf("reconcile -h lists %s:\n%s", f, help)
+		}
+	}
+	if !strings.Contains(help, "-endpoint") {
+		t.Errorf("reconcile -h does not list -endpoint:\n%s", help)
+	}
+}

@@ -36,7 +36,7 @@ import (
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseServeConfig(args, newFlagSet("serve", stderr), os.Getenv)
+	cfg, err := parseServeConfig(args, newFlagSet("serve", stderr), os.Getenv, true)
 	if err != nil {
 		return err
 	}

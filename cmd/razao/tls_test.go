@@ -468,7 +468,7 @@ func TestListenGuardLetsLoopbackTLSAndBehindProxyThrough(t *testing.T) {
 		{"-behind-proxy", "listen: 0.0.0.0:8080", []string{"-behind-proxy"}},
 	} {
 		args := append([]string{"-config", writeConfig(t, tc.yaml)}, tc.args...)
-		if _, err := parseServeConfig(args, newFlagSet("serve", io.Discard), func(string) string { return "" }); err != nil {
+		if _, err := parseServeConfig(args, newFlagSet("serve", io.Discard), func(string) string { return "" }, true); err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
@@ -505,7 +505,7 @@ func TestTLSAndMTLSConfigErrorsNameTheKey(t *testing.T) {
 		{"mTLS without TLS or proxy header", pix(", client_ca_file: " + caFile), "endpoint pix-1: client_ca_file needs razao to end TLS"},
 	}
 	for _, tc := range tests {
-		_, err := parseServeConfig([]string{"-config", writeConfig(t, tc.yaml)}, newFlagSet("serve", io.Discard), getenv)
+		_, err := parseServeConfig([]string{"-config", writeConfig(t, tc.yaml)}, newFlagSet("serve", io.Discard), getenv, true)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)
 		}
@@ -518,7 +518,7 @@ func TestTLSAndMTLSConfigErrorsNameTheKey(t *testing.T) {
 		pix(", secrets_env: [PIX_SECRET]"),
 		behind + pix(", client_ca_file: "+caFile+", client_cert_header: X-Client-Cert, trusted_proxies: [10.0.0.5/32]"),
 	} {
-		if _, err := parseServeConfig([]string{"-config", writeConfig(t, yaml)}, newFlagSet("serve", io.Discard), getenv); err != nil {
+		if _, err := parseServeConfig([]string{"-config", writeConfig(t, yaml)}, newFlagSet("serve", io.Discard), getenv, true); err != nil {
 			t.Errorf("%s: %v", yaml, err)
 		}
 	}
