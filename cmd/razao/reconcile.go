@@ -58,6 +58,11 @@ func cmdReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	for _, e := range cfg.reconciliation {
+		if e.Endpoint == *endpoint && e.Source == "csv" && *file == "" {
+			return fmt.Errorf("endpoint %s reconciles a csv statement: give the file with -file", *endpoint)
+		}
+	}
 	db, err := cfg.db.openLedger(ctx)
 	if err != nil {
 		return err

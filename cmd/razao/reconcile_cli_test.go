@@ -51,10 +51,15 @@ reconciliation:
 	}{
 		{"an endpoint not reconciled", "nope", good, `"nope"`},
 		{"a header without the configured columns", "hodle", bad, `"trackId"`},
+		{"a csv endpoint without its file", "hodle", "", "give the file with -file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := run(context.Background(), []string{"reconcile", "-config", cfg, "-database-url", url, "-endpoint", c.endpoint, "-file", c.file}, &out, &errOut)
+			args := []string{"reconcile", "-config", cfg, "-database-url", url, "-endpoint", c.endpoint}
+			if c.file != "" {
+				args = append(args, "-file", c.file)
+			}
+			code := run(context.Background(), args, &out, &errOut)
 			if code == 0 || !strings.Contains(errOut.String(), c.want) {
 				t.Fatalf("exit %d, stderr %q, stdout %q; want a non-zero exit naming %s", code, errOut.String(), out.String(), c.want)
 			}
