@@ -50,7 +50,21 @@ $$;
 -- postings queued behind it). A role that may not use the schema cannot
 -- even name them. Grant USAGE to a reporting role explicitly.
 REVOKE CREATE, USAGE ON SCHEMA public FROM PUBLIC;
-ALTER ROLE razao SET idle_in_transaction_session_timeout = '60s';
+-- The service's own sessions end an idle transaction too, and read with
+-- row_security off: a row-level security policy on a ledger table (none
+-- of ours has one) then makes the service fail rather than decide a
+-- payout on rows a policy hid. ALTER ROLE needs CREATEROLE: tried only
+-- while a setting is missing, so an owner without it can re-run this.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole
+                   WHERE r.rolname = 'razao' AND s.setdatabase = 0
+                     AND s.setconfig @> ARRAY['idle_in_transaction_session_timeout=60s', 'row_security=off']) THEN
+        ALTER ROLE razao SET idle_in_transaction_session_timeout = '60s';
+        ALTER ROLE razao SET row_security = off;
+    END IF;
+END
+$$;
 
 GRANT USAGE ON SCHEMA public TO razao;
 REVOKE ALL ON ALL TABLES IN SCHEMA public FROM razao;

@@ -47,9 +47,10 @@ END;
 $$;
 
 -- CREATE OR REPLACE drops a function's settings: pin them again (see 0012),
--- and give every ledger function (each has a pinned search_path) its
--- row_security. A later migration that replaces a ledger function pins
--- both again.
+-- and give every ledger function (the migrations' own, each with a pinned
+-- search_path; never a function of the schema that razao did not create)
+-- its row_security. A later migration that replaces a ledger function
+-- pins both again.
 DO $$
 DECLARE
     f text;
@@ -57,6 +58,11 @@ BEGIN
     EXECUTE format('ALTER FUNCTION ledger_check_new_sets() SET search_path = pg_catalog, %I, pg_temp', current_schema());
     FOR f IN SELECT p.oid::regprocedure::text FROM pg_proc p
         WHERE p.pronamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema())
+          AND p.proname = ANY (ARRAY['api_tokens_revoke_only', 'ledger_check_new_sets', 'ledger_check_posting_set',
+              'ledger_check_refunds_within_sale', 'ledger_close_waits_for_postings', 'ledger_lock_account',
+              'ledger_refuse_change', 'ledger_refuse_closed_month', 'ledger_refuse_sealed_set', 'ledger_stamp_created_xid',
+              'outbox_notify', 'reconciliation_analyze_lines', 'reconciliation_lines_check_runs',
+              'reconciliation_lines_keep_run', 'reconciliation_runs_delete_lines', 'reports_refuse_sealed_snapshot'])
           AND EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%')
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET row_security = off', f);

@@ -81,12 +81,18 @@ func ledgerChecks() []sqlCheck {
 		{"commission reversals within their commission", `
 		SELECT 'charge ' || r.charge_id FROM posting_sets r LEFT JOIN posting_sets c ON c.kind = 'commission' AND c.charge_id = r.charge_id
 		WHERE r.kind = 'commission_reversal' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(c.amount), 0)::numeric`, nil},
-		// A reversal is of one refund: the refund set of its charge under
-		// its refund id, booked with it (postings.CommissionReversalSet).
-		{"every commission reversal is of a refund of its charge", `
-		SELECT ` + setLabel + ` || ' reverses commission for refund ' || coalesce(s.refund_id, '(none)') || ', which its charge has no refund set for'
+		// A reversal is of one refund (the refund set of its charge under
+		// its refund id, booked with it: postings.CommissionReversalSet) and
+		// of the partner the charge's commission went to.
+		{"every commission reversal is of a refund of its charge, for its commission's partner", `
+		SELECT ` + setLabel + ` || CASE
+				WHEN NOT EXISTS (SELECT 1 FROM posting_sets r WHERE r.kind = 'refund' AND r.charge_id = s.charge_id AND r.refund_id = s.refund_id)
+				THEN ' reverses commission for refund ' || coalesce(s.refund_id, '(none)') || ', which its charge has no refund set for'
+				ELSE ' reverses commission for partner ' || coalesce(s.partner, '(none)') || ', but the charge''s commission went to ' ||
+					coalesce((SELECT c.partner FROM posting_sets c WHERE c.kind = 'commission' AND c.charge_id = s.charge_id), 'no partner') END
 		FROM posting_sets s WHERE s.kind = 'commission_reversal'
-			AND NOT EXISTS (SELECT 1 FROM posting_sets r WHERE r.kind = 'refund' AND r.charge_id = s.charge_id AND r.refund_id = s.refund_id)
+			AND (NOT EXISTS (SELECT 1 FROM posting_sets r WHERE r.kind = 'refund' AND r.charge_id = s.charge_id AND r.refund_id = s.refund_id)
+				OR s.partner IS DISTINCT FROM (SELECT c.partner FROM posting_sets c WHERE c.kind = 'commission' AND c.charge_id = s.charge_id))
 		ORDER BY s.id`, nil},
 		// razao books a charge's sets only once it is registered.
 		{"every set of a charge is of a registered charge", `
@@ -143,15 +149,17 @@ func ledgerChecks() []sqlCheck {
 		// A close closes every month up to it (sql/0035): a set of a month
 		// before it, closed or not (one before the first close), written
 		// after it changed the closed month's opening balances. Each set is
-		// held against the first close at or after its month, with the
-		// oldest xid of that close and every later one.
+		// held against the first close at or after its month, by that
+		// close's own xid: closes are in order, so a set written after a
+		// later close was written after that one too (and after a logical
+		// restore a later close's xid, of another cluster, says nothing
+		// about the sets before it).
 		{"no posting set written into a closed month, or one before it, after that close", `
 		WITH closes AS (
 			SELECT c.month, least(c.closed_xid, m.created_xid) AS close_xid
 			FROM closed_periods c LEFT JOIN month_snapshots m ON m.month = c.month
 		), covering AS (
-			SELECT month, lag(month) OVER (ORDER BY month) AS after, min(close_xid) OVER (ORDER BY month DESC) AS close_xid
-			FROM closes
+			SELECT month, lag(month) OVER (ORDER BY month) AS after, close_xid FROM closes
 		)
 		SELECT ` + setLabel + ` || CASE WHEN s.competence_month = x.month
 				THEN ' is in closed month ' || to_char(s.competence_month, 'YYYY-MM')
@@ -269,25 +277,31 @@ func ledgerChecks() []sqlCheck {
 	}
 }
 
-// placeChecks lists the checks of where verify reads the ledger: no table
-// of its schema under row-level security (no migration enables it: a
-// policy could hide rows from the triggers' queries, which sql/0035 makes
-// fail instead, and from verify's), and no other schema holding the
-// ledger's tables (verify finds the schema through its session's
-// search_path, which a role may set for itself).
-func placeChecks(schema string) []sqlCheck {
+// rowSecurityChecks lists the check that stops verify before it reads
+// the ledger: no table of its schema under row-level security (no
+// migration enables it: a policy could hide rows from the triggers'
+// queries, which sql/0035 makes fail instead, and from verify's).
+func rowSecurityChecks(schema string) []sqlCheck {
 	return []sqlCheck{
 		{"no table of the ledger's schema has row-level security on", `
 		SELECT 'table ' || c.relname || ' has row-level security ' || CASE WHEN c.relforcerowsecurity THEN 'forced' ELSE 'on' END ||
 			coalesce(' (policies: ' || (SELECT string_agg(p.polname, ', ' ORDER BY p.polname) FROM pg_policy p WHERE p.polrelid = c.oid) || ')', '')
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = $1::text AND (c.relrowsecurity OR c.relforcerowsecurity) ORDER BY c.relname`, []any{schema}},
-		{"no other schema holds the ledger's tables", `
-		SELECT 'schema ' || n.nspname || ' also holds a table ' || c.relname || ' (verify checked ' || $1::text || ')'
-		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relname IN ('posting_sets', 'postings', 'closed_periods') AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
-			AND n.nspname <> $1::text AND n.nspname NOT LIKE 'pg\_temp\_%' ORDER BY n.nspname, c.relname`, []any{schema}},
 	}
+}
+
+// elsewhereCheck names another schema holding a ledger (its three core
+// tables): verify finds the schema it checks through its session's
+// search_path, which a role may set for itself, so the one it checked
+// may not be the one the service writes.
+func elsewhereCheck(schema string) sqlCheck {
+	return sqlCheck{"no other schema holds a ledger", `
+		SELECT 'schema ' || n.nspname || ' also holds a ledger (posting_sets, postings, closed_periods; verify checked ' || $1::text || ')'
+		FROM pg_namespace n
+		WHERE n.nspname <> $1::text AND n.nspname NOT LIKE 'pg\_temp\_%' AND (SELECT count(*) FROM pg_class c
+			WHERE c.relnamespace = n.oid AND c.relname IN ('posting_sets', 'postings', 'closed_periods') AND c.relkind IN ('r', 'p', 'v', 'm', 'f')) = 3
+		ORDER BY n.nspname`, []any{schema}}
 }
 
 // periodChecks lists the checks of closed months and competence months

@@ -620,8 +620,11 @@ func TestVerifyNamesRowSecurityAndTheLedgerElsewhere(t *testing.T) {
 			[]string{"table postings has row-level security on (policies: hide_13)"}},
 		{"row-level security forced on closed_periods", []string{`ALTER TABLE closed_periods FORCE ROW LEVEL SECURITY`},
 			[]string{"table closed_periods has row-level security forced"}},
-		{"a second schema with a ledger", []string{`CREATE SCHEMA shadow`, `CREATE TABLE shadow.posting_sets (id bigint)`},
-			[]string{"schema shadow also holds a table posting_sets (verify checked public)"}},
+		{"a second schema with a ledger", []string{`CREATE SCHEMA shadow`, `CREATE TABLE shadow.posting_sets (id bigint)`,
+			`CREATE TABLE shadow.postings (id bigint)`, `CREATE TABLE shadow.closed_periods (month date)`,
+			// Another app's table of the same name is no ledger.
+			`CREATE SCHEMA blog`, `CREATE TABLE blog.postings (id bigint)`},
+			[]string{"schema shadow also holds a ledger (posting_sets, postings, closed_periods; verify checked public)"}},
 		{"a function without row_security", []string{`ALTER FUNCTION ledger_check_posting_set() RESET row_security`},
 			[]string{"function ledger_check_posting_set(): does not run with row_security = off"}},
 	})
@@ -674,7 +677,44 @@ func TestVerifyNamesSetsOfUnregisteredChargesAndReversalsOfNoRefund(t *testing.T
 	ghost := ledgertest.Post(t, l, s, err)
 	c, _, err := postings.CommissionReversalSet("ch-1", "no-such-refund", "partner-42", "BRL", 99, aug.AddDate(0, 1, 0))
 	reversal := ledgertest.Post(t, l, c, err)
+	// A refund of ch-1 whose reversal lowers another partner's payable.
+	s, err = postings.Refund("ch-1", "rf-2", "BRL", 100, aug.AddDate(0, 1, 0))
+	ledgertest.Post(t, l, s, err)
+	c, _, err = postings.CommissionReversalSet("ch-1", "rf-2", "partner-99", "BRL", 10, aug.AddDate(0, 1, 0))
+	other := ledgertest.Post(t, l, c, err)
 	assertBreaches(t, db,
 		fmt.Sprintf("set %d (sale of charge ghost) names charge ghost, which is not registered", ghost.ID),
-		fmt.Sprintf("set %d (commission_reversal of charge ch-1 for partner partner-42) reverses commission for refund no-such-refund, which its charge has no refund set for", reversal.ID))
+		fmt.Sprintf("set %d (commission_reversal of charge ch-1 for partner partner-42) reverses commission for refund no-such-refund, which its charge has no refund set for", reversal.ID),
+		fmt.Sprintf("set %d (commission_reversal of charge ch-1 for partner partner-99) reverses commission for partner partner-99, but the charge's commission went to partner-42", other.ID))
+}
+
+// A later close's xid says nothing of the sets of months before it (after
+// a logical restore it is another cluster's, and small): each set is held
+// against the first close at or after its month alone. August's sets,
+// written before August's close, are never reported because September's
+// close carries an xid older than theirs.
+func TestVerifyHoldsEachSetAgainstItsOwnClose(t *testing.T) {
+	t.Parallel()
+	l, db := ledgertest.New(t)
+	seedVerified(t, l, db)
+	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(aug), aug.AddDate(0, 1, 0), ""); err != nil {
+		t.Fatal(err)
+	}
+	assertClean(t, db)
+	asOwner(t, db, []string{"closed_periods"}, `INSERT INTO closed_periods (month, closed_by, closed_xid) VALUES ('2026-09-01', 'restored', '1000')`)
+	_, out := verifyText(t, db)
+	if strings.Contains(out, "closed month 2026-08") || strings.Contains(out, "before closed month 2026-09") {
+		t.Errorf("August's sets reported against September's close:\n%s", out)
+	}
+}
+
+// A table named like one of the ledger's in another app's schema is no
+// second ledger: verify stays clean.
+func TestVerifyIgnoresAnotherAppsTableNamedLikeOurs(t *testing.T) {
+	t.Parallel()
+	l, db := ledgertest.New(t)
+	seedVerified(t, l, db)
+	db.MustExec(`CREATE SCHEMA blog`)
+	db.MustExec(`CREATE TABLE blog.postings (id bigint, title text)`)
+	assertClean(t, db)
 }

@@ -470,4 +470,11 @@ func TestRowSecurityCannotHideLegsFromTheChecks(t *testing.T) {
 	if n := e.count(t, `SELECT count(*) FROM posting_sets`); n != sets {
 		t.Fatalf("%d posting sets, want the %d from before", n, sets)
 	}
+	// The service's own reads (what a partner is owed, say) run with
+	// row_security off too (docs/razao-role.sql): they fail rather than
+	// sum what the policy lets them see.
+	err = e.attack(t, `SELECT sum(amount) FROM public.postings`)
+	if !errors.As(err, &pqErr) || pqErr.Code != "42501" {
+		t.Fatalf("the service's read under a policy: %v, want it refused (42501)", err)
+	}
 }
