@@ -140,3 +140,28 @@ func TestListMarksTheOneClosableMonth(t *testing.T) {
 		t.Errorf("in September: closable %q, want none (September has not ended)", got)
 	}
 }
+
+// A close typed by hand may be the first of a month after months that
+// hold sets: those months are closed with it (sql/0035: no set can enter
+// them). List says so, and offers the month after it, not one of them,
+// which a close would refuse as already closed.
+func TestListShowsMonthsBeforeTheLastCloseClosed(t *testing.T) {
+	t.Parallel()
+	l, db := ledgertest.New(t)
+	ctx := context.Background()
+	s, err := postings.Sale("ch-9", "BRL", 1000, 0, ledgertest.SaoPaulo(2026, 9, 3, 10, 0))
+	ledgertest.Post(t, l, s, err)
+	db.MustExec(`INSERT INTO closed_periods (month, closed_by) VALUES ('2026-11-01', 'by hand')`)
+	ps, err := periods.List(ctx, db, l.Calendar(), time.Date(2027, 1, 15, 12, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range ps {
+		got = append(got, fmt.Sprintf("%s:%s:%v:%v", p.Month, p.Status, p.ClosedAt != nil, p.Closable))
+	}
+	want := "2026-09:closed:false:false 2026-10:closed:false:false 2026-11:closed:true:false 2026-12:open:false:true 2027-01:open:false:false"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("periods\n%s\nwant\n%s", strings.Join(got, " "), want)
+	}
+}

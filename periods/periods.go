@@ -61,7 +61,7 @@ func List(ctx context.Context, q sqlx.QueryerContext, cal postings.Calendar, now
 		), span AS (
 			SELECT min(month) AS lo FROM known
 		)
-		SELECT g.month, c.month IS NOT NULL AS closed, c.closed_at, c.closed_by,
+		SELECT g.month, g.month <= (SELECT max(month) FROM closed_periods) IS TRUE AS closed, c.closed_at, c.closed_by,
 			s.month IS NOT NULL AS snapshot,
 			EXISTS (SELECT 1 FROM active a WHERE a.month = g.month) AS activity
 		FROM span, LATERAL (SELECT d::date AS month FROM generate_series(span.lo, $2::date, interval '1 month') d) g
@@ -74,8 +74,12 @@ func List(ctx context.Context, q sqlx.QueryerContext, cal postings.Calendar, now
 	out := make([]Period, len(rows))
 	for i, r := range rows {
 		p := Period{Month: postings.MonthOf(r.Month.UTC()).String(), Status: "open", Snapshot: r.Snapshot, Activity: r.Activity}
+		// A month before the last closed one is closed with it (sql/0035),
+		// its own close only if a close named it.
 		if r.Closed {
 			p.Status = "closed"
+		}
+		if r.ClosedAt.Valid {
 			t := r.ClosedAt.Time
 			p.ClosedAt = &t
 			p.ClosedBy = r.ClosedBy.String
