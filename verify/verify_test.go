@@ -144,12 +144,20 @@ func setID(t *testing.T, db *sqlx.DB, key string) int64 {
 
 func TestVerifyFindsSeededLedgerClean(t *testing.T) {
 	t.Parallel()
+	seededWithAugustClosed(t)
+}
+
+// seededWithAugustClosed is seedVerified's ledger with August closed, and
+// verify finding it clean.
+func seededWithAugustClosed(t *testing.T) (*postings.Ledger, *sqlx.DB) {
+	t.Helper()
 	l, db := ledgertest.New(t)
 	seedVerified(t, l, db)
 	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(aug), aug.AddDate(0, 1, 0), ""); err != nil {
 		t.Fatal(err)
 	}
 	assertClean(t, db)
+	return l, db
 }
 
 // Postings whose set does not exist, written by an owner with the sealed
@@ -584,12 +592,7 @@ func TestVerifyNamesAForeignOperatorAndIsNotFooledByIt(t *testing.T) {
 // most next month. The owner writes what the close refuses.
 func TestVerifyNamesGapsAndFutureMonths(t *testing.T) {
 	t.Parallel()
-	l, db := ledgertest.New(t)
-	seedVerified(t, l, db)
-	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(aug), aug.AddDate(0, 1, 0), ""); err != nil {
-		t.Fatal(err)
-	}
-	assertClean(t, db)
+	_, db := seededWithAugustClosed(t)
 	asOwner(t, db, []string{"closed_periods", "posting_sets", "postings"},
 		`INSERT INTO closed_periods (month) VALUES ('2030-01-01'), ('2030-03-01')`,
 		`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
@@ -637,12 +640,7 @@ func TestVerifyNamesRowSecurityAndTheLedgerElsewhere(t *testing.T) {
 // verify names each.
 func TestVerifyNamesLateSetsBeforeACloseForeignSnapshotsAndAmountsBeyondTheCeiling(t *testing.T) {
 	t.Parallel()
-	l, db := ledgertest.New(t)
-	seedVerified(t, l, db)
-	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(aug), aug.AddDate(0, 1, 0), ""); err != nil {
-		t.Fatal(err)
-	}
-	assertClean(t, db)
+	_, db := seededWithAugustClosed(t)
 	const huge = 2_000_000_000_000_000
 	set := func(key, competence string, amount int64) string {
 		return fmt.Sprintf(`WITH s AS (INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
@@ -695,12 +693,7 @@ func TestVerifyNamesSetsOfUnregisteredChargesAndReversalsOfNoRefund(t *testing.T
 // close carries an xid older than theirs.
 func TestVerifyHoldsEachSetAgainstItsOwnClose(t *testing.T) {
 	t.Parallel()
-	l, db := ledgertest.New(t)
-	seedVerified(t, l, db)
-	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(aug), aug.AddDate(0, 1, 0), ""); err != nil {
-		t.Fatal(err)
-	}
-	assertClean(t, db)
+	_, db := seededWithAugustClosed(t)
 	asOwner(t, db, []string{"closed_periods"}, `INSERT INTO closed_periods (month, closed_by, closed_xid) VALUES ('2026-09-01', 'restored', '1000')`)
 	_, out := verifyText(t, db)
 	if strings.Contains(out, "closed month 2026-08") || strings.Contains(out, "before closed month 2026-09") {
