@@ -157,3 +157,48 @@ func TestMigratorsTakeTurnsOnSchemaMigrations(t *testing.T) {
 		t.Fatalf("%d migrations recorded (%v), want %d", n, err, len(ms))
 	}
 }
+
+// A binary from before the lock on schema_migrations takes only the
+// advisory lock: while a migration is being applied, this one holds that
+// lock too when it was free, so such a binary waits. The gate: a
+// transaction holds schema_migrations until Migrate waits on it.
+func TestMigrateHoldsTheAdvisoryLockWhileApplying(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := emptyDatabase(t)
+	db.MustExec(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`)
+	gate := db.MustBegin()
+	defer gate.Rollback()
+	gate.MustExec(`LOCK TABLE schema_migrations IN SHARE ROW EXCLUSIVE MODE`)
+	done := make(chan error, 1)
+	go func() {
+		_, err := razao.Migrate(ctx, db)
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting bool
+		if err := db.Get(&waiting, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'schema_migrations'::regclass AND NOT granted)`); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Migrate never waited on schema_migrations")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var free bool
+	if err := db.Get(&free, `SELECT pg_try_advisory_xact_lock($1)`, razao.MigrationLockID); err != nil {
+		t.Fatal(err)
+	}
+	if free {
+		t.Error("the advisory lock was free while a migration waited to be applied: an older binary would not wait")
+	}
+	gate.Rollback()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -180,6 +180,17 @@ func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 	if err := createMigrationsTable(ctx, conn); err != nil {
 		return nil, err
 	}
+	// A binary from before the lock on schema_migrations takes only the
+	// advisory lock: hold it too while migrating, when it is free, so that
+	// such a binary starting at the same moment waits for this one. Never
+	// wait for it: any role that can connect may hold it.
+	var held bool
+	if err := conn.GetContext(ctx, &held, `SELECT pg_try_advisory_lock($1)`, MigrationLockID); err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	if held {
+		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, MigrationLockID)
+	}
 	var applied []string
 	for _, m := range ms {
 		done, err := applyMigration(ctx, conn, m)
