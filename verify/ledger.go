@@ -269,10 +269,14 @@ func ledgerChecks() []sqlCheck {
 		SELECT 'charge ' || c.id || ': amount ' || c.amount || ' is beyond the ceiling of ' || $1::bigint
 		FROM charges c WHERE c.amount > $1::bigint
 		UNION ALL
-		SELECT 'constraint ' || w.name || ' on ' || w.tab || ' is missing'
-		FROM (VALUES ('posting_sets', 'ck_posting_sets_amount_ceiling'), ('postings', 'ck_postings_amount_ceiling'),
-			('charges', 'ck_charges_amount_ceiling')) w (tab, name)
-		WHERE NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conname = w.name AND k.conrelid = w.tab::regclass::oid)`,
+		SELECT 'constraint ' || w.name || ' on ' || w.tab || coalesce(' is defined as ' || k.def || ', not ' || w.def, ' is missing')
+		FROM (VALUES ('posting_sets', 'ck_posting_sets_amount_ceiling', 'CHECK ((amount <= ''' || $1::bigint || '''::bigint))'),
+			('postings', 'ck_postings_amount_ceiling',
+				'CHECK (((amount <= ''' || $1::bigint || '''::bigint) AND (amount >= ''' || -$1::bigint || '''::bigint)))'),
+			('charges', 'ck_charges_amount_ceiling', 'CHECK ((amount <= ''' || $1::bigint || '''::bigint))')) w (tab, name, def)
+		LEFT JOIN LATERAL (SELECT pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
+			WHERE c.conname = w.name AND c.conrelid = w.tab::regclass::oid) k ON true
+		WHERE k.def IS NULL OR k.def NOT IN (w.def, w.def || ' NOT VALID')`,
 			[]any{money.Ceiling}},
 	}
 }

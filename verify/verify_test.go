@@ -652,6 +652,9 @@ func TestVerifyNamesLateSetsBeforeACloseForeignSnapshotsAndAmountsBeyondTheCeili
 	asOwner(t, db, []string{"posting_sets", "postings", "month_snapshots"},
 		`ALTER TABLE posting_sets DROP CONSTRAINT ck_posting_sets_amount_ceiling`,
 		`ALTER TABLE postings DROP CONSTRAINT ck_postings_amount_ceiling`,
+		// The same name on a check that checks nothing.
+		`ALTER TABLE charges DROP CONSTRAINT ck_charges_amount_ceiling`,
+		`ALTER TABLE charges ADD CONSTRAINT ck_charges_amount_ceiling CHECK (true)`,
 		set("late-july", "2026-07-20", 500), set("huge", "2026-09-10", huge),
 		`UPDATE month_snapshots SET currency = 'USD' WHERE month = '2026-08-01'`)
 	assertBreaches(t, db,
@@ -660,7 +663,8 @@ func TestVerifyNamesLateSetsBeforeACloseForeignSnapshotsAndAmountsBeyondTheCeili
 		fmt.Sprintf("(adjustment): amount %d is beyond the ceiling of 1000000000000000", huge),
 		fmt.Sprintf(": amount -%d is beyond the ceiling of 1000000000000000", huge),
 		"constraint ck_posting_sets_amount_ceiling on posting_sets is missing",
-		"constraint ck_postings_amount_ceiling on postings is missing")
+		"constraint ck_postings_amount_ceiling on postings is missing",
+		"constraint ck_charges_amount_ceiling on charges is defined as CHECK (true), not CHECK ((amount <= '1000000000000000'::bigint))")
 }
 
 // A sale of a charge razao never registered, and a commission reversal of
