@@ -20,7 +20,19 @@ type dbFlags struct {
 }
 
 func (f *dbFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.url, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (default $DATABASE_URL)")
+	f.url = os.Getenv("DATABASE_URL")
+	fs.Var(unshownURL{&f.url}, "database-url", "PostgreSQL `URL` (default $DATABASE_URL)")
+}
+
+// unshownURL is a flag holding a database URL that -h never prints: its
+// default, $DATABASE_URL, may carry a password.
+type unshownURL struct{ url *string }
+
+func (u unshownURL) String() string { return "" }
+
+func (u unshownURL) Set(v string) error {
+	*u.url = v
+	return nil
 }
 
 func (f *dbFlags) open(ctx context.Context) (*sqlx.DB, error) {

@@ -422,3 +422,19 @@ func TestHelpGoesToStdout(t *testing.T) {
 		t.Errorf("razao: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
 }
+
+// -h printed $DATABASE_URL, password included, as -database-url's
+// default, on every command that opens the database.
+func TestHelpNeverPrintsTheDatabaseURL(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://u:s3cretpw@127.0.0.1:1/x")
+	for _, args := range [][]string{{"verify", "-h"}, {"migrate", "-h"}, {"export", "-h"}, {"token", "create", "-h"},
+		{"inbox", "retry", "-h"}, {"period", "list", "-h"}, {"serve", "-h"}, {"reconcile", "-h"}, {"config", "check", "-h"}} {
+		_, out := runCmd(t, args...)
+		if strings.Contains(out, "s3cretpw") || strings.Contains(out, "127.0.0.1:1/x") {
+			t.Errorf("%v prints the database URL:\n%s", args, out)
+		}
+		if !strings.Contains(out, "-database-url URL") {
+			t.Errorf("%v does not list -database-url URL:\n%s", args, out)
+		}
+	}
+}
