@@ -194,6 +194,8 @@ var configSections = map[string]struct {
 	"reconcile.EndpointConfig": {"in a reconciliation", reflect.TypeFor[reconcile.EndpointConfig]()},
 	"reconcile.CSVMapping":     {"in a reconciliation's csv", reflect.TypeFor[reconcile.CSVMapping]()},
 	"reconcile.BCBPixConfig":   {"in a reconciliation's bcb_pix", reflect.TypeFor[reconcile.BCBPixConfig]()},
+	"main.tlsConfig":           {"in tls", reflect.TypeFor[tlsConfig]()},
+	"main.eventsConfig":        {"in events", reflect.TypeFor[eventsConfig]()},
 }
 
 var (
@@ -230,13 +232,17 @@ func yamlError(err error) error {
 
 // yamlKeys lists the yaml keys of a config struct, in their order.
 func yamlKeys(t reflect.Type) []string {
-	var keys []string
+	var keys, inlined []string
 	for i := range t.NumField() {
-		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); k != "" && k != "-" {
+		k, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		switch {
+		case k == "" && strings.Contains(opts, "inline"):
+			inlined = append(inlined, yamlKeys(t.Field(i).Type)...) // the section's own keys too, listed last
+		case k != "" && k != "-":
 			keys = append(keys, k)
 		}
 	}
-	return keys
+	return append(keys, inlined...)
 }
 
 // loadSecrets builds the endpoints. Errors name variables and endpoints,

@@ -262,6 +262,10 @@ func TestConfigCheck(t *testing.T) {
 	}{
 		{"unknown key", "listen: 127.0.0.1:1\nendpoints:\n  - name: a\n    scheme: hodle\n    merchant: m\n    secret_env: [X]\n", `line 6: unknown key "secret_env" in an endpoint (known: name, scheme, merchant, secrets, secrets_env`, 1},
 		{"unknown top-level key", "listn: 127.0.0.1:1\n", `line 1: unknown key "listn" at the top level`, 1},
+		{"unknown key of an endpoint lists the mutual TLS keys too", "endpoints:\n  - name: a\n    scheme: bcb-pix\n    merchant: m\n    client_ca: x\n",
+			`line 5: unknown key "client_ca" in an endpoint (known: name, scheme, merchant, secrets, secrets_env, public_key, max_body_bytes, max_items, client_ca_file, client_subjects, client_sans, client_cert_header, trusted_proxies)`, 1},
+		{"unknown key in tls", "tls:\n  cert: x\n", `line 2: unknown key "cert" in tls (known: cert_file, key_file`, 1},
+		{"unknown key in events", "events:\n  max_stream: 3\n", `line 2: unknown key "max_stream" in events (known: max_streams`, 1},
 		{"hodle secret not set yet", "endpoints: [{name: h, scheme: hodle, merchant: m, secrets_env: [RAZAO_TEST_UNSET_1]}]", "warn  endpoint h: scheme hodle, merchant m, POST /webhooks/h, max body 262144 bytes: no secret yet (RAZAO_TEST_UNSET_1 empty)", 0},
 		{"bcb-pix secret variable unset", "endpoints: [{name: p, scheme: bcb-pix, merchant: m, secrets_env: [RAZAO_TEST_UNSET_2]}]", "FAIL  config: webhook endpoint config: endpoint p: environment variable RAZAO_TEST_UNSET_2 is empty or unset", 1},
 		{"bad endpoint", "endpoints: [{name: 'Bad Name', scheme: hodle, merchant: m}]", `FAIL  config: webhook endpoint config: name "Bad Name"`, 1},
