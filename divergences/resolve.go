@@ -104,7 +104,7 @@ func Requeue(ctx context.Context, db sqlx.ExtContext, deliveryID int64, note str
 	err = sqlx.GetContext(ctx, db, &r, `SELECT `+columns+` FROM divergences WHERE inbox_id = $1`, deliveryID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return Divergence{}, fmt.Errorf("%w: delivery %d has none", ErrNotFound, deliveryID)
+		return Divergence{}, fmt.Errorf("%w: delivery %d has no divergence (it did not give up, or there is no such delivery)", ErrNotFound, deliveryID)
 	case err != nil:
 		return Divergence{}, fmt.Errorf("requeue delivery %d: %w", deliveryID, err)
 	case r.Status == string(StatusResolved):

@@ -425,6 +425,10 @@ func TestHelpGoesToStdout(t *testing.T) {
 	if code := run(context.Background(), nil, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "commands:") || out.Len() != 0 {
 		t.Errorf("razao: exit %d, stdout %q, stderr %q", code, out.String(), errOut.String())
 	}
+	// razao help COMMAND is that command's -h.
+	if code, out := runCmd(t, "help", "verify"); code != 0 || !strings.Contains(out, "-json") || strings.Contains(out, "commands:") {
+		t.Errorf("razao help verify: exit %d\n%s", code, out)
+	}
 }
 
 // -h printed $DATABASE_URL, password included, as -database-url's
@@ -439,6 +443,24 @@ func TestHelpNeverPrintsTheDatabaseURL(t *testing.T) {
 		}
 		if !strings.Contains(out, "-database-url URL") {
 			t.Errorf("%v does not list -database-url URL:\n%s", args, out)
+		}
+	}
+}
+
+// razao inbox retry says what is missing or wrong: the note, the id.
+func TestInboxRetrySaysWhatIsWrong(t *testing.T) {
+	t.Parallel()
+	_, url := pgtest.NewWithURL(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inbox", "retry", "-database-url", url, "12"}, "-note is required"},
+		{[]string{"inbox", "retry", "-database-url", url, "-note", "fixed", "abc"}, `delivery id "abc": want the positive number of a stored delivery`},
+		{[]string{"inbox", "retry", "-database-url", url, "-note", "fixed", "999999"}, "delivery 999999 has no divergence (it did not give up, or there is no such delivery)"},
+	} {
+		if code, out := runCmd(t, c.args...); code == 0 || !strings.Contains(out, c.want) || strings.Contains(out, "strconv") {
+			t.Errorf("%v: exit %d, want %q in:\n%s", c.args[2:], code, c.want, out)
 		}
 	}
 }

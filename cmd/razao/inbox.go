@@ -38,8 +38,11 @@ func cmdInbox(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("%s", usage)
 	}
 	id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
-	if err != nil {
-		return fmt.Errorf("delivery id %q: %w", fs.Arg(0), err)
+	if err != nil || id <= 0 {
+		return fmt.Errorf("delivery id %q: want the positive number of a stored delivery", fs.Arg(0))
+	}
+	if note == "" {
+		return fmt.Errorf("-note is required: the delivery's divergence is resolved with it (%s)", usage)
 	}
 	proc := webhook.NewProcessor(conn, nil, slog.New(slog.NewTextHandler(stderr, nil)))
 	d, err := proc.Requeue(ctx, id, note, time.Now())

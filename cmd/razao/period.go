@@ -52,7 +52,7 @@ func cmdPeriod(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			if p.ClosedAt != nil {
 				closed = p.ClosedAt.UTC().Format(time.RFC3339) + " " + p.ClosedBy
 			}
-			fmt.Fprintf(stdout, "%s\t%s\tsnapshot=%t\tactivity=%t\t%s\n", p.Month, p.Status, p.Snapshot, p.Activity, closed)
+			fmt.Fprintf(stdout, "%s\t%s\tsnapshot=%t\tactivity=%t\tclosable=%t\t%s\n", p.Month, p.Status, p.Snapshot, p.Activity, p.Closable, closed)
 		}
 	case "close":
 		m, err := postings.ParseMonth(*monthName)

@@ -39,7 +39,7 @@ func TestPeriodCommandsListAndClose(t *testing.T) {
 		return strings.Split(strings.TrimSpace(out), "\n")
 	}
 	lines := list()
-	if len(lines) != len(months) || !strings.HasPrefix(lines[0], "2026-08\topen\tsnapshot=false\tactivity=true") ||
+	if len(lines) != len(months) || !strings.HasPrefix(lines[0], "2026-08\topen\tsnapshot=false\tactivity=true\tclosable=true") ||
 		!strings.HasPrefix(lines[len(lines)-1], months[len(months)-1]+"\topen") {
 		t.Fatalf("period list: %d lines, want %d (%s to %s):\n%s", len(lines), len(months), months[0], months[len(months)-1], strings.Join(lines[:min(len(lines), 5)], "\n"))
 	}
@@ -55,7 +55,8 @@ func TestPeriodCommandsListAndClose(t *testing.T) {
 	if by := ""; db.Get(&by, `SELECT closed_by FROM closed_periods WHERE month = '2026-08-01'`) != nil || !strings.HasPrefix(by, "cli:") {
 		t.Fatalf("closed_by = %q, want cli:<os user>", by)
 	}
-	if lines := list(); !strings.HasPrefix(lines[0], "2026-08\tclosed\tsnapshot=true\tactivity=true\t") {
+	if lines := list(); !strings.HasPrefix(lines[0], "2026-08\tclosed\tsnapshot=true\tactivity=true\tclosable=false\t") ||
+		!strings.HasPrefix(lines[1], "2026-09\topen\tsnapshot=false\tactivity=true\tclosable=true") {
 		t.Fatalf("period list after the close:\n%s", strings.Join(lines, "\n"))
 	}
 	for _, tc := range []struct{ month, want string }{
