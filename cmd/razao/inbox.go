@@ -42,7 +42,8 @@ func cmdInbox(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("delivery id %q: want the positive number of a stored delivery", fs.Arg(0))
 	}
 	if note == "" {
-		return fmt.Errorf("-note is required: the delivery's divergence is resolved with it (%s)", usage)
+		// divergences.Requeue refuses it too; this says which flag is missing.
+		return fmt.Errorf("invalid resolution note: -note is required, the delivery's divergence is resolved with it (%s)", usage)
 	}
 	proc := webhook.NewProcessor(conn, nil, slog.New(slog.NewTextHandler(stderr, nil)))
 	d, err := proc.Requeue(ctx, id, note, time.Now())
