@@ -158,8 +158,11 @@ var errStopped = errors.New("run stopped after a page or its file was kept (test
 // from what was kept: a run that dies after that resumes (ResumeDue).
 func (r *Reconciler) ReconcileFile(ctx context.Context, endpoint string, file io.Reader, from, to time.Time) (Run, error) {
 	ep, ok := r.eps[endpoint]
-	if !ok || ep.csv == nil {
-		return Run{}, fmt.Errorf("%w: %q takes no statement file", ErrUnknownEndpoint, endpoint)
+	switch {
+	case !ok:
+		return Run{}, fmt.Errorf("%w: %q (the config's reconciliation section does not name it)", ErrUnknownEndpoint, endpoint)
+	case ep.csv == nil:
+		return Run{}, fmt.Errorf("%w: %q reconciles its bcb-pix statement, not a file", ErrUnknownEndpoint, endpoint)
 	}
 	if err := checkWindow(from, to, true); err != nil {
 		return Run{}, err

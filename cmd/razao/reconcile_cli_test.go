@@ -49,7 +49,7 @@ reconciliation:
 	for _, c := range []struct {
 		name, endpoint, file, want string
 	}{
-		{"an endpoint not reconciled", "nope", good, `"nope"`},
+		{"an endpoint not reconciled", "nope", good, `"nope" (the config's reconciliation section does not name it)`},
 		{"a header without the configured columns", "hodle", bad, `"trackId"`},
 		{"a csv endpoint without its file", "hodle", "", "give the file with -file"},
 	} {
