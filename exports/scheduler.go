@@ -166,11 +166,11 @@ func (s *Scheduler) runOne(ctx context.Context, slot time.Time, kind reports.Exp
 	if err != nil || !ok {
 		return err
 	}
-	// A month's file is written once, so only for a closed month (it, or a
-	// later month, closed: sql/0035): an open one can still change. The
-	// run waits (and is retried every tick).
+	// A month's file is written once, so only for a closed month
+	// (postings.MonthClosedSQL): an open one can still change. The run
+	// waits (and is retried every tick).
 	var closed bool
-	if err := s.db.GetContext(ctx, &closed, `SELECT EXISTS (SELECT 1 FROM closed_periods WHERE month >= $1)`, month.First()); err != nil {
+	if err := s.db.GetContext(ctx, &closed, `SELECT `+postings.MonthClosedSQL("$1::date"), month.First()); err != nil {
 		return fmt.Errorf("export %s: %w", month, err)
 	}
 	if !closed {

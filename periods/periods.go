@@ -61,7 +61,7 @@ func List(ctx context.Context, q sqlx.QueryerContext, cal postings.Calendar, now
 		), span AS (
 			SELECT min(month) AS lo FROM known
 		)
-		SELECT g.month, g.month <= (SELECT max(month) FROM closed_periods) IS TRUE AS closed, c.closed_at, c.closed_by,
+		SELECT g.month, `+postings.MonthClosedSQL("g.month")+` AS closed, c.closed_at, c.closed_by,
 			s.month IS NOT NULL AS snapshot,
 			EXISTS (SELECT 1 FROM active a WHERE a.month = g.month) AS activity
 		FROM span, LATERAL (SELECT d::date AS month FROM generate_series(span.lo, $2::date, interval '1 month') d) g
@@ -72,8 +72,10 @@ func List(ctx context.Context, q sqlx.QueryerContext, cal postings.Calendar, now
 		return nil, fmt.Errorf("periods: %w", err)
 	}
 	out := make([]Period, len(rows))
+	next := true // the first open month is the next to close
 	for i, r := range rows {
-		p := Period{Month: postings.MonthOf(r.Month.UTC()).String(), Status: "open", Snapshot: r.Snapshot, Activity: r.Activity}
+		m := postings.MonthOf(r.Month.UTC())
+		p := Period{Month: m.String(), Status: "open", Snapshot: r.Snapshot, Activity: r.Activity}
 		// A month before the last closed one is closed with it (sql/0035),
 		// its own close only if a close named it.
 		if r.Closed {
@@ -84,22 +86,13 @@ func List(ctx context.Context, q sqlx.QueryerContext, cal postings.Calendar, now
 			p.ClosedAt = &t
 			p.ClosedBy = r.ClosedBy.String
 		}
+		// Months close in order, from the first listed (the ledger's first
+		// from go-live on, or the one after the last closed), and only once
+		// over: Close's own rules.
+		if !r.Closed && next {
+			p.Closable, next = !now.Before(m.End(cal.Location())), false
+		}
 		out[i] = p
 	}
-	markClosable(out, cal, now)
 	return out, nil
-}
-
-// markClosable marks the next month to close: months close in order, from
-// the first listed (the ledger's first month from go-live on, or the one
-// after the last closed), and only once over (Close's own rules).
-func markClosable(ps []Period, cal postings.Calendar, now time.Time) {
-	for i := range ps {
-		if ps[i].Status != "open" {
-			continue
-		}
-		m, err := postings.ParseMonth(ps[i].Month)
-		ps[i].Closable = err == nil && !now.Before(m.End(cal.Location()))
-		return
-	}
 }

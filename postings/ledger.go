@@ -274,12 +274,18 @@ func (l *Ledger) account(ctx context.Context, tx *sqlx.Tx, code string) (account
 	return accounts.Ensure(ctx, tx, code)
 }
 
-// checkOpen refuses month m when it is closed: when it is the last closed
-// month or before it (a close closes every month up to it: the database
-// refuses the rest too, trg_posting_sets_written_open).
+// MonthClosedSQL is an SQL condition, true when the month whose first day
+// is month (an SQL expression of type date) is closed: when it or a later
+// month is, for a close closes every month up to it (sql/0035; the
+// database refuses a set in any of them, trg_posting_sets_written_open).
+func MonthClosedSQL(month string) string {
+	return `EXISTS (SELECT 1 FROM closed_periods WHERE month >= ` + month + `)`
+}
+
+// checkOpen refuses month m when it is closed (MonthClosedSQL).
 func (l *Ledger) checkOpen(ctx context.Context, q sqlx.QueryerContext, m Month) error {
 	var closed bool
-	if err := sqlx.GetContext(ctx, q, &closed, `SELECT EXISTS (SELECT 1 FROM closed_periods WHERE month >= $1)`, m.First()); err != nil {
+	if err := sqlx.GetContext(ctx, q, &closed, `SELECT `+MonthClosedSQL("$1::date"), m.First()); err != nil {
 		return fmt.Errorf("check month %s: %w", m, err)
 	}
 	if closed {

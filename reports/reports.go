@@ -22,7 +22,6 @@ package reports
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jmoiron/sqlx"
 
@@ -64,14 +63,7 @@ const MaxSeriesMonths = 240
 // read runs fn in one read-only snapshot of its own when q can begin
 // transactions, else directly on q (the caller's transaction).
 func read(ctx context.Context, q sqlx.QueryerContext, fn func(q sqlx.QueryerContext) error) error {
-	err := snapshot.Read(ctx, q, func(tx sqlx.QueryerContext) error {
-		if own, ok := tx.(*sqlx.Tx); ok && tx != q {
-			if _, err := own.ExecContext(ctx, `SET LOCAL jit = off`); err != nil {
-				return fmt.Errorf("begin read: %w", err)
-			}
-		}
-		return fn(tx)
-	})
+	err := snapshot.Read(ctx, q, fn, `SET LOCAL jit = off`)
 	// Every sum of a report is cast to bigint in SQL: one that does not
 	// fit is refused there (22003), and named an overflow here.
 	return postings.SumError(err, "")

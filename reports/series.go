@@ -104,8 +104,8 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 	err = sqlx.GetContext(ctx, q, &st, `SELECT
 		(SELECT max(month) FROM month_snapshots WHERE month < $1) AS base,
 		ARRAY(SELECT to_char(month, 'YYYY-MM') FROM month_snapshots WHERE month BETWEEN $1 AND $2) AS snapped,
-		ARRAY(SELECT to_char(d, 'YYYY-MM') FROM generate_series($1::date::timestamp, (SELECT max(month) FROM closed_periods)::timestamp,
-			interval '1 month') d WHERE d <= $2::date::timestamp) AS closed`,
+		ARRAY(SELECT to_char(d, 'YYYY-MM') FROM generate_series($1::date::timestamp, $2::date::timestamp, interval '1 month') d
+			WHERE `+postings.MonthClosedSQL("d::date")+`) AS closed`,
 		from.First(), to.First())
 	if err != nil {
 		return Series{}, fmt.Errorf("series %s: read periods: %w", code, err)

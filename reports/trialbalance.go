@@ -102,12 +102,11 @@ type monthState struct {
 	Base sql.NullTime `db:"base"`
 }
 
-// readMonthState reads month m's state. A close closes every month up to
-// it (sql/0035), so m is closed when it or a later month is.
+// readMonthState reads month m's state (closed: postings.MonthClosedSQL).
 func readMonthState(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (monthState, error) {
 	var st monthState
 	err := sqlx.GetContext(ctx, q, &st, `SELECT
-		EXISTS (SELECT 1 FROM closed_periods WHERE month >= $1) AS closed,
+		`+postings.MonthClosedSQL("$1::date")+` AS closed,
 		EXISTS (SELECT 1 FROM month_snapshots WHERE month = $1) AS snapshot,
 		(SELECT max(month) FROM month_snapshots WHERE month < $1) AS base`, m.First())
 	if err != nil {

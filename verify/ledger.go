@@ -85,14 +85,14 @@ func ledgerChecks() []sqlCheck {
 		// its refund id, booked with it: postings.CommissionReversalSet) and
 		// of the partner the charge's commission went to.
 		{"every commission reversal is of a refund of its charge, for its commission's partner", `
-		SELECT ` + setLabel + ` || CASE
-				WHEN NOT EXISTS (SELECT 1 FROM posting_sets r WHERE r.kind = 'refund' AND r.charge_id = s.charge_id AND r.refund_id = s.refund_id)
+		SELECT ` + setLabel + ` || CASE WHEN NOT x.refunded
 				THEN ' reverses commission for refund ' || coalesce(s.refund_id, '(none)') || ', which its charge has no refund set for'
 				ELSE ' reverses commission for partner ' || coalesce(s.partner, '(none)') || ', but the charge''s commission went to ' ||
-					coalesce((SELECT c.partner FROM posting_sets c WHERE c.kind = 'commission' AND c.charge_id = s.charge_id), 'no partner') END
-		FROM posting_sets s WHERE s.kind = 'commission_reversal'
-			AND (NOT EXISTS (SELECT 1 FROM posting_sets r WHERE r.kind = 'refund' AND r.charge_id = s.charge_id AND r.refund_id = s.refund_id)
-				OR s.partner IS DISTINCT FROM (SELECT c.partner FROM posting_sets c WHERE c.kind = 'commission' AND c.charge_id = s.charge_id))
+					coalesce(x.partner, 'no partner') END
+		FROM posting_sets s CROSS JOIN LATERAL (SELECT
+			EXISTS (SELECT 1 FROM posting_sets r WHERE r.kind = 'refund' AND r.charge_id = s.charge_id AND r.refund_id = s.refund_id) AS refunded,
+			(SELECT c.partner FROM posting_sets c WHERE c.kind = 'commission' AND c.charge_id = s.charge_id) AS partner) x
+		WHERE s.kind = 'commission_reversal' AND (NOT x.refunded OR s.partner IS DISTINCT FROM x.partner)
 		ORDER BY s.id`, nil},
 		// razao books a charge's sets only once it is registered.
 		{"every set of a charge is of a registered charge", `
@@ -281,18 +281,16 @@ func ledgerChecks() []sqlCheck {
 	}
 }
 
-// rowSecurityChecks lists the check that stops verify before it reads
-// the ledger: no table of its schema under row-level security (no
-// migration enables it: a policy could hide rows from the triggers'
-// queries, which sql/0035 makes fail instead, and from verify's).
-func rowSecurityChecks(schema string) []sqlCheck {
-	return []sqlCheck{
-		{"no table of the ledger's schema has row-level security on", `
+// rowSecurityCheck is the check that stops verify before it reads the
+// ledger: no table of its schema under row-level security (no migration
+// enables it: a policy could hide rows from the triggers' queries, which
+// sql/0035 makes fail instead, and from verify's).
+func rowSecurityCheck(schema string) sqlCheck {
+	return sqlCheck{"no table of the ledger's schema has row-level security on", `
 		SELECT 'table ' || c.relname || ' has row-level security ' || CASE WHEN c.relforcerowsecurity THEN 'forced' ELSE 'on' END ||
 			coalesce(' (policies: ' || (SELECT string_agg(p.polname, ', ' ORDER BY p.polname) FROM pg_policy p WHERE p.polrelid = c.oid) || ')', '')
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1::text AND (c.relrowsecurity OR c.relforcerowsecurity) ORDER BY c.relname`, []any{schema}},
-	}
+		WHERE n.nspname = $1::text AND (c.relrowsecurity OR c.relforcerowsecurity) ORDER BY c.relname`, []any{schema}}
 }
 
 // elsewhereCheck names another schema holding a ledger (its three core

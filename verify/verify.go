@@ -61,7 +61,7 @@ func run(ctx context.Context, db *sqlx.DB, want wantSchema) (Report, error) {
 	if _, err := tx.ExecContext(ctx, `SET LOCAL row_security = off`); err != nil {
 		return Report{}, fmt.Errorf("verify: %w", err)
 	}
-	rls, err := runSQLChecks(ctx, tx, rowSecurityChecks(schema))
+	rls, err := runSQLChecks(ctx, tx, []sqlCheck{rowSecurityCheck(schema)})
 	if err != nil {
 		return Report{}, err
 	}

@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if isHelp(args[0]) && len(args) > 1 && args[0] == "help" {
+	if args[0] == "help" && len(args) > 1 {
 		args = []string{args[1], "-h"} // razao help period: period's own flags
 	} else if isHelp(args[0]) {
 		usage(stdout) // asked for: razao help | less

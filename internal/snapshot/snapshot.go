@@ -20,9 +20,10 @@ type beginner interface {
 var readOnly = sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 
 // Read runs fn in a read-only REPEATABLE READ transaction of its own when
-// q can begin one (a pool), else directly on q (the caller's transaction,
-// whose snapshot is the caller's to choose).
-func Read(ctx context.Context, q sqlx.QueryerContext, fn func(q sqlx.QueryerContext) error) error {
+// q can begin one (a pool), after the setup statements (SET LOCAL ...),
+// else directly on q (the caller's transaction, whose snapshot and
+// settings are the caller's to choose).
+func Read(ctx context.Context, q sqlx.QueryerContext, fn func(q sqlx.QueryerContext) error, setup ...string) error {
 	b, ok := q.(beginner)
 	if !ok {
 		return fn(q)
@@ -32,6 +33,11 @@ func Read(ctx context.Context, q sqlx.QueryerContext, fn func(q sqlx.QueryerCont
 		return fmt.Errorf("begin read: %w", err)
 	}
 	defer tx.Rollback()
+	for _, s := range setup {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("begin read: %w", err)
+		}
+	}
 	if err := fn(tx); err != nil {
 		return err
 	}
