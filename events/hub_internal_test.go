@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/razao/razao/internal/pgtest"
 )
@@ -59,5 +60,78 @@ func TestStreamBehindTakesTheRestOfARead(t *testing.T) {
 	h.wakeAll()
 	if _, err := h.read(ctx, all.cursors[1], 0); err != nil || h.Reads() != 3 {
 		t.Fatalf("behind, two wakes later: %v, %d reads, want 3", err, h.Reads())
+	}
+}
+
+// Past MaxBytesPerSecond a read stops at each stream's share of it for the
+// time since the last wake; the streams at its last event read on (they
+// are behind, not caught up), and a wake follows after the spacing with no
+// notification, so that they catch up when the events slow down. Few
+// streams under the default budget read everything at once, as before.
+func TestReadsStopAtTheStreamsShareOfMaxBytesPerSecond(t *testing.T) {
+	t.Parallel()
+	db, url := pgtest.NewWithURL(t)
+	const total = 60
+	for i := 0; i < total; i++ {
+		if err := AppendAll(context.Background(), db, Draft{Topic: TopicChargePaid, ChargeID: "c", Payload: map[string]int{"n": i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+
+	few := NewHub(db, url, nil)
+	defer few.Close()
+	withSubscribers(few, 2)
+	if b, err := few.read(ctx, "", 0); err != nil || b.n != total || b.paced {
+		t.Fatalf("2 streams, default budget: %v, %d events, paced %v; want all %d at once", err, b.n, b.paced, total)
+	}
+
+	h := NewHub(db, url, nil)
+	defer h.Close()
+	h.MaxBytesPerSecond = 64 << 10
+	const streams = 10
+	withSubscribers(h, streams)
+	share := func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return int(float64(h.MaxBytesPerSecond) * h.wakeGap.Seconds() / streams)
+	}
+	first, err := h.read(ctx, "", 0)
+	if err != nil || first.n == 0 || first.n >= total || !first.paced || first.full {
+		t.Fatalf("10 streams at 64 KiB/s: %v, %d events, paced %v, full %v; want fewer than %d, paced", err, first.n, first.paced, first.full, total)
+	}
+	// The first read sized its frames by a guess; the next by what the
+	// first read encoded.
+	next, err := h.read(ctx, first.last, 0)
+	if err != nil || h.Reads() != 2 || next.n == 0 {
+		t.Fatalf("at the paced read's last event: %v, %d events, %d reads; want a read of the events after it", err, next.n, h.Reads())
+	}
+	// Frames differ by a byte or two (the payload's number grows): the
+	// share is kept to within one frame of the last read's mean size.
+	if frame := len(first.frames) / first.n; len(next.frames) > share()+frame {
+		t.Fatalf("a read of %d bytes for each of %d streams, want at most their share %d (within a frame of %d)", len(next.frames), streams, share(), frame)
+	}
+	got := first.n + next.n
+	wakes := h.Wakes()
+	deadline := time.Now().Add(30 * time.Second)
+	for cursor := next.last; got < total; {
+		for h.Wakes() == wakes {
+			if time.Now().After(deadline) {
+				t.Fatalf("no wake after a paced read, %d of %d events read", got, total)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		wakes = h.Wakes()
+		b, err := h.read(ctx, cursor, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, cursor = got+b.n, b.last
+		if b.n > 0 && !b.paced && got < total {
+			t.Fatalf("a read of %d events not paced with %d still to come", b.n, total-got)
+		}
+	}
+	if got != total {
+		t.Fatalf("read %d events, want %d", got, total)
 	}
 }

@@ -242,6 +242,34 @@ func TestTokenOverItsStreamLimitGets429(t *testing.T) {
 	openStreamAs(t, h, b, "", "")
 }
 
+// Streams past the hub's byte budget fall behind and still receive every
+// event, once and in order, with no notification to wake them (the hub
+// paces itself), while they keep sharing their reads.
+func TestStreamsPastTheByteBudgetReceiveEveryEventInOrder(t *testing.T) {
+	t.Parallel()
+	const streams, total = 8, 120
+	h := startHub(t, time.Hour, func(h *events.Hub, _ *http.Server) { h.MaxBytesPerSecond = 64 << 10 })
+	for i := 0; i < total; i++ {
+		appendCommitted(t, h.db, fmt.Sprint(i))
+	}
+	clients := make([]*sseClient, streams)
+	for i := range clients {
+		clients[i] = openStream(t, h, "", "")
+	}
+	for i, c := range clients {
+		for n := 0; n < total; n++ {
+			if got := payloadName(t, decode(t, c.next(t)).Payload); got != fmt.Sprint(n) {
+				t.Fatalf("stream %d: event %s, want %d", i, got, n)
+			}
+		}
+	}
+	// 8 streams of about 150-byte frames at 64 KiB/s: a few events a
+	// stream per wake, so many reads, but shared: about one per wake.
+	if r, w := h.Reads(), h.Wakes(); r < 5 || r > 2*w+2*streams {
+		t.Fatalf("%d reads for %d wakes: want the budget to have paced them (several reads), shared (about one a wake)", r, w)
+	}
+}
+
 // Streams at one cursor are served by one read of the outbox per wake, not
 // two per stream: the read is what the streams cost the database.
 func TestStreamsAtOneCursorShareOneReadPerWake(t *testing.T) {

@@ -45,7 +45,16 @@ type eventsConfig struct {
 	MaxStreams         int `yaml:"max_streams"`           // open streams in all (default 1000; past it 503)
 	MaxStreamsPerToken int `yaml:"max_streams_per_token"` // open streams of one API token (default 8; past it 429)
 	DBConnections      int `yaml:"db_connections"`        // pool connections the streams use at once (default 2, at most 8)
+	MaxBytesPerSecond  int `yaml:"max_bytes_per_second"`  // what the streams together are sent a second (default 32 MiB)
 }
+
+// Bounds of events.max_bytes_per_second: below 64 KiB a second one stream
+// at a steady few events a second would lag; above 1 GiB the bound bounds
+// nothing on any machine razao runs on.
+const (
+	minStreamBytesPerSecond = 64 << 10
+	maxStreamBytesPerSecond = 1 << 30
+)
 
 // exportsConfig schedules the CSV exports; no schedule, no scheduler.
 type exportsConfig struct {
@@ -122,6 +131,10 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	}
 	if e := file.Events; e.MaxStreams < 0 || e.MaxStreamsPerToken < 0 || e.DBConnections < 0 || e.DBConnections > 8 {
 		return cfg, fmt.Errorf("config: events: max_streams and max_streams_per_token must not be negative, db_connections must be 0..8 (of a pool of 32)")
+	}
+	if e := file.Events; e.MaxBytesPerSecond != 0 && (e.MaxBytesPerSecond < minStreamBytesPerSecond || e.MaxBytesPerSecond > maxStreamBytesPerSecond) {
+		return cfg, fmt.Errorf("config: events: max_bytes_per_second must be %d (64 KiB) to %d (1 GiB), or 0 for the default of 32 MiB; got %d",
+			minStreamBytesPerSecond, maxStreamBytesPerSecond, e.MaxBytesPerSecond)
 	}
 	cfg.events = file.Events
 	if file.WorkerInterval > 0 {

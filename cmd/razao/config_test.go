@@ -39,6 +39,9 @@ func TestBadConfigFailsAtStartWithoutLeakingSecrets(t *testing.T) {
 		{"not yaml", "endpoints: [", "yaml"},
 		{"streams on most of the pool", "events: {db_connections: 20}", "db_connections"},
 		{"negative stream limit", "events: {max_streams_per_token: -1}", "max_streams_per_token"},
+		{"streams' byte budget below 64 KiB", "events: {max_bytes_per_second: 65535}", "max_bytes_per_second must be 65536 (64 KiB) to"},
+		{"streams' byte budget negative", "events: {max_bytes_per_second: -1}", "max_bytes_per_second"},
+		{"streams' byte budget at int64 max", "events: {max_bytes_per_second: 9223372036854775807}", "got 9223372036854775807"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,9 +73,9 @@ func TestConfigPrecedenceFlagsOverEnvOverFile(t *testing.T) {
 
 func TestEventsConfigIsRead(t *testing.T) {
 	t.Parallel()
-	path := writeConfig(t, "events: {max_streams: 200, max_streams_per_token: 4, db_connections: 3}\n")
+	path := writeConfig(t, "events: {max_streams: 200, max_streams_per_token: 4, db_connections: 3, max_bytes_per_second: 1048576}\n")
 	cfg, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), func(string) string { return "" }, true)
-	if err != nil || cfg.events != (eventsConfig{MaxStreams: 200, MaxStreamsPerToken: 4, DBConnections: 3}) {
+	if err != nil || cfg.events != (eventsConfig{MaxStreams: 200, MaxStreamsPerToken: 4, DBConnections: 3, MaxBytesPerSecond: 1 << 20}) {
 		t.Fatalf("events config: %+v %v", cfg.events, err)
 	}
 }

@@ -298,7 +298,8 @@ if [[ -s $OUTDIR/results.jsonl ]]; then
 			"$(jfield "$line" p50)" "$(jfield "$line" p99)" "$(jfield "$line" max)" "$(jfield "$line" pass)" "$statuses"
 		[[ $sc == distinct ]] && distinct_acc=$(jfield "$line" applied_per_s) && distinct_p99=$(jfield "$line" p99)
 		[[ $sc == flood ]] && flood_acc=$(jfield "$line" applied_per_s) && flood_p99=$(jfield "$line" p99)
-		[[ $sc == sse ]] && sse_acc=$(jfield "$line" applied_per_s) && sse_p99=$(jfield "$line" p99)
+		[[ $sc == sse ]] && sse_acc=$(jfield "$line" applied_per_s) && sse_p99=$(jfield "$line" p99) &&
+			sse_line="sse: each stream was sent $(jfield "$line" stream_kb_per_s) kB/s during the payments; the last had every event $(jfield "$line" catch_up_s) s after the last payment (razao's budget for all streams: events.max_bytes_per_second)"
 		[[ $sc == fanout ]] && fanout_acc=$(jfield "$line" applied_per_s) && fanout_p99=$(jfield "$line" p99)
 		if [[ $sc == bcb-memory ]]; then
 			bcb_line="bcb-memory: $(jfield "$line" items) items, $(jfield "$line" body_bytes) bytes: answered $(jfield "$line" code) in $(jfield "$line" answer_ms) ms, razao's peak RSS $(jfield "$line" peak_rss_mb_until_answer) MB until the answer, $(jfield "$line" peak_rss_mb) MB until applied (from $(jfield "$line" rss_before_mb) MB; target < 64 MB, < 1 s)"
@@ -317,6 +318,7 @@ if [[ -n ${distinct_acc:-} ]]; then
 		}'
 	done
 fi
+[[ -z ${sse_line:-} ]] || { echo; echo "$sse_line"; }
 [[ -z ${bcb_line:-} ]] || { echo; echo "$bcb_line"; }
 echo
 printf 'pgbench (a) posting tx          %10s tx/s\n' "$tps_a"
