@@ -80,10 +80,9 @@ type Hub struct {
 	// past it, the streams fall behind together and catch up when the
 	// events slow down, sharing their reads as before. Nothing is dropped.
 	// The webhooks share the machine with the streams' writes and their
-	// readers: measured on 2 cores, 1,000 streams sent 365 kB a second
-	// each cost the webhooks a third of their rate and 1.3 to 1.6 times
-	// their p99 with no razao in the fan-out, a tenth of that cost a
-	// tenth as much.
+	// readers: on 2 cores, with no razao in the fan-out (the load tool's
+	// fanout), 1,000 connections written 365 kB a second each took the
+	// webhooks to 0.65-0.8 of their rate, and 35 kB a second to 0.9.
 	MaxBytesPerSecond int
 
 	db    *sqlx.DB
