@@ -130,6 +130,7 @@ type Hub struct {
 	slots     chan struct{}
 	reads     atomic.Uint64
 	wakes     atomic.Uint64
+	paced     atomic.Uint64
 
 	ctx       context.Context // ends when the hub closes
 	cancel    context.CancelFunc
@@ -239,6 +240,10 @@ func (h *Hub) Reads() uint64 { return h.reads.Load() }
 
 // Wakes: see Reads.
 func (h *Hub) Wakes() uint64 { return h.wakes.Load() }
+
+// PacedReads is how many reads stopped at the streams' share of
+// MaxBytesPerSecond, leaving them behind the outbox.
+func (h *Hub) PacedReads() uint64 { return h.paced.Load() }
 
 // Run listens for outbox notifications until ctx ends or LISTEN is refused,
 // reconnecting as needed. When Run returns the hub is closed: open streams
@@ -654,6 +659,7 @@ func (h *Hub) share(b *batch, cursor string) {
 		h.frameBytes = max(1, (len(b.frames)+b.n-1)/b.n)
 	}
 	if b.paced {
+		h.paced.Add(1)
 		h.paceLocked()
 	}
 	if h.batches[cursor] != b {

@@ -158,8 +158,10 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 // EventStreams exposes how often the event hub woke its streams and how
 // often it read the outbox for them: with every stream at one cursor, reads
 // stay near wakes whatever the number of streams, and a gap between the two
-// that grows with the streams is a regression.
-func (m *Metrics) EventStreams(wakes, reads func() uint64) {
+// that grows with the streams is a regression. paced counts the reads that
+// stopped at the streams' share of their byte budget: while it grows, the
+// streams are behind the outbox.
+func (m *Metrics) EventStreams(wakes, reads, paced func() uint64) {
 	if m == nil {
 		return
 	}
@@ -171,5 +173,9 @@ func (m *Metrics) EventStreams(wakes, reads func() uint64) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "razao_event_stream_reads_total",
 			Help: "Reads of the outbox made by the event hub for its streams.",
-		}, func() float64 { return float64(reads()) }))
+		}, func() float64 { return float64(reads()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "razao_event_stream_paced_reads_total",
+			Help: "Reads of the outbox that stopped at the streams' share of events.max_bytes_per_second: the streams are behind while it grows.",
+		}, func() float64 { return float64(paced()) }))
 }

@@ -157,7 +157,7 @@ func TestServeEndToEnd(t *testing.T) {
 	resp.Body.Close()
 	for _, want := range []string{`razao_webhook_deliveries_total{endpoint="psp",outcome="accepted"} 1`,
 		"razao_inbox_pending 0", "razao_divergences_open 0", "razao_delivery_processing_seconds_count",
-		"razao_event_stream_wakes_total", "razao_event_stream_reads_total"} {
+		"razao_event_stream_wakes_total", "razao_event_stream_reads_total", "razao_event_stream_paced_reads_total"} {
 		if !strings.Contains(string(scrape), want) {
 			t.Errorf("metrics lack %q", want)
 		}

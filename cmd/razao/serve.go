@@ -202,7 +202,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	s.hub.MaxPerToken = cfg.events.MaxStreamsPerToken
 	s.hub.MaxReaders = cfg.events.DBConnections
 	s.hub.MaxBytesPerSecond = cfg.events.MaxBytesPerSecond
-	m.EventStreams(s.hub.Wakes, s.hub.Reads)
+	m.EventStreams(s.hub.Wakes, s.hub.Reads, s.hub.PacedReads)
 	s.inbox = webhook.NewInbox(db, proc)
 	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, proc, now, logger)
 	hooks.Metrics = m
