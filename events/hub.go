@@ -337,19 +337,21 @@ func (h *Hub) coalesce(ctx context.Context, notify <-chan *pq.Notification, d ti
 // StreamWritesPerSecond is the budget of stream writes a second the hub
 // spaces its wakes by: with n streams open, one wake per n/budget seconds
 // at most (and never less than 20 ms apart, the Notifier's own spacing,
-// nor more than 250 ms). With 1,000 streams, 200 ms: each wake then
-// carries a fifth of a second of events to each stream in one write.
-// Measured on 2 cores, a stream write costs razao about 7 µs besides its
-// bytes, and as much again to the reader; in six alternating rounds of
-// the load test's sse scenario (1,000 streams), a budget of 5,000 kept
-// webhooks at a median 0.68 of the plain run's confirmed rate against
-// 0.60 with 10,000, and 4,000 (250 ms) gained nothing more.
-const StreamWritesPerSecond = 5_000
+// nor more than 500 ms). With 1,000 streams, 400 ms: each wake then
+// carries that long's events (or its share of MaxBytesPerSecond) to each
+// stream in one write. Measured on 2 cores, a stream write costs razao
+// about 7 µs besides its bytes, and as much again to the reader. Before
+// the byte budget, fewer and larger writes made the webhooks' p99 worse
+// (5,000 a second was best); with it, in three alternating rounds of the
+// load test's sse scenario (1,000 streams), 2,500 a second gave the
+// webhooks 2,751, 2,471 and 2,169 confirmed/s against 2,080, 2,403 and
+// 2,029 with 5,000, and razao 0.03 cores less.
+const StreamWritesPerSecond = 2_500
 
 // Bounds of the spacing of wakes.
 const (
 	minWakeSpacing = 20 * time.Millisecond
-	maxWakeSpacing = 250 * time.Millisecond
+	maxWakeSpacing = 500 * time.Millisecond
 )
 
 // wakeSpacing is how long notifications coalesce after a wake, for the

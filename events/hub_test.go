@@ -249,13 +249,19 @@ func TestStreamsPastTheByteBudgetReceiveEveryEventInOrder(t *testing.T) {
 	t.Parallel()
 	const streams, total = 8, 120
 	h := startHub(t, time.Hour, func(h *events.Hub, _ *http.Server) { h.MaxBytesPerSecond = 64 << 10 })
-	for i := 0; i < total; i++ {
-		appendCommitted(t, h.db, fmt.Sprint(i))
-	}
 	clients := make([]*sseClient, streams)
 	for i := range clients {
 		clients[i] = openStream(t, h, "", "")
 	}
+	for i := 0; i < total; i++ {
+		appendCommitted(t, h.db, fmt.Sprint(i))
+	}
+	// One notification, then nothing: the paced wakes must do the rest.
+	notifier := events.NewNotifier(h.db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go notifier.Run(ctx)
+	notifier.Kick()
 	for i, c := range clients {
 		for n := 0; n < total; n++ {
 			if got := payloadName(t, decode(t, c.next(t)).Payload); got != fmt.Sprint(n) {

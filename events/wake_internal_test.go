@@ -62,7 +62,7 @@ func TestNotificationsCoalesceIntoSpacedWakes(t *testing.T) {
 }
 
 // Few streams are woken 20 ms apart at most (the Notifier's own spacing),
-// very many at most 250 ms apart.
+// very many at most 500 ms apart.
 func TestWakeSpacingIsBounded(t *testing.T) {
 	t.Parallel()
 	h := NewHub(nil, "", nil)
