@@ -29,6 +29,11 @@ bench: ## run the Go benchmarks (pre-loads the ledger first; takes a few minutes
 load: ## load test over loopback: fresh DB, pre-load, 7 scenarios (plain, flood, 1,000 streams, their fan-out alone, storm, mixed, bcb-pix memory), pgbench ceiling, 5 alternating rounds (~10 min)
 	@bash scripts/load/run.sh
 
+.PHONY: versus
+versus: ## confirmed deliveries/s of this tree against COMMIT, in alternating rounds in one run (ROUNDS=6, ~8 min)
+	@test -n "$(COMMIT)" || { echo "make versus: say which commit to compare with: make versus COMMIT=<commit>" >&2; exit 2; }
+	@bash scripts/load/versus.sh "$(COMMIT)"
+
 .PHONY: replicas
 replicas: ## multi-replica storm with kill -9 and PostgreSQL outages (DURATION=2m)
 	go run ./scripts/replicas -duration $(or $(DURATION),2m)

@@ -82,7 +82,7 @@ type Hub struct {
 	// The webhooks share the machine with the streams' writes and their
 	// readers: on 2 cores, with no razao in the fan-out (the load tool's
 	// fanout), 1,000 connections written 365 kB a second each took the
-	// webhooks to 0.65-0.8 of their rate, and 35 kB a second to 0.9.
+	// webhooks to 0.7-0.8 of their rate, and 35 kB a second to 0.9.
 	MaxBytesPerSecond int
 
 	db    *sqlx.DB
