@@ -196,7 +196,9 @@ const horizon = `(
 // must look again soon). One statement, so the two cannot disagree. With no
 // safe event it returns one row of NULLs carrying held. held is asked
 // after the given cursor, not after the batch: below a batch that is not
-// full, every row under the horizon is in it, so the answer is the same.
+// full, every row under the horizon is in it, so the answer is the same
+// (the hub cuts a read at a stream's share of its byte budget: then held
+// may name an event its next read returns anyway, one wake more).
 // held is the first row in cursor order rather than an EXISTS: PostgreSQL
 // drops ORDER BY and LIMIT from an EXISTS and then chose a scan of the
 // whole outbox for it (the horizon is unknown when planning), a cost that

@@ -29,8 +29,8 @@ const (
 	DefaultMaxSubscribers = 1000
 	DefaultMaxPerToken    = 8
 	DefaultMaxReaders     = 2
-	// DefaultMaxBytesPerSecond is 32 MiB: about 120,000 events a second,
-	// shared by every open stream.
+	// DefaultMaxBytesPerSecond is 32 MiB: about 120,000 event frames a
+	// second, summed over every open stream.
 	DefaultMaxBytesPerSecond = 32 << 20
 )
 
@@ -75,8 +75,10 @@ type Hub struct {
 	// MaxReaders bounds the database connections the hub uses at once.
 	MaxReaders int
 	// MaxBytesPerSecond bounds what the streams together are sent a
-	// second. Each wake a stream is sent at most its share of it (the
-	// bound times the time since the last wake, over the open streams);
+	// second. Each wake a stream is sent about its share of it (the bound
+	// times the time since the last wake, over the open streams: a read
+	// is cut there, a stream reads on at once only while another batch
+	// fits, and at least one event goes each wake whatever the share);
 	// past it, the streams fall behind together and catch up when the
 	// events slow down, sharing their reads as before. Nothing is dropped.
 	// The webhooks share the machine with the streams' writes and their
@@ -171,8 +173,12 @@ type batch struct {
 	held   bool
 	// full says the read stopped at MaxLimit: more may follow at once.
 	full bool
-	// limit is how many events the read may return, and paced says it
-	// stopped there below MaxLimit: more follow at the next wake.
+	// share is what each stream may be sent this wake (bytes), and limit
+	// how many events the read asks for (twice the share in frames of the
+	// last read's mean size: the frames are cut at the share in bytes).
+	// paced says the read stopped at the share, or at a limit below
+	// MaxLimit: more follow at the next wake.
+	share int
 	limit int
 	paced bool
 	// cursors and offs are each event's cursor and where its frame starts.
@@ -194,7 +200,7 @@ func (b *batch) rest(i int, wake uint64) *batch {
 	done := make(chan struct{})
 	close(done)
 	rest := &batch{seq: b.seq, wake: b.wake, done: done, n: b.n - i - 1, last: b.last, held: b.held,
-		full: b.full || b.wake != wake, limit: b.limit, paced: b.paced}
+		full: b.full || b.wake != wake, share: b.share, limit: b.limit, paced: b.paced}
 	if i+1 < b.n {
 		rest.frames = b.frames[b.offs[i+1]:]
 	}
@@ -584,7 +590,8 @@ func (h *Hub) read(ctx context.Context, cursor string, after uint64) (*batch, er
 	}
 	if b == nil || b.seq <= after {
 		h.started++
-		b = &batch{seq: h.started, wake: h.wakes.Load(), done: make(chan struct{}), limit: h.readLimitLocked()}
+		b = &batch{seq: h.started, wake: h.wakes.Load(), done: make(chan struct{})}
+		b.share, b.limit = h.shareLocked()
 		h.batches[cursor] = b
 		go h.fill(b, cursor)
 	}
@@ -615,36 +622,60 @@ func (h *Hub) fill(b *batch, cursor string) {
 		b.err = err
 		return
 	}
-	var buf bytes.Buffer
-	b.cursors, b.offs = make([]string, len(evs)), make([]int, len(evs))
-	for i, ev := range evs {
-		data, err := json.Marshal(ev)
-		if err != nil {
-			b.err = fmt.Errorf("encode event %s: %w", ev.Cursor, err)
-			return
-		}
-		b.cursors[i], b.offs[i] = ev.Cursor, buf.Len()
-		fmt.Fprintf(&buf, "id: %s\nevent: %s\ndata: %s\n\n", ev.Cursor, ev.Topic, data)
+	if b.err = b.encode(evs); b.err != nil {
+		return
 	}
-	b.frames, b.n, b.held, b.full = buf.Bytes(), len(evs), held, len(evs) == MaxLimit
-	b.paced = !b.full && len(evs) == b.limit
-	if len(evs) > 0 {
-		b.last = evs[len(evs)-1].Cursor
-	}
+	// held is asked after cursor, not after the batch: for a batch cut at
+	// the share it may be an event the next wake reads anyway, and the
+	// retry it arms is one more wake.
+	b.held = held
 	h.share(b, cursor)
 	h.heldBack(held)
+}
+
+// encode writes evs as SSE frames, the first one always and the others
+// while the frames stay within b.share: a read is cut at what a stream
+// may be sent this wake, whatever the size of its events.
+func (b *batch) encode(evs []Event) error {
+	var buf bytes.Buffer
+	b.cursors, b.offs = make([]string, 0, len(evs)), make([]int, 0, len(evs))
+	var frame bytes.Buffer
+	for _, ev := range evs {
+		data, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("encode event %s: %w", ev.Cursor, err)
+		}
+		frame.Reset()
+		fmt.Fprintf(&frame, "id: %s\nevent: %s\ndata: %s\n\n", ev.Cursor, ev.Topic, data)
+		if len(b.cursors) > 0 && buf.Len()+frame.Len() > b.share {
+			b.paced = true
+			break
+		}
+		b.cursors, b.offs = append(b.cursors, ev.Cursor), append(b.offs, buf.Len())
+		buf.Write(frame.Bytes())
+	}
+	b.frames, b.n = buf.Bytes(), len(b.cursors)
+	b.full = !b.paced && len(evs) == MaxLimit
+	b.paced = b.paced || (len(evs) == b.limit && b.limit < MaxLimit)
+	if b.n > 0 {
+		b.last = b.cursors[b.n-1]
+	}
+	return nil
 }
 
 // defaultFrameBytes is the size of an event frame assumed before the first
 // read (a charge.paid frame is about 270 bytes).
 const defaultFrameBytes = 256
 
-// readLimitLocked is how many events a read of this wake may return: the
-// share of MaxBytesPerSecond of each open stream for the time since the
-// last wake, in frames of the last read's mean size. h.mu is held.
-func (h *Hub) readLimitLocked() int {
-	share := float64(positive(h.MaxBytesPerSecond, DefaultMaxBytesPerSecond)) * h.wakeGap.Seconds() / float64(max(1, len(h.subs)))
-	return int(min(max(share/float64(h.frameBytes), 1), MaxLimit))
+// shareLocked is what each open stream may be sent in this wake, its
+// share of MaxBytesPerSecond for the time since the last wake, and how
+// many events a read for it asks for: twice that share in frames of the
+// last read's mean size (the frames are then cut at the share in bytes),
+// at least one and at most MaxLimit. h.mu is held.
+func (h *Hub) shareLocked() (share, limit int) {
+	bytes := float64(positive(h.MaxBytesPerSecond, DefaultMaxBytesPerSecond)) * h.wakeGap.Seconds() / float64(max(1, len(h.subs)))
+	share = int(min(bytes, float64(1<<30)))
+	return share, int(min(max(2*bytes/float64(h.frameBytes), 1), MaxLimit))
 }
 
 // share lets streams at any of b's events take the rest of b, as long as
@@ -662,6 +693,8 @@ func (h *Hub) share(b *batch, cursor string) {
 	}
 	if b.paced {
 		h.paced.Add(1)
+	}
+	if b.paced || b.full {
 		h.paceLocked()
 	}
 	if h.batches[cursor] != b {
@@ -698,6 +731,14 @@ func (h *Hub) heldBack(held bool) {
 		h.mu.Unlock()
 		h.wakeAll()
 	})
+}
+
+// paceSoon is paceLocked for a stream that has had its share of this wake
+// and waits for the next one with more to read.
+func (h *Hub) paceSoon() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.paceLocked()
 }
 
 // paceLocked arms a wake after the spacing, for the streams a read left

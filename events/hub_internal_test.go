@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,10 +107,8 @@ func TestReadsStopAtTheStreamsShareOfMaxBytesPerSecond(t *testing.T) {
 	if err != nil || h.Reads() != 2 || next.n == 0 {
 		t.Fatalf("at the paced read's last event: %v, %d events, %d reads; want a read of the events after it", err, next.n, h.Reads())
 	}
-	// Frames differ by a byte or two (the payload's number grows): the
-	// share is kept to within one frame of the last read's mean size.
-	if frame := len(first.frames) / first.n; len(next.frames) > share()+frame {
-		t.Fatalf("a read of %d bytes for each of %d streams, want at most their share %d (within a frame of %d)", len(next.frames), streams, share(), frame)
+	if len(next.frames) > share() {
+		t.Fatalf("a read of %d bytes for each of %d streams, want at most their share %d", len(next.frames), streams, share())
 	}
 	got := first.n + next.n
 	wakes := h.Wakes()
@@ -133,5 +132,47 @@ func TestReadsStopAtTheStreamsShareOfMaxBytesPerSecond(t *testing.T) {
 	}
 	if got != total {
 		t.Fatalf("read %d events, want %d", got, total)
+	}
+}
+
+// A read is cut at the streams' share in bytes, not at a number of events
+// sized by an earlier read's frames: 40 small events and then 40 of 8 KiB
+// fit a limit sized for small frames, not the share, and one event larger
+// than the whole share still goes, alone.
+func TestReadsAreCutAtTheShareInBytes(t *testing.T) {
+	t.Parallel()
+	db, url := pgtest.NewWithURL(t)
+	ctx := context.Background()
+	large := strings.Repeat("x", 8<<10)
+	var drafts []Draft
+	for i := 0; i < 40; i++ {
+		drafts = append(drafts, Draft{Topic: TopicChargePaid, ChargeID: "c", Payload: map[string]int{"n": i}})
+	}
+	for i := 0; i < 40; i++ {
+		drafts = append(drafts, Draft{Topic: TopicChargePaid, ChargeID: "c", Payload: map[string]string{"n": large}})
+	}
+	if err := AppendAll(ctx, db, drafts...); err != nil {
+		t.Fatal(err)
+	}
+	h := NewHub(db, url, nil)
+	defer h.Close()
+	h.MaxBytesPerSecond = 1 << 20
+	withSubscribers(h, 10)
+	h.mu.Lock()
+	share, limit := h.shareLocked()
+	h.mu.Unlock()
+	if limit < len(drafts) {
+		t.Fatalf("limit %d: the test needs one that takes all %d events", limit, len(drafts))
+	}
+	b, err := h.read(ctx, "", 0)
+	if err != nil || b.n <= 40 || b.n >= len(drafts) || !b.paced || len(b.frames) > share {
+		t.Fatalf("small then 8 KiB events: %v, %d events of %d bytes, paced %v; want more than the 40 small, not all, within the share of %d bytes, paced",
+			err, b.n, len(b.frames), b.paced, share)
+	}
+	h.MaxBytesPerSecond = 1
+	h.wakeAll()
+	one, err := h.read(ctx, b.last, 0)
+	if err != nil || one.n != 1 || !one.paced {
+		t.Fatalf("a share smaller than one event: %v, %d events, paced %v; want exactly one, paced", err, one.n, one.paced)
 	}
 }

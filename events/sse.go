@@ -122,6 +122,7 @@ func (s *stream) run(ctx context.Context) error {
 	// commit whose wake came before the stream subscribed, so a stream
 	// that took one reads once more at once, taking only reads begun since.
 	var after uint64
+	sent := 0 // bytes of events sent since the last wake
 	for first := true; ; first = false {
 		b, err := s.h.read(ctx, s.cursor, after)
 		after = 0
@@ -134,17 +135,25 @@ func (s *stream) run(ctx context.Context) error {
 			if err := s.send(b); err != nil {
 				return err
 			}
+			sent += len(b.frames)
 			if first && b.seq <= s.sub.after {
 				after = s.sub.after
 				continue
 			}
-			if b.full {
+			// More may follow at once: read on while another batch of
+			// this size stays within the stream's share of this wake,
+			// else at the next wake, which the hub arms.
+			if b.full && sent+len(b.frames) <= b.share {
 				continue
+			}
+			if b.full {
+				s.h.paceSoon()
 			}
 		}
 		if err := s.sleep(ctx, keepalive.C); err != nil {
 			return err
 		}
+		sent = 0
 		if ctx.Err() != nil || s.closed() {
 			return nil
 		}

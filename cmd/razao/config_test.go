@@ -39,7 +39,7 @@ func TestBadConfigFailsAtStartWithoutLeakingSecrets(t *testing.T) {
 		{"not yaml", "endpoints: [", "yaml"},
 		{"streams on most of the pool", "events: {db_connections: 20}", "db_connections"},
 		{"negative stream limit", "events: {max_streams_per_token: -1}", "max_streams_per_token"},
-		{"streams' byte budget below 64 KiB", "events: {max_bytes_per_second: 65535}", "max_bytes_per_second must be 65536 (64 KiB) to"},
+		{"streams' byte budget below 1 MiB", "events: {max_bytes_per_second: 1048575}", "max_bytes_per_second must be 1048576 (1 MiB) to"},
 		{"streams' byte budget negative", "events: {max_bytes_per_second: -1}", "max_bytes_per_second"},
 		{"streams' byte budget at int64 max", "events: {max_bytes_per_second: 9223372036854775807}", "got 9223372036854775807"},
 	}
