@@ -10,7 +10,7 @@
 # stops the server and drops the database (KEEP_DB=1 keeps it).
 #
 # Knobs (environment): N=6000 C=8 STORM=1000 DURATION=300s SCHEME=standard
-# PRELOAD=200000 PGBENCH_CLIENTS=8 PGBENCH_SECONDS=15 ROUNDS=5 OUT=<dir for logs and
+# PRELOAD=200000 PGBENCH_CLIENTS=8 PGBENCH_SECONDS=15 ROUNDS=5 SSE_ROUNDS=3 OUT=<dir for logs and
 # JSON; default a temporary dir, removed at exit> KEEP_DB=0 STREAMS=1000
 # FLOOD_C=8 BCB_ITEMS=2000.
 set -euo pipefail
@@ -26,6 +26,7 @@ PRELOAD=${PRELOAD:-200000}
 PGBENCH_CLIENTS=${PGBENCH_CLIENTS:-8}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-15}
 ROUNDS=${ROUNDS:-5}
+SSE_ROUNDS=${SSE_ROUNDS:-3}
 KEEP_DB=${KEEP_DB:-0}
 STREAMS=${STREAMS:-1000}
 FLOOD_C=${FLOOD_C:-8}
@@ -40,6 +41,7 @@ int_in PRELOAD "$PRELOAD" 1000 2000000
 int_in PGBENCH_CLIENTS "$PGBENCH_CLIENTS" 1 64
 int_in PGBENCH_SECONDS "$PGBENCH_SECONDS" 1 120
 int_in ROUNDS "$ROUNDS" 0 10
+int_in SSE_ROUNDS "$SSE_ROUNDS" 0 10
 int_in STREAMS "$STREAMS" 1 1000
 int_in FLOOD_C "$FLOOD_C" 1 64
 int_in BCB_ITEMS "$BCB_ITEMS" 1 5000
@@ -224,6 +226,26 @@ step "load: bcb-memory, one bcb-pix callback of $BCB_ITEMS items (razao's peak R
 RAZAO_API_TOKEN=$API_TOKEN timeout $((dur_s + 60)) "$WORK/load" -url "$URL" -scenario bcb-memory -bcb-items "$BCB_ITEMS" -c "$C" \
 	-duration "$DURATION" -json "$OUTDIR/results.jsonl" -database-url "$LOAD_URL" -server-pid "$SERVER_PID" || load_rc=$?
 
+# jfield LINE KEY: the first value of KEY in a JSON line of the load tool.
+jfield() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
+# The machine's speed drifts by 10-25 % between minutes, so one sse run
+# beside one distinct run minutes before can say little: sse is also
+# measured in SSE_ROUNDS rounds of distinct then sse, one right after the
+# other, for ratios per round.
+: >"$OUTDIR/sse-rounds.txt"
+for r in $(seq 1 "$SSE_ROUNDS"); do
+	step "sse round $r of $SSE_ROUNDS: razao distinct (n=$N c=$C), then sse ($STREAMS streams)"
+	for sc in distinct sse; do
+		vacuum_if_off
+		RAZAO_API_TOKEN=$API_TOKEN timeout $((dur_s + 60)) "$WORK/load" -url "$URL" -scenario "$sc" -n "$N" -c "$C" -scheme "$SCHEME" \
+			-streams "$STREAMS" -duration "$DURATION" -json "$OUTDIR/sse-round-$r.jsonl" -database-url "$LOAD_URL" -server-pid "$SERVER_PID" \
+			>"$OUTDIR/sse-round-$r-$sc.txt" 2>&1 || { tail -n 20 "$OUTDIR/sse-round-$r-$sc.txt" >&2; die "sse round $r: $sc failed"; }
+	done
+	d=$(grep '"scenario":"distinct"' "$OUTDIR/sse-round-$r.jsonl")
+	e=$(grep '"scenario":"sse"' "$OUTDIR/sse-round-$r.jsonl")
+	echo "$r $(jfield "$d" applied_per_s) $(jfield "$d" p99) $(jfield "$e" applied_per_s) $(jfield "$e" p99) $(jfield "$e" catch_up_s)" | tee -a "$OUTDIR/sse-rounds.txt"
+done
+
 step "pgbench: scratch bench_* tables (copies of the tables, no ledger triggers)"
 timeout 900 psql "$LOAD_URL" -X -q -v ON_ERROR_STOP=1 -f scripts/load/pgbench/setup.sql
 checkpoint
@@ -286,7 +308,6 @@ step "pgbench (b) inbox INSERT ... ON CONFLICT DO NOTHING RETURNING; $PGBENCH_CL
 tps_b=$(pgb inbox scripts/load/pgbench/inbox.sql)
 
 # --- summary ----------------------------------------------------------------
-jfield() { grep -o "\"$2\":[^,}]*" <<<"$1" | head -1 | cut -d: -f2- | tr -d '"'; }
 step "summary"
 printf '%-16s %9s %11s %10s %9s %9s %9s %6s  %s\n' scenario "req/s" "accepted/s" "applied/s" "p50 ms" "p99 ms" "max ms" pass statuses
 distinct_acc=""
@@ -335,6 +356,12 @@ fi
 median_ratio=null
 median_ratio_a=null
 median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+if [[ -s $OUTDIR/sse-rounds.txt ]]; then
+	echo
+	echo "sse rounds: razao distinct, then sse ($STREAMS streams), one right after the other (targets: confirmed/s at least 1/1.5 of distinct's, p99 at most 1.5 times)"
+	awk '{ printf "  round %s  distinct %8.1f/s p99 %6.2f ms   sse %8.1f/s p99 %6.2f ms (caught up %s s after)   ratios %.2f, %.2f\n", $1, $2, $3, $4, $5, $6, $4 / $2, $5 / $3 }' "$OUTDIR/sse-rounds.txt"
+	echo "  median sse/distinct confirmed/s = $(awk '{ print $4 / $2 }' "$OUTDIR/sse-rounds.txt" | median)   p99 = $(awk '{ print $5 / $3 }' "$OUTDIR/sse-rounds.txt" | median)"
+fi
 if [[ -s $OUTDIR/rounds.txt ]]; then
 	echo
 	echo "alternating rounds: razao distinct (confirmed/s) vs pgbench (a) posting and (c) razao-like, one right after the other"
