@@ -639,20 +639,19 @@ func (h *Hub) fill(b *batch, cursor string) {
 func (b *batch) encode(evs []Event) error {
 	var buf bytes.Buffer
 	b.cursors, b.offs = make([]string, 0, len(evs)), make([]int, 0, len(evs))
-	var frame bytes.Buffer
 	for _, ev := range evs {
 		data, err := json.Marshal(ev)
 		if err != nil {
 			return fmt.Errorf("encode event %s: %w", ev.Cursor, err)
 		}
-		frame.Reset()
-		fmt.Fprintf(&frame, "id: %s\nevent: %s\ndata: %s\n\n", ev.Cursor, ev.Topic, data)
-		if len(b.cursors) > 0 && buf.Len()+frame.Len() > b.share {
+		off := buf.Len()
+		fmt.Fprintf(&buf, "id: %s\nevent: %s\ndata: %s\n\n", ev.Cursor, ev.Topic, data)
+		if off > 0 && buf.Len() > b.share {
+			buf.Truncate(off)
 			b.paced = true
 			break
 		}
-		b.cursors, b.offs = append(b.cursors, ev.Cursor), append(b.offs, buf.Len())
-		buf.Write(frame.Bytes())
+		b.cursors, b.offs = append(b.cursors, ev.Cursor), append(b.offs, off)
 	}
 	b.frames, b.n = buf.Bytes(), len(b.cursors)
 	b.full = !b.paced && len(evs) == MaxLimit
