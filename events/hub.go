@@ -124,8 +124,10 @@ type Hub struct {
 	lastWake   time.Time
 	wakeGap    time.Duration
 	frameBytes int
-	// pace is armed while some read of this wake stopped at the streams'
-	// share: it wakes them after the spacing even if nothing new commits.
+	// pace is armed while some stream waits with more to read: a read
+	// of this wake stopped at the streams' share, or a stream stopped
+	// reading on after a full one. It wakes them after the spacing even
+	// if nothing new commits.
 	pace *time.Timer
 
 	slotsOnce sync.Once
@@ -200,7 +202,7 @@ func (b *batch) rest(i int, wake uint64) *batch {
 	done := make(chan struct{})
 	close(done)
 	rest := &batch{seq: b.seq, wake: b.wake, done: done, n: b.n - i - 1, last: b.last, held: b.held,
-		full: b.full || b.wake != wake, share: b.share, limit: b.limit, paced: b.paced}
+		full: b.full || b.wake != wake, share: b.share, paced: b.paced}
 	if i+1 < b.n {
 		rest.frames = b.frames[b.offs[i+1]:]
 	}
@@ -639,6 +641,7 @@ func (h *Hub) fill(b *batch, cursor string) {
 func (b *batch) encode(evs []Event) error {
 	var buf bytes.Buffer
 	b.cursors, b.offs = make([]string, 0, len(evs)), make([]int, 0, len(evs))
+	cut := false
 	for _, ev := range evs {
 		data, err := json.Marshal(ev)
 		if err != nil {
@@ -648,14 +651,14 @@ func (b *batch) encode(evs []Event) error {
 		fmt.Fprintf(&buf, "id: %s\nevent: %s\ndata: %s\n\n", ev.Cursor, ev.Topic, data)
 		if off > 0 && buf.Len() > b.share {
 			buf.Truncate(off)
-			b.paced = true
+			cut = true
 			break
 		}
 		b.cursors, b.offs = append(b.cursors, ev.Cursor), append(b.offs, off)
 	}
 	b.frames, b.n = buf.Bytes(), len(b.cursors)
-	b.full = !b.paced && len(evs) == MaxLimit
-	b.paced = b.paced || (len(evs) == b.limit && b.limit < MaxLimit)
+	b.full = !cut && len(evs) == MaxLimit
+	b.paced = cut || (len(evs) == b.limit && b.limit < MaxLimit)
 	if b.n > 0 {
 		b.last = b.cursors[b.n-1]
 	}
@@ -683,7 +686,8 @@ func (h *Hub) shareLocked() (share, limit int) {
 // empty rest, as if it had read when b did, unless b stopped at MaxLimit
 // or at the streams' share and more may follow. It also keeps b's mean
 // frame size for the next reads' limit, and arms the pace of a read that
-// stopped at the share.
+// stopped at the share (after a full read, the stream that stops reading
+// on arms it: paceSoon).
 func (h *Hub) share(b *batch, cursor string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -692,8 +696,6 @@ func (h *Hub) share(b *batch, cursor string) {
 	}
 	if b.paced {
 		h.paced.Add(1)
-	}
-	if b.paced || b.full {
 		h.paceLocked()
 	}
 	if h.batches[cursor] != b {

@@ -95,14 +95,13 @@ func TestReadsStopAtTheStreamsShareOfMaxBytesPerSecond(t *testing.T) {
 	share := func() int {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		return int(float64(h.MaxBytesPerSecond) * h.wakeGap.Seconds() / streams)
+		share, _ := h.shareLocked()
+		return share
 	}
 	first, err := h.read(ctx, "", 0)
 	if err != nil || first.n == 0 || first.n >= total || !first.paced || first.full {
 		t.Fatalf("10 streams at 64 KiB/s: %v, %d events, paced %v, full %v; want fewer than %d, paced", err, first.n, first.paced, first.full, total)
 	}
-	// The first read sized its frames by a guess; the next by what the
-	// first read encoded.
 	next, err := h.read(ctx, first.last, 0)
 	if err != nil || h.Reads() != 2 || next.n == 0 {
 		t.Fatalf("at the paced read's last event: %v, %d events, %d reads; want a read of the events after it", err, next.n, h.Reads())

@@ -143,10 +143,10 @@ func (s *stream) run(ctx context.Context) error {
 			// More may follow at once: read on while another batch of
 			// this size stays within the stream's share of this wake,
 			// else at the next wake, which the hub arms.
-			if b.full && sent+len(b.frames) <= b.share {
-				continue
-			}
 			if b.full {
+				if sent+len(b.frames) <= b.share {
+					continue
+				}
 				s.h.paceSoon()
 			}
 		}

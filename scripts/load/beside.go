@@ -179,8 +179,8 @@ func (l *loader) sse(ctx context.Context) *result {
 			// streams razao sends more than its byte budget fall behind
 			// and catch up once the payments end.
 			want := int64(2 * res.Accepted)
-			caughtUp := time.Now()
-			deadline := caughtUp.Add(sseCatchUp)
+			paymentsDone := time.Now()
+			deadline := paymentsDone.Add(sseCatchUp)
 			var lo, hi int64
 			for {
 				lo, hi = want, 0
@@ -196,7 +196,7 @@ func (l *loader) sse(ctx context.Context) *result {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			res.Extra["catch_up_s"] = round2(time.Since(caughtUp).Seconds())
+			res.Extra["catch_up_s"] = round2(time.Since(paymentsDone).Seconds())
 			cancel()
 			wg.Wait()
 			t.CloseIdleConnections()
