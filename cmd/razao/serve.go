@@ -27,6 +27,7 @@ import (
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/exports"
 	"github.com/razao/razao/internal/httplog"
+	"github.com/razao/razao/internal/logsink"
 	"github.com/razao/razao/internal/reqid"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/postings"
@@ -40,7 +41,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	logger := newLogger(stderr)
+	// One write a few milliseconds rather than one per request line;
+	// closed (and so written out) when serve returns, errors included.
+	sink := logsink.New(stderr)
+	defer sink.Close()
+	logger := newLogger(sink)
 	tuneGC(os.Getenv)
 	var hup chan os.Signal
 	if cfg.tls != nil {
