@@ -86,8 +86,9 @@ func (l *loader) waitApplied(ctx context.Context, res *result, prefix string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	cpuEnd := sampleCPU(l.opt.serverPID)
 	if len(res.CPU) > 0 {
-		res.CPU = cores(res.cpuStart, sampleCPU(l.opt.serverPID), l.opt.serverPID)
+		res.CPU = cores(res.cpuStart, cpuEnd, l.opt.serverPID)
 	}
 	var done int
 	var last sql.NullTime
@@ -105,6 +106,9 @@ func (l *loader) waitApplied(ctx context.Context, res *result, prefix string) {
 		return
 	}
 	res.Applied = done
+	if len(res.CPU) > 0 {
+		res.CPUPerDelivery = perDelivery(res.cpuStart, cpuEnd, l.opt.serverPID, done)
+	}
 	if span := last.Time.Sub(res.started).Seconds(); span > 0 {
 		res.AppliedS = math.Round(span*1000) / 1000
 		res.AppPerS = round1(float64(done) / span)

@@ -95,3 +95,20 @@ func TestMixedPlan(t *testing.T) {
 		}
 	}
 }
+
+// CPU per delivery: each counter's time between the samples over the
+// deliveries, in µs; a backend born after the first sample counts whole.
+func TestPerDelivery(t *testing.T) {
+	a := cpuSample{busy: 10, server: 2, postgres: map[string]float64{"1": 1}}
+	b := cpuSample{busy: 13, server: 3.2, postgres: map[string]float64{"1": 2.5, "2": 0.5}}
+	got := perDelivery(a, b, 42, 2000)
+	want := map[string]float64{"machine": 1500, "razao": 600, "postgres": 1000}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %v µs, want %v (all: %v)", k, got[k], v, got)
+		}
+	}
+	if perDelivery(a, b, 42, 0) != nil {
+		t.Error("no deliveries: want no figure")
+	}
+}

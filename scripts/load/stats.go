@@ -67,35 +67,39 @@ type verification struct {
 // result is one scenario's report; it is printed as a table and as one
 // JSON line.
 type result struct {
-	Scenario    string                    `json:"scenario"`
-	Scheme      string                    `json:"scheme"`
-	RunID       string                    `json:"run_id"`
-	Concurrency int                       `json:"concurrency"`
-	Planned     int                       `json:"planned"`
-	Sent        int                       `json:"sent"`
-	SetupS      float64                   `json:"setup_s"`
-	WallS       float64                   `json:"wall_s"`
-	ReqPerS     float64                   `json:"requests_per_s"`
-	Accepted    int                       `json:"accepted"`
-	AccPerS     float64                   `json:"accepted_per_s"`
-	Applied     int                       `json:"applied,omitempty"`
-	AppliedS    float64                   `json:"applied_s,omitempty"`
-	AppPerS     float64                   `json:"applied_per_s,omitempty"`
-	Codes       map[string]int            `json:"codes"`
-	Statuses    map[string]int            `json:"statuses"`
-	Errors      int                       `json:"errors"`
-	ErrorSample []string                  `json:"error_samples,omitempty"`
-	Latency     latency                   `json:"latency_ms"`
-	ByKind      map[string]latency        `json:"latency_by_kind_ms,omitempty"`
-	ApplyLag    latency                   `json:"apply_lag_ms"`
-	Extra       map[string]any            `json:"extra,omitempty"`
-	Verify      verification              `json:"verify"`
-	CPU         map[string]float64        `json:"cpu_cores,omitempty"`
-	DB          map[string]map[string]int `json:"db,omitempty"`
-	Warnings    []string                  `json:"warnings,omitempty"`
-	Violations  []string                  `json:"violations"`
-	Incomplete  bool                      `json:"incomplete"`
-	Pass        bool                      `json:"pass"`
+	Scenario    string             `json:"scenario"`
+	Scheme      string             `json:"scheme"`
+	RunID       string             `json:"run_id"`
+	Concurrency int                `json:"concurrency"`
+	Planned     int                `json:"planned"`
+	Sent        int                `json:"sent"`
+	SetupS      float64            `json:"setup_s"`
+	WallS       float64            `json:"wall_s"`
+	ReqPerS     float64            `json:"requests_per_s"`
+	Accepted    int                `json:"accepted"`
+	AccPerS     float64            `json:"accepted_per_s"`
+	Applied     int                `json:"applied,omitempty"`
+	AppliedS    float64            `json:"applied_s,omitempty"`
+	AppPerS     float64            `json:"applied_per_s,omitempty"`
+	Codes       map[string]int     `json:"codes"`
+	Statuses    map[string]int     `json:"statuses"`
+	Errors      int                `json:"errors"`
+	ErrorSample []string           `json:"error_samples,omitempty"`
+	Latency     latency            `json:"latency_ms"`
+	ByKind      map[string]latency `json:"latency_by_kind_ms,omitempty"`
+	ApplyLag    latency            `json:"apply_lag_ms"`
+	Extra       map[string]any     `json:"extra,omitempty"`
+	Verify      verification       `json:"verify"`
+	CPU         map[string]float64 `json:"cpu_cores,omitempty"`
+	// CPUPerDelivery is the CPU time spent per delivery applied, in µs:
+	// the same work measured in what it costs rather than how fast it
+	// went, which moves far less with the machine's speed.
+	CPUPerDelivery map[string]float64        `json:"cpu_us_per_delivery,omitempty"`
+	DB             map[string]map[string]int `json:"db,omitempty"`
+	Warnings       []string                  `json:"warnings,omitempty"`
+	Violations     []string                  `json:"violations"`
+	Incomplete     bool                      `json:"incomplete"`
+	Pass           bool                      `json:"pass"`
 
 	durs     []time.Duration
 	kinds    []string
@@ -246,6 +250,13 @@ func (r *result) writeTable(w io.Writer) {
 		}
 		row("CPU cores used", strings.Join(parts, ", ")+fmt.Sprintf(" (of %d)", runtime.NumCPU()))
 	}
+	if len(r.CPUPerDelivery) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(r.CPUPerDelivery) {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, r.CPUPerDelivery[k]))
+		}
+		row("CPU µs per delivery", strings.Join(parts, ", "))
+	}
 	for _, k := range sortedKeys(r.DB) {
 		row("db "+k, mapString(r.DB[k]))
 	}
@@ -275,6 +286,24 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// perDelivery is the CPU time between two samples per delivery, in µs,
+// for the machine, razao and PostgreSQL (as cores counts them).
+func perDelivery(a, b cpuSample, serverPID, deliveries int) map[string]float64 {
+	if deliveries <= 0 || b.busy == 0 {
+		return nil
+	}
+	us := func(x, y float64) float64 { return math.Round((y - x) / float64(deliveries) * 1e6) }
+	var pg float64
+	for pid, cpu := range b.postgres {
+		pg += cpu - a.postgres[pid]
+	}
+	m := map[string]float64{"machine": us(a.busy, b.busy), "postgres": us(0, pg)}
+	if serverPID > 0 {
+		m["razao"] = us(a.server, b.server)
+	}
+	return m
 }
 
 // cpuSample is CPU time read from /proc (Linux only; zero elsewhere).

@@ -15,7 +15,8 @@
 # each, old then new in odd rounds and new then old in even ones, each
 # round ending with pgbench (a) on scratch copies of the new database's
 # tables. It prints each round and the medians of new ÷ old and of each ÷
-# pgbench (a). Both servers stay up throughout; each measurement starts
+# pgbench (a), and the median CPU time per delivery of each side (razao,
+# PostgreSQL, the whole machine). Both servers stay up throughout; each measurement starts
 # with both databases vacuumed (autovacuum is off on this machine's
 # server). At exit it stops both and drops both databases.
 #
@@ -155,3 +156,11 @@ median() { sort -g | awk '{ v[NR] = $1 } END { printf "%.3f", (NR % 2) ? v[(NR +
 echo "  median new/old     $(awk '{ print $3 / $2 }' "$WORK/rounds.txt" | median)"
 echo "  median old/(a)     $(awk '{ print $2 / $4 }' "$WORK/rounds.txt" | median)"
 echo "  median new/(a)     $(awk '{ print $3 / $4 }' "$WORK/rounds.txt" | median)"
+# What each delivery cost in CPU, which moves far less with the machine's
+# speed than the rates do: the medians over the rounds, per side.
+cpu_us() { cat "$WORK/$1"-*.jsonl | grep -o "\"cpu_us_per_delivery\":{[^}]*}" | grep -oE "\"$2\":[0-9.]+" | cut -d: -f2 | median; }
+for part in razao postgres machine; do
+	o=$(cpu_us old "$part") n=$(cpu_us new "$part")
+	[[ -n $o && -n $n ]] || continue
+	awk -v p="$part" -v o="$o" -v n="$n" 'BEGIN { printf "  CPU µs per delivery, %-8s old %6.0f  new %6.0f  new/old %.3f\n", p, o, n, n / o }'
+done
