@@ -61,19 +61,27 @@ type Stored struct {
 var keptHeaders = []string{"Content-Type", "User-Agent", "X-Hodle-Timestamp", "X-Hodle-Signature",
 	"X-Webhook-Signature", "Webhook-Id", "Webhook-Timestamp", "Webhook-Signature", "X-Request-Id"}
 
+// auditHeaders is the kept headers as a JSON object, written in the order
+// of keptHeaders (jsonb keeps its own order): on every delivery, marshalling
+// a map sorted its keys by reflection.
 func auditHeaders(h http.Header) []byte {
-	kept := map[string]string{}
+	b := append(make([]byte, 0, 256), '{')
 	for _, name := range keptHeaders {
-		if v := h.Get(name); v != "" {
-			if len(v) > 512 {
-				v = v[:512]
-			}
-			// jsonb refuses a NUL: the audit copy marks it instead.
-			kept[name] = strings.ReplaceAll(v, "\x00", "\uFFFD")
+		v := h.Get(name)
+		if v == "" {
+			continue
 		}
+		if len(v) > 512 {
+			v = v[:512]
+		}
+		// jsonb refuses a NUL: the audit copy marks it instead.
+		value, _ := json.Marshal(strings.ReplaceAll(v, "\x00", "\uFFFD"))
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(append(append(append(b, '"'), name...), `":`...), value...)
 	}
-	b, _ := json.Marshal(kept)
-	return b
+	return append(b, '}')
 }
 
 // Key is (endpoint, event type, the PSP's stable event id): what makes
