@@ -675,9 +675,9 @@ const defaultFrameBytes = 256
 // last read's mean size (the frames are then cut at the share in bytes),
 // at least one and at most MaxLimit. h.mu is held.
 func (h *Hub) shareLocked() (share, limit int) {
-	bytes := float64(positive(h.MaxBytesPerSecond, DefaultMaxBytesPerSecond)) * h.wakeGap.Seconds() / float64(max(1, len(h.subs)))
-	share = int(min(bytes, float64(1<<30)))
-	return share, int(min(max(2*bytes/float64(h.frameBytes), 1), MaxLimit))
+	perStream := float64(positive(h.MaxBytesPerSecond, DefaultMaxBytesPerSecond)) * h.wakeGap.Seconds() / float64(max(1, len(h.subs)))
+	share = int(min(perStream, float64(1<<30)))
+	return share, int(min(max(2*perStream/float64(h.frameBytes), 1), MaxLimit))
 }
 
 // share lets streams at any of b's events take the rest of b, as long as

@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// Linger is how long the sink gathers lines after a write before the next:
+// linger is how long the sink gathers lines after a write before the next:
 // a line waits at most this long, and a busy service writes at most
-// 1/Linger times a second.
-const Linger = 5 * time.Millisecond
+// 1/linger times a second.
+const linger = 5 * time.Millisecond
 
 // maxPending bounds the bytes waiting: past it, Write waits for the
 // writer, so a stuck log slows the service down instead of growing.
@@ -22,7 +22,7 @@ const maxPending = 1 << 20
 // Sink is an io.Writer that hands what it is given to a goroutine writing
 // to the underlying writer. Write never returns before its bytes are
 // copied; Close writes what is still waiting. Lines written while the
-// process dies in a panic or by a signal may be lost: at most Linger's
+// process dies in a panic or by a signal may be lost: at most linger's
 // worth.
 type Sink struct {
 	w    io.Writer
@@ -78,7 +78,7 @@ func (s *Sink) run() {
 		if shut {
 			return
 		}
-		time.Sleep(Linger)
+		time.Sleep(linger)
 	}
 }
 

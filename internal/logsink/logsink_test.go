@@ -73,7 +73,7 @@ func TestLinesArriveWholeInFewerWrites(t *testing.T) {
 	}
 }
 
-// A line alone is written within about Linger, without Close.
+// A line alone is written within about the linger (5 ms), without Close.
 func TestALineAloneIsWrittenSoon(t *testing.T) {
 	t.Parallel()
 	var w writes

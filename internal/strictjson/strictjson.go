@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -75,7 +76,7 @@ func (s *scanner) document() error {
 		return nil
 	}
 	// A second value is data after the first; anything else is no JSON.
-	if c := s.b[s.i]; bytes.IndexByte([]byte(`{["-0123456789tfn`), c) < 0 {
+	if c := s.b[s.i]; strings.IndexByte(`{["-0123456789tfn`, c) < 0 {
 		return s.syntax(fmt.Sprintf("invalid character %q after top-level value", c))
 	}
 	return ErrTrailingData

@@ -32,8 +32,8 @@ STREAMS=${STREAMS:-1000}
 FLOOD_C=${FLOOD_C:-8}
 BCB_ITEMS=${BCB_ITEMS:-2000}
 
-die() { echo "load/run.sh: $*" >&2; exit 1; }
-int_in() { [[ $2 =~ ^[0-9]+$ ]] && ((10#$2 >= $3 && 10#$2 <= $4)) || die "$1=$2 must be an integer in $3..$4"; }
+# shellcheck source=scripts/load/local.sh
+source scripts/load/local.sh
 int_in N "$N" 1 100000
 int_in C "$C" 1 1000
 int_in STORM "$STORM" 2 5000
@@ -54,34 +54,10 @@ command -v psql >/dev/null || die "psql is missing (apt-get install postgresql-c
 command -v pgbench >/dev/null || die "pgbench is missing (apt-get install postgresql-contrib)"
 
 # --- the database server: loopback or a local socket only -------------------
-ADMIN_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
-[[ $ADMIN_URL =~ ^postgres(ql)?:// ]] || die "DATABASE_URL must be a postgres:// URL"
-is_local_host() {
-	local h=$1
-	h=${h#[}
-	h=${h%]}
-	[[ -z $h || $h == /* || $h == localhost || $h =~ ^127\.[0-9]+\.[0-9]+\.[0-9]+$ || $h == ::1 ]]
-}
-authority=${ADMIN_URL#*://}
-authority=${authority%%[/?]*}
-hostport=${authority##*@}
-if [[ $hostport == \[* ]]; then host=${hostport%%]*}]; else host=${hostport%%:*}; fi
-is_local_host "$host" || die "DATABASE_URL host '$host' is not loopback: this load test only talks to this machine"
-if [[ $ADMIN_URL == *\?* ]]; then
-	query=${ADMIN_URL#*\?}
-	for kv in ${query//&/ }; do
-		case $kv in host=* | hostaddr=*)
-			v=${kv#*=}
-			for h in ${v//,/ }; do is_local_host "${h//%2F//}" || die "DATABASE_URL $kv is not loopback"; done ;;
-		esac
-	done
-	[[ $query == *sslmode=* ]] || ADMIN_URL="$ADMIN_URL&sslmode=disable"
-else
-	ADMIN_URL="$ADMIN_URL?sslmode=disable"
-fi
+local_server "${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
 DB="razao_load_$$"
 # The same server, database $DB.
-LOAD_URL="${ADMIN_URL%%://*}://${authority}/${DB}?${ADMIN_URL#*\?}"
+LOAD_URL=$(db_url "$DB")
 redact() { sed -E 's#://([^:@/]*):[^@/]*@#://\1:***@#' <<<"$1"; }
 
 WORK=$(mktemp -d /tmp/razao-load.XXXXXX)

@@ -288,6 +288,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// postgresSince is the CPU seconds of the postgres processes alive at b
+// since a (all of it for those started since). Backends that exited in
+// between are missed, so this is a lower bound.
+func postgresSince(a, b cpuSample) float64 {
+	var pg float64
+	for pid, cpu := range b.postgres {
+		pg += cpu - a.postgres[pid]
+	}
+	return pg
+}
+
 // perDelivery is the CPU time between two samples per delivery, in µs,
 // for the machine, razao and PostgreSQL (as cores counts them).
 func perDelivery(a, b cpuSample, serverPID, deliveries int) map[string]float64 {
@@ -295,11 +306,7 @@ func perDelivery(a, b cpuSample, serverPID, deliveries int) map[string]float64 {
 		return nil
 	}
 	us := func(x, y float64) float64 { return math.Round((y - x) / float64(deliveries) * 1e6) }
-	var pg float64
-	for pid, cpu := range b.postgres {
-		pg += cpu - a.postgres[pid]
-	}
-	m := map[string]float64{"machine": us(a.busy, b.busy), "postgres": us(0, pg)}
+	m := map[string]float64{"machine": us(a.busy, b.busy), "postgres": us(0, postgresSince(a, b))}
 	if serverPID > 0 {
 		m["razao"] = us(a.server, b.server)
 	}
@@ -380,14 +387,7 @@ func cores(a, b cpuSample, serverPID int) map[string]float64 {
 		return nil
 	}
 	c := func(x, y float64) float64 { return math.Round((y-x)/wall*100) / 100 }
-	// Postgres processes alive at the end: what they used since the first
-	// sample (all of it if they started since). Backends that exited in
-	// between are missed, so this is a lower bound.
-	var pg float64
-	for pid, cpu := range b.postgres {
-		pg += cpu - a.postgres[pid]
-	}
-	m := map[string]float64{"machine": c(a.busy, b.busy), "load-tool": c(a.self, b.self), "postgres": c(0, pg)}
+	m := map[string]float64{"machine": c(a.busy, b.busy), "load-tool": c(a.self, b.self), "postgres": c(0, postgresSince(a, b))}
 	if serverPID > 0 {
 		m["razao"] = c(a.server, b.server)
 	}

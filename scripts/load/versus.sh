@@ -30,8 +30,8 @@ N=${N:-6000}
 C=${C:-8}
 PRELOAD=${PRELOAD:-200000}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-15}
-die() { echo "load/versus.sh: $*" >&2; exit 1; }
-int_in() { [[ $2 =~ ^[0-9]+$ ]] && ((10#$2 >= $3 && 10#$2 <= $4)) || die "$1=$2 must be an integer in $3..$4"; }
+# shellcheck source=scripts/load/local.sh
+source scripts/load/local.sh
 int_in ROUNDS "$ROUNDS" 1 20
 int_in N "$N" 1 100000
 int_in C "$C" 1 1000
@@ -41,16 +41,7 @@ int_in PGBENCH_SECONDS "$PGBENCH_SECONDS" 1 120
 OLD=$(git rev-parse --verify --quiet "$1^{commit}") || die "$1 is not a commit of this repository"
 command -v pgbench >/dev/null || die "pgbench is missing (apt-get install postgresql-contrib)"
 
-ADMIN_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}
-authority=${ADMIN_URL#*://}
-authority=${authority%%[/?]*}
-host=${authority##*@}
-host=${host%:*}
-[[ $host == 127.0.0.1 || $host == localhost || $host == "[::1]" ]] || die "DATABASE_URL must be a loopback server (127.0.0.1, localhost or [::1]), not '$host'"
-[[ $ADMIN_URL == *\?* ]] || ADMIN_URL="$ADMIN_URL?sslmode=disable"
-query=${ADMIN_URL#*\?}
-[[ $query != *host=* ]] || die "DATABASE_URL must not name a host in its query"
-db_url() { echo "${ADMIN_URL%%://*}://${authority}/$1?${query}"; }
+local_server "${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable}"
 
 WORK=$(mktemp -d /tmp/razao-versus.XXXXXX)
 PIDS=()
@@ -158,9 +149,15 @@ echo "  median old/(a)     $(awk '{ print $2 / $4 }' "$WORK/rounds.txt" | median
 echo "  median new/(a)     $(awk '{ print $3 / $4 }' "$WORK/rounds.txt" | median)"
 # What each delivery cost in CPU, which moves far less with the machine's
 # speed than the rates do: the medians over the rounds, per side.
-cpu_us() { cat "$WORK/$1"-*.jsonl | grep -o "\"cpu_us_per_delivery\":{[^}]*}" | grep -oE "\"$2\":[0-9.]+" | cut -d: -f2 | median; }
+# A run without the figures (no /proc) prints none: grep finding nothing
+# must not end the script under pipefail.
+cpu_us() {
+	local v
+	v=$(cat "$WORK/$1"-*.jsonl | grep -o "\"cpu_us_per_delivery\":{[^}]*}" | grep -oE "\"$2\":[0-9.]+" | cut -d: -f2 || true)
+	[[ -z $v ]] || median <<<"$v"
+}
 for part in razao postgres machine; do
 	o=$(cpu_us old "$part") n=$(cpu_us new "$part")
-	[[ -n $o && -n $n ]] || continue
+	[[ -n $o && -n $n && $o != 0 ]] || continue
 	awk -v p="$part" -v o="$o" -v n="$n" 'BEGIN { printf "  CPU µs per delivery, %-8s old %6.0f  new %6.0f  new/old %.3f\n", p, o, n, n / o }'
 done
