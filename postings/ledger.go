@@ -299,7 +299,9 @@ func (l *Ledger) checkOpen(ctx context.Context, q sqlx.QueryerContext, m Month) 
 // month (months close in order, so that is the month after the last closed
 // one). Postings find their set by idempotency key. No conflict target: a
 // concurrent writer of the same business event may win on
-// uq_sale_per_charge rather than on the key.
+// uq_sale_per_charge rather than on the key. The legs written are counted
+// per set once, in a join: a subquery per set scanned every posting of
+// the statement for each set, sets × postings rows.
 const insertSetsSQL = `
 WITH last_closed AS (
 	SELECT max(month) AS month FROM closed_periods
@@ -326,8 +328,11 @@ WITH last_closed AS (
 	JOIN s ON s.idempotency_key = l.key
 	ORDER BY l.ord
 	RETURNING posting_set_id
+), legs AS (
+	SELECT posting_set_id, count(*) AS n FROM p GROUP BY posting_set_id
 )
-SELECT s.id, s.idempotency_key, s.competence, (SELECT count(*) FROM p WHERE p.posting_set_id = s.id) AS legs FROM s`
+SELECT s.id, s.idempotency_key, s.competence, coalesce(legs.n, 0) AS legs
+FROM s LEFT JOIN legs ON legs.posting_set_id = s.id`
 
 // insertSets writes the sets absent so far and returns them by key.
 func insertSets(ctx context.Context, stmt *sqlx.Stmt, in []pending) (map[string]Posted, error) {
