@@ -620,26 +620,28 @@ CREATE OR REPLACE FUNCTION public.ledger_refuse_sealed_set()
  SET row_security TO 'off'
 AS $function$
 DECLARE
-    set_id bigint;
+    set_id      bigint;
+    wrong_month boolean;
 BEGIN
-    IF EXISTS (SELECT 1 FROM new_postings n
+    IF EXISTS (SELECT 1 FROM (SELECT DISTINCT account_id, currency FROM new_postings) n
                WHERE NOT EXISTS (SELECT 1 FROM ONLY accounts a WHERE a.id = n.account_id AND a.currency = n.currency)) THEN
         RAISE EXCEPTION 'a posting names an account that does not exist in its currency'
             USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'fk_postings_account_currency';
     END IF;
-    SELECT n.posting_set_id INTO set_id FROM new_postings n
-        WHERE NOT EXISTS (SELECT 1 FROM ONLY posting_sets s WHERE s.id = n.posting_set_id AND s.competence_month = n.competence_month)
+    SELECT n.posting_set_id, s.id IS NULL OR n.first_month <> s.competence_month OR n.last_month <> s.competence_month
+        INTO set_id, wrong_month
+        FROM (SELECT posting_set_id, count(*) AS added, min(competence_month) AS first_month, max(competence_month) AS last_month
+              FROM new_postings GROUP BY posting_set_id) n
+        LEFT JOIN ONLY posting_sets s ON s.id = n.posting_set_id
+        WHERE s.id IS NULL OR n.first_month <> s.competence_month OR n.last_month <> s.competence_month
+           OR s.created_xid <> pg_current_xact_id()
+           OR (SELECT count(*) FROM postings p WHERE p.posting_set_id = n.posting_set_id) <> n.added
+        ORDER BY 2 DESC
         LIMIT 1;
-    IF FOUND THEN
+    IF FOUND AND wrong_month THEN
         RAISE EXCEPTION 'posting set % does not exist in the posting''s competence month', set_id
             USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'fk_postings_set_month';
     END IF;
-    SELECT n.posting_set_id INTO set_id
-        FROM (SELECT posting_set_id, count(*) AS added FROM new_postings GROUP BY posting_set_id) n
-        JOIN ONLY posting_sets s ON s.id = n.posting_set_id
-        WHERE s.created_xid <> pg_current_xact_id()
-           OR (SELECT count(*) FROM postings p WHERE p.posting_set_id = n.posting_set_id) <> n.added
-        LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'posting set % is sealed: its postings are written by the statement that writes its first, in the transaction that created it', set_id
             USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_postings_sealed_set';

@@ -241,6 +241,15 @@ func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
 		if err := postings.MapError(err); !errors.Is(err, postings.ErrSealed) {
 			t.Fatalf("got %v, want ErrSealed", err)
 		}
+		// Sealed and in another month: the month's error is the one
+		// raised (sql/0036 keeps 0034's order).
+		_, err = db.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+			SELECT $1, id, 'BRL', v, m::date FROM accounts, (VALUES (5, '2026-08-01'), (-5, '2026-09-01')) AS x (v, m)
+			WHERE code = 'assets:cash'`, p.ID)
+		var pqErr *pq.Error
+		if !errors.As(err, &pqErr) || pqErr.Constraint != "fk_postings_set_month" {
+			t.Fatalf("got %v, want fk_postings_set_month", err)
+		}
 	})
 	if n := ledgertest.Count(t, db, `SELECT count(*) FROM posting_sets WHERE kind = 'adjustment'`); n != 0 {
 		t.Fatalf("%d raw sets committed, want 0", n)
