@@ -11,6 +11,7 @@ import (
 
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/pgarray"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/postings"
 )
@@ -305,7 +306,7 @@ func (a *Applier) LockTx(ctx context.Context, tx *sqlx.Tx, evs []Event, skipLock
 		lock = a.lockSkip
 	}
 	var rows []Charge
-	if err := query(ctx, tx, &rows, lock, pq.Array(ids), pq.Array(refs)); err != nil {
+	if err := query(ctx, tx, &rows, lock, pgarray.Text(ids), pgarray.Text(refs)); err != nil {
 		return nil, fmt.Errorf("lock charges %v: %w", ids, err)
 	}
 	locked := make([]string, len(rows))
@@ -532,8 +533,9 @@ func (l *Locked) writeCharges(ctx context.Context, tx *sqlx.Tx) error {
 	for i, c := range l.grants {
 		granted[i], access[i] = c.ID, c.Access
 	}
-	err := exec(ctx, tx, l.a.write, pq.Array(ids), pq.Array(states), pq.Array(paid), pq.Array(fees), pq.Array(commissions),
-		pq.Array(paidAt), pq.Array(refs), pq.Array(refunded), pq.Array(failedAt), pq.Array(granted), pq.Array(access))
+	err := exec(ctx, tx, l.a.write, pgarray.Text(ids), pgarray.Text(states), pgarray.NullInt64(paid), pgarray.NullInt64(fees),
+		pq.Array(commissions), pgarray.NullTime(paidAt), pgarray.NullText(refs), pq.Array(refunded), pgarray.NullTime(failedAt),
+		pgarray.Text(granted), pgarray.Text(access))
 	if err != nil {
 		return fmt.Errorf("update charges %v, grant %v: %w", ids, granted, err)
 	}

@@ -21,7 +21,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
+
+	"github.com/razao/razao/internal/pgarray"
 )
 
 // Topic names an event for the selling app.
@@ -136,7 +137,7 @@ func AppendArgs(drafts ...Draft) ([]any, error) {
 		// As text: with binary parameters lib/pq sends []byte as bytea.
 		topics[i], charges[i], bodies[i] = string(d.Topic), d.ChargeID, string(body)
 	}
-	return []any{pq.Array(topics), pq.Array(charges), pq.Array(bodies)}, nil
+	return []any{pgarray.Text(topics), pgarray.Text(charges), pgarray.Text(bodies)}, nil
 }
 
 // horizon is the xid below which no transaction of this database can still

@@ -14,6 +14,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/pgarray"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/money"
 )
@@ -366,9 +367,9 @@ func insertSets(ctx context.Context, stmt *sqlx.Stmt, in []pending) (map[string]
 		Legs       int       `db:"legs"`
 	}
 	err := stmt.SelectContext(ctx, &rows,
-		pq.Array(ns), pq.Array(kinds), pq.Array(ks), pq.Array(amounts), pq.Array(curs), pq.Array(comps), pq.Array(events),
-		pq.Array(charges), pq.Array(refunds), pq.Array(partners), pq.Array(inboxes), pq.Array(descs), pq.Array(autos), pq.Array(hashes),
-		pq.Array(legKeys), pq.Array(legAccounts), pq.Array(legCurs), pq.Array(legAmounts))
+		pq.Array(ns), pgarray.Text(kinds), pgarray.Text(ks), pq.Array(amounts), pgarray.Text(curs), pgarray.Text(comps), pgarray.Text(events),
+		pgarray.Text(charges), pgarray.Text(refunds), pgarray.Text(partners), pq.Array(inboxes), pgarray.Text(descs), pq.Array(autos), pgarray.Text(hashes),
+		pgarray.Text(legKeys), pq.Array(legAccounts), pgarray.Text(legCurs), pq.Array(legAmounts))
 	if err != nil {
 		return nil, err
 	}

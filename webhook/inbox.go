@@ -14,6 +14,7 @@ import (
 
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/internal/batch"
+	"github.com/razao/razao/internal/pgarray"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/webhook/scheme"
 )
@@ -399,12 +400,12 @@ func (in *Inbox) insert(ctx context.Context, batch []*putRequest) error {
 			bodies, headers, bodyOf = append(bodies, body), append(headers, header), append(bodyOf, n)
 		}
 	}
-	args := []any{pq.Array(keys), pq.Array(eps), pq.Array(schemes), pq.Array(merchants), pq.Array(types), pq.Array(ids),
-		pq.Array(kinds), pq.Array(refs), pq.Array(evs), pq.Array(bodies), pq.Array(headers), pq.Array(statuses)}
+	args := []any{pgarray.Text(keys), pgarray.Text(eps), pgarray.Text(schemes), pgarray.Text(merchants), pgarray.Text(types), pgarray.Text(ids),
+		pgarray.Text(kinds), pgarray.Text(refs), pgarray.Text(evs), pq.Array(bodies), pgarray.Text(headers), pgarray.Text(statuses)}
 	which := in.insertStmt
 	if len(shared) > 0 {
 		which = in.insertSharedStmt
-		args = append(args, pq.Array(bodyOf), pq.Array(shared), pq.Array(sharedHeaders))
+		args = append(args, pq.Array(bodyOf), pq.Array(shared), pgarray.Text(sharedHeaders))
 	}
 	stmt, err := which.Prepared(ctx)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/pgarray"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/postings"
@@ -599,7 +600,7 @@ func (p *Processor) finish(ctx context.Context, tx *sqlx.Tx, ds []*delivery, bus
 		return 0, err
 	}
 	var released int64
-	args := append([]any{pq.Array(ids), pq.Array(statuses), pq.Array(paid), pq.Array(busy)}, evArgs...)
+	args := append([]any{pq.Array(ids), pgarray.Text(statuses), pgarray.Text(paid), pq.Array(busy)}, evArgs...)
 	err = stmt.GetContext(ctx, &released, args...)
 	return released, err
 }
