@@ -628,15 +628,16 @@ BEGIN
         RAISE EXCEPTION 'a posting names an account that does not exist in its currency'
             USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'fk_postings_account_currency';
     END IF;
-    SELECT n.posting_set_id, s.id IS NULL OR n.first_month <> s.competence_month OR n.last_month <> s.competence_month
-        INTO set_id, wrong_month
-        FROM (SELECT posting_set_id, count(*) AS added, min(competence_month) AS first_month, max(competence_month) AS last_month
-              FROM new_postings GROUP BY posting_set_id) n
-        LEFT JOIN ONLY posting_sets s ON s.id = n.posting_set_id
-        WHERE s.id IS NULL OR n.first_month <> s.competence_month OR n.last_month <> s.competence_month
-           OR s.created_xid <> pg_current_xact_id()
-           OR (SELECT count(*) FROM postings p WHERE p.posting_set_id = n.posting_set_id) <> n.added
-        ORDER BY 2 DESC
+    SELECT c.posting_set_id, c.wrong_month INTO set_id, wrong_month
+        FROM (SELECT n.posting_set_id, n.added, s.created_xid,
+                     s.id IS NULL OR n.first_month <> s.competence_month OR n.last_month <> s.competence_month AS wrong_month
+              FROM (SELECT posting_set_id, count(*) AS added, min(competence_month) AS first_month,
+                           max(competence_month) AS last_month
+                    FROM new_postings GROUP BY posting_set_id) n
+              LEFT JOIN ONLY posting_sets s ON s.id = n.posting_set_id) c
+        WHERE c.wrong_month OR c.created_xid <> pg_current_xact_id()
+           OR (SELECT count(*) FROM postings p WHERE p.posting_set_id = c.posting_set_id) <> c.added
+        ORDER BY c.wrong_month DESC
         LIMIT 1;
     IF FOUND AND wrong_month THEN
         RAISE EXCEPTION 'posting set % does not exist in the posting''s competence month', set_id
