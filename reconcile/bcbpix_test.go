@@ -37,7 +37,7 @@ func TestPixAPIAuth(t *testing.T) {
 	c := f.client(t, cert, fakeClientSecret, &waits{})
 	ctx := context.Background()
 	for range 3 {
-		if _, err := c.Page(ctx, winFrom, winTo, 0); err != nil {
+		if _, err := c.Page(ctx, bcbpix.Query{Inicio: winFrom, Fim: winTo}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,13 +52,13 @@ func TestPixAPIAuth(t *testing.T) {
 	}
 
 	wrong := f.client(t, cert, "not-the-secret-at-all", &waits{})
-	_, err := wrong.Page(ctx, winFrom, winTo, 0)
+	_, err := wrong.Page(ctx, bcbpix.Query{Inicio: winFrom, Fim: winTo}, 0)
 	if err == nil || !strings.Contains(err.Error(), "token refused (401 invalid_client)") || strings.Contains(err.Error(), "not-the-secret") {
 		t.Fatalf("wrong secret: %v", err)
 	}
 
 	stranger, _, _ := newTestCA(t, "another ca").leaf(t, "razao", false)
-	_, err = f.client(t, stranger, fakeClientSecret, &waits{}).Page(ctx, winFrom, winTo, 0)
+	_, err = f.client(t, stranger, fakeClientSecret, &waits{}).Page(ctx, bcbpix.Query{Inicio: winFrom, Fim: winTo}, 0)
 	if err == nil || !strings.Contains(err.Error(), "certificate") && !strings.Contains(err.Error(), "tls") {
 		t.Fatalf("client certificate of another CA: %v", err)
 	}
@@ -77,14 +77,14 @@ func TestPixAPIRetriesHonouringRetryAfter(t *testing.T) {
 	w := &waits{}
 	c := f.client(t, cert, fakeClientSecret, w)
 	f.failNext(failure{status: 429, retryAfter: "7"}, failure{status: 503}, failure{status: 503, retryAfter: "86400"})
-	if _, err := c.Page(context.Background(), winFrom, winTo, 0); err != nil {
+	if _, err := c.Page(context.Background(), bcbpix.Query{Inicio: winFrom, Fim: winTo}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := w.all(), []time.Duration{7 * time.Second, 2 * time.Second, bcbpix.DefaultMaxWait}; !slices.Equal(got, want) {
 		t.Fatalf("waits %v, want %v", got, want)
 	}
 	f.failNext(failure{status: 503}, failure{status: 503}, failure{status: 503}, failure{status: 503})
-	_, err := c.Page(context.Background(), winFrom, winTo, 0)
+	_, err := c.Page(context.Background(), bcbpix.Query{Inicio: winFrom, Fim: winTo}, 0)
 	var se *bcbpix.StatusError
 	if !errors.As(err, &se) || se.Status != 503 || !strings.Contains(err.Error(), "gave up after 3 retries") {
 		t.Fatalf("a PSP that stays down: %v", err)

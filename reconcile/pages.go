@@ -80,7 +80,7 @@ func (r *Reconciler) loadPages(ctx context.Context, run *Run, ep *endpoint) erro
 		if pos.page >= maxPages {
 			return fmt.Errorf("run %d: the statement has more than %d pages", run.ID, maxPages)
 		}
-		pg, err := ep.api.Page(ctx, run.From, run.To, pos.page)
+		pg, err := ep.api.Page(ctx, bcbpix.Query{Inicio: run.From, Fim: run.To}, pos.page)
 		if err != nil {
 			return err
 		}

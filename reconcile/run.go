@@ -23,7 +23,7 @@ import (
 
 // statementAPI is what a run needs of the Pix API.
 type statementAPI interface {
-	Page(ctx context.Context, inicio, fim time.Time, number int) (bcbpix.Page, error)
+	Page(ctx context.Context, q bcbpix.Query, number int) (bcbpix.Page, error)
 	Pix(ctx context.Context, e2eid string) (json.RawMessage, error)
 }
 

@@ -168,11 +168,24 @@ type pageAnswer struct {
 // Time is how the API's inicio and fim are written.
 const Time = time.RFC3339Nano
 
-// Page fetches page number (from 0) of the Pix received in [inicio, fim].
-func (c *Client) Page(ctx context.Context, inicio, fim time.Time, number int) (Page, error) {
+// Query is what GET /pix is asked for: the Pix received (by their
+// horario) in [Inicio, Fim], both ends inclusive as the specification
+// says; with RefundsOnly, only those that carry a devolução
+// (devolucaoPresente=true), which is how refunds settled long after
+// their Pix are found.
+type Query struct {
+	Inicio, Fim time.Time
+	RefundsOnly bool
+}
+
+// Page fetches page number (from 0) of the Pix q asks for.
+func (c *Client) Page(ctx context.Context, query Query, number int) (Page, error) {
 	q := url.Values{}
-	q.Set("inicio", inicio.UTC().Format(Time))
-	q.Set("fim", fim.UTC().Format(Time))
+	q.Set("inicio", query.Inicio.UTC().Format(Time))
+	q.Set("fim", query.Fim.UTC().Format(Time))
+	if query.RefundsOnly {
+		q.Set("devolucaoPresente", "true")
+	}
 	q.Set("paginacao.paginaAtual", strconv.Itoa(number))
 	q.Set("paginacao.itensPorPagina", strconv.Itoa(c.cfg.PageSize))
 	body, err := c.get(ctx, "/pix", q)
