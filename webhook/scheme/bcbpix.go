@@ -138,7 +138,7 @@ func bcbItem(item object) ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append([]Event{credit}, refunds...), nil
+	return bcbComponents(item, append([]Event{credit}, refunds...))
 }
 
 // bcbValor reads valor, a reais string of the form \d{1,10}\.\d{2}.

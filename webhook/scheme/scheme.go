@@ -70,6 +70,14 @@ type Event struct {
 	// it (abacatepay platformFee); HasFee says so.
 	Fee    int64
 	HasFee bool
+	// Components is what Amount is made of, when the payload says so
+	// (bcb-pix componentesValor): the sale, cash handed over the counter,
+	// interest, fines, rebates, discounts. nil when it says nothing.
+	Components *Components `json:",omitempty"`
+	// OfCashOut marks a refund of cash handed over the counter (a bcb-pix
+	// devolução of natureza RETIRADA: a Pix Saque's cash, a Pix Troco's
+	// change), not of the sale.
+	OfCashOut bool `json:",omitempty"`
 	// OccurredAt is the business time of the event when the payload carries
 	// one; zero otherwise.
 	OccurredAt time.Time
