@@ -36,6 +36,18 @@ const (
 	PSPFees           = "expenses:psp-fees"
 	CommissionPayable = "liabilities:commission-payable"
 	Adjustments       = "equity:adjustments"
+	// What a Pix's componentesValor books beside the sale (sql/0040): cash
+	// handed over the counter comes out of the till (Pix Saque, Pix
+	// Troco: never revenue); interest and fines of a charge with a due
+	// date are income of their own, its rebates and discounts expenses of
+	// their own.
+	Till           = "assets:till"
+	TillWithdrawal = "assets:till:pix-withdrawals"
+	TillChange     = "assets:till:pix-change"
+	Interest       = "income:interest"
+	Fines          = "income:fines"
+	Rebates        = "expenses:rebates"
+	Discounts      = "expenses:discounts"
 )
 
 // DefaultCurrency is the currency of accounts created without one.

@@ -13,6 +13,7 @@ import (
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/pgarray"
 	"github.com/razao/razao/internal/sqlstmt"
+	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
 )
 
@@ -53,6 +54,13 @@ type Event struct {
 	HasAmount bool
 	Fee       int64
 	HasFee    bool
+	// Parts is what Amount is made of, when the payment says so (a Pix's
+	// componentesValor); the zero Parts when it says nothing, and all of
+	// Amount is the sale. See paid.
+	Parts money.Parts
+	// OfCashOut marks a refund of cash handed over the counter (a Pix
+	// devolução of natureza RETIRADA), not of the sale.
+	OfCashOut bool
 	// StatementRefund: a refund read from a PSP's statement file under
 	// the file's own refund id (StatementRefundType), which its webhook
 	// may name by another: the two are paired, not booked twice (see

@@ -187,9 +187,9 @@ func (d *Decision) paid(ev Event, limit money.Limit) error {
 		// what finance must settle is what that one payment was worth
 		// (check it on the PSP's statement), not a second transfer to
 		// return to the payer.
-		if paidAmount, fee := derefOr(c.PaidAmount), derefOr(c.Fee); ev.Amount != paidAmount || ev.Fee != fee {
+		if paidAmount, fee := derefOr(c.PaidAmount), derefOr(c.Fee); paidFor(ev) != paidAmount || ev.Fee != fee {
 			*d = d.diverge(divergences.ReasonAmountMismatch, "payment %s was booked for %d (PSP fee %d); now stated as %d (PSP fee %d)",
-				ev.PaymentRef, paidAmount, fee, ev.Amount, ev.Fee)
+				ev.PaymentRef, paidAmount, fee, paidFor(ev), ev.Fee)
 			return nil
 		}
 		// A redelivery: repair the grant if a partial state left it out.
@@ -201,6 +201,10 @@ func (d *Decision) paid(ev Event, limit money.Limit) error {
 	// is for a delivery stored before the limit was lowered, or a charge
 	// registered above it: the ledger would refuse the sale on every retry.
 	tooLarge := limit.Check("paid amount", ev.Amount)
+	if tooLarge == nil && ev.Parts.Stated() {
+		// The sale's set moves the reductions too (see postings.SaleOf).
+		tooLarge = limit.Check("paid amount with its rebate and discount", ev.Amount+ev.Parts.Rebate+ev.Parts.Discount)
+	}
 	switch {
 	case !ev.HasAmount:
 		*d = d.diverge(divergences.ReasonAmountMismatch, "payment states no amount; charge is %d", c.Amount)
@@ -208,7 +212,17 @@ func (d *Decision) paid(ev Event, limit money.Limit) error {
 	case tooLarge != nil:
 		*d = d.diverge(divergences.ReasonMalformed, "%v", tooLarge)
 		return nil
-	case ev.Amount != c.Amount:
+	case ev.Parts.Stated() && ev.Parts.Sum() != ev.Amount:
+		// The PSP's own figures disagree: nothing of it can be booked as
+		// what it is. Both sides, for finance.
+		*d = d.diverge(divergences.ReasonAmountMismatch, "paid %d, but its parts (%s) add up to %d",
+			ev.Amount, ev.Parts, ev.Parts.Sum())
+		return nil
+	case ev.Parts.Stated() && ev.Parts.Original != c.Amount:
+		*d = d.diverge(divergences.ReasonAmountMismatch, "paid %d of which the sale (original) is %d (%s), charge is %d",
+			ev.Amount, ev.Parts.Original, ev.Parts, c.Amount)
+		return nil
+	case !ev.Parts.Stated() && ev.Amount != c.Amount:
 		*d = d.diverge(divergences.ReasonAmountMismatch, "paid %d, charge is %d", ev.Amount, c.Amount)
 		return nil
 	case ev.HasFee && (ev.Fee < 0 || ev.Fee >= ev.Amount):
@@ -222,7 +236,7 @@ func (d *Decision) paid(ev Event, limit money.Limit) error {
 	if c.Partner != nil && c.CommissionBP > 0 {
 		commission = postings.Commission(c.Amount, c.CommissionBP)
 	}
-	amount, fee, at := ev.Amount, ev.Fee, ev.At
+	amount, fee, at := paidFor(ev), ev.Fee, ev.At
 	c.State, c.PaidAmount, c.Fee, c.Commission, c.PaidAt = StatePaid, &amount, &fee, commission, &at
 	c.PaidRef = nil
 	if ev.PaymentRef != "" {
@@ -231,17 +245,30 @@ func (d *Decision) paid(ev Event, limit money.Limit) error {
 	}
 	d.Result, d.Changed = Applied, true
 	d.Events = append(d.Events, events.Draft{Topic: events.TopicChargePaid, ChargeID: c.ID, Payload: map[string]any{
-		"charge_id": c.ID, "amount": ev.Amount, "fee": ev.Fee, "paid_at": ev.At,
+		"charge_id": c.ID, "amount": amount, "fee": ev.Fee, "paid_at": ev.At,
 	}})
 	d.ensureGrant()
 	return nil
 }
 
+// paidFor is what a payment paid for its charge: its amount less the
+// cash handed over the counter (a Pix's saque and troco), which came in
+// by Pix and went out of the till. It is the charge's paid_amount: the
+// sale, with a cobv's interest and fines and less its rebates and
+// discounts, and what the refunds of the sale are bounded by.
+func paidFor(ev Event) int64 { return ev.Amount - ev.Parts.CashOut() }
+
 // bookSale adds the sale and, when the charge has a partner, its
 // commission.
 func (d *Decision) bookSale(ev Event) error {
 	c := &d.State
-	sale, err := postings.Sale(c.ID, c.Currency, ev.Amount, ev.Fee, ev.At)
+	var sale postings.Set
+	var err error
+	if ev.Parts.Stated() {
+		sale, err = postings.SaleOf(c.ID, c.Currency, ev.Parts, ev.Fee, ev.At)
+	} else {
+		sale, err = postings.Sale(c.ID, c.Currency, ev.Amount, ev.Fee, ev.At)
+	}
 	if err != nil {
 		return err
 	}
@@ -280,6 +307,16 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 		// Both sides are in the scheme's form (SchemePaymentRef).
 		*d = d.diverge(divergences.ReasonRefundOfOtherPayment, "refund %s is of payment %s; the charge was paid by %s",
 			ev.RefundID, ev.PaymentRef, *c.PaidRef)
+		return nil
+	}
+	if ev.OfCashOut {
+		// A Pix devolução of natureza RETIRADA gives back a Pix Saque's
+		// cash or a Pix Troco's change: money that never was the sale's.
+		// Booked against the sale it would cut revenue; razao books
+		// refunds of the sale only, so finance books this one.
+		*d = d.diverge(divergences.ReasonRefundExceedsPaid,
+			"refund %s of %d is of the cash handed over the counter (natureza RETIRADA), not of the sale of %d: not booked as a refund of the sale",
+			ev.RefundID, ev.Amount, derefOr(c.PaidAmount))
 		return nil
 	}
 	b, ok := c.booked(ev.RefundID)

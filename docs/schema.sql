@@ -152,7 +152,11 @@ CREATE TABLE month_snapshots (
     other bigint NOT NULL,
     lines integer NOT NULL,
     created_xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
-    created_at timestamp with time zone NOT NULL DEFAULT now()
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    interest bigint NOT NULL DEFAULT 0,
+    fines bigint NOT NULL DEFAULT 0,
+    rebates bigint NOT NULL DEFAULT 0,
+    discounts bigint NOT NULL DEFAULT 0
 );
 
 CREATE TABLE month_sum_lines (

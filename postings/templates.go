@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/money"
 )
 
 // The builders below turn business events into the posting sets of
@@ -26,6 +27,48 @@ func Sale(chargeID, currency string, amount, fee int64, at time.Time) (Set, erro
 	legs = append(legs, Leg{Account: accounts.Revenue, Amount: -amount})
 	return Set{
 		Kind: KindSale, IdempotencyKey: "sale:" + chargeID, Amount: amount, Currency: currency,
+		EventAt: at, ChargeID: chargeID, Legs: legs,
+	}, nil
+}
+
+// SaleOf books a confirmed payment whose amount is made of parts (a Pix's
+// componentesValor): the sale of parts.Original on income:revenue, and
+// each other part on its own account, so that cash is what came in:
+//
+//	D cash        received − fee     C revenue          original
+//	D psp-fees    fee                C interest         juros
+//	D rebates     abatimento         C fines            multa
+//	D discounts   desconto           C till:pix-withdrawals  saque
+//	                                 C till:pix-change       troco
+//
+// where received = parts.Sum(). The set's amount is its debits (received
+// plus the reductions). A part of zero books no leg; parts that say
+// nothing book Sale's own legs.
+func SaleOf(chargeID, currency string, parts money.Parts, fee int64, at time.Time) (Set, error) {
+	if !parts.Stated() {
+		return Set{}, fmt.Errorf("%w: sale of no parts", ErrInvalid)
+	}
+	received := parts.Sum()
+	for _, v := range []int64{parts.Original, parts.Withdrawal, parts.Change, parts.Interest, parts.Fine, parts.Rebate, parts.Discount} {
+		if v < 0 || v > money.Ceiling {
+			return Set{}, fmt.Errorf("%w: sale of parts %s", ErrInvalid, parts)
+		}
+	}
+	if parts.Original <= 0 || fee < 0 || fee >= received {
+		return Set{}, fmt.Errorf("%w: sale of parts %s with fee %d", ErrInvalid, parts, fee)
+	}
+	legs := []Leg{{Account: accounts.Cash, Amount: received - fee}}
+	for _, l := range []Leg{
+		{accounts.PSPFees, fee, ""}, {accounts.Rebates, parts.Rebate, ""}, {accounts.Discounts, parts.Discount, ""},
+		{accounts.Revenue, -parts.Original, ""}, {accounts.Interest, -parts.Interest, ""}, {accounts.Fines, -parts.Fine, ""},
+		{accounts.TillWithdrawal, -parts.Withdrawal, ""}, {accounts.TillChange, -parts.Change, ""},
+	} {
+		if l.Amount != 0 {
+			legs = append(legs, l)
+		}
+	}
+	return Set{
+		Kind: KindSale, IdempotencyKey: "sale:" + chargeID, Amount: received + parts.Rebate + parts.Discount, Currency: currency,
 		EventAt: at, ChargeID: chargeID, Legs: legs,
 	}, nil
 }

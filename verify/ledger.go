@@ -24,7 +24,7 @@ type sqlCheck struct {
 // ledgerChecks lists verify's SQL checks.
 func ledgerChecks() []sqlCheck {
 	shapes, payablePrefix := templateShapes()
-	var slotKinds, slotCodes, shapeKinds, shapeTexts []string
+	var slotKinds, slotCodes, shapeKinds, shapeTexts, descKinds, descTexts []string
 	var slotDebits []bool
 	var slotBits, shapeMasks []int64
 	for k, ss := range shapes {
@@ -42,6 +42,7 @@ func ledgerChecks() []sqlCheck {
 			}
 			shapeKinds, shapeMasks, shapeTexts = append(shapeKinds, string(k)), append(shapeMasks, mask), append(shapeTexts, s)
 		}
+		descKinds, descTexts = append(descKinds, string(k)), append(descTexts, describeShapes(ss))
 	}
 	return []sqlCheck{
 		{"every posting set has at least two postings", `
@@ -107,13 +108,19 @@ func ledgerChecks() []sqlCheck {
 		WHERE s.kind = 'sale'
 		  AND s.amount::numeric = (SELECT coalesce(sum(f.amount), 0::numeric) FROM posting_sets f WHERE f.kind = 'refund' AND f.charge_id = s.charge_id)
 		GROUP BY s.charge_id, c.amount HAVING coalesce(sum(r.amount), 0::numeric) <> c.amount::numeric`, nil},
-		{"cash equals sales - psp fees - refunds - payouts (+ adjustments)", `
+		// A sale's amount is its debits: with a Pix's parts, the cash that
+		// came in plus the rebates and discounts it gave (postings.SaleOf),
+		// which did not come in.
+		{"cash equals sales - psp fees - rebates and discounts - refunds - payouts (+ adjustments)", `
 		WITH cash AS (
 			SELECT p.currency, sum(p.amount) AS balance FROM postings p JOIN accounts a ON a.id = p.account_id
 			WHERE a.code = 'assets:cash' OR starts_with(a.code, 'assets:cash:') GROUP BY p.currency
 		), fees AS (
 			SELECT p.currency, sum(p.amount) AS total FROM postings p JOIN accounts a ON a.id = p.account_id
-			WHERE a.code = 'expenses:psp-fees' GROUP BY p.currency
+			WHERE a.code = 'expenses:psp-fees'
+			   OR (a.code IN ('expenses:rebates', 'expenses:discounts')
+				AND EXISTS (SELECT 1 FROM posting_sets s WHERE s.id = p.posting_set_id AND s.kind = 'sale'))
+			GROUP BY p.currency
 		), adjustments AS (
 			SELECT p.currency, sum(p.amount) AS total FROM postings p JOIN accounts a ON a.id = p.account_id
 			JOIN posting_sets s ON s.id = p.posting_set_id
@@ -187,6 +194,7 @@ func ledgerChecks() []sqlCheck {
 		{"every posting set has the legs its kind's template allows", `
 		WITH slots AS (SELECT * FROM unnest($1::text[], $2::bool[], $3::text[], $4::bigint[]) AS l (kind, debit, code, bit)),
 		shapes AS (SELECT * FROM unnest($5::text[], $6::bigint[], $7::text[]) AS v (kind, mask, shape)),
+		described AS (SELECT * FROM unnest($10::text[], $11::text[]) AS d (kind, text)),
 		fixed AS (SELECT l.kind, l.debit, a.id AS account_id, l.bit FROM slots l JOIN accounts a ON a.code = l.code),
 		fits AS (
 			SELECT s.id, s.kind, count(*) AS n, count(b.bit) AS matched, coalesce(sum(b.bit), 0) AS total, coalesce(bit_or(b.bit), 0) AS mask
@@ -206,10 +214,11 @@ func ledgerChecks() []sqlCheck {
 					SELECT CASE WHEN p.amount > 0 THEN 'D ' ELSE 'C ' END ||
 						CASE WHEN p.currency <> s.currency THEN p.currency || ' ' ELSE '' END || a.code AS leg
 					FROM postings p JOIN accounts a ON a.id = p.account_id WHERE p.posting_set_id = s.id) g) ||
-			'] are not a ' || s.kind || ' (' || (SELECT string_agg('[' || v.shape || ']', ' or ' ORDER BY v.shape) FROM shapes v WHERE v.kind = s.kind) || ')'
+			'] are not a ' || s.kind || ' (' || (SELECT d.text FROM described d WHERE d.kind = s.kind) || ')'
 		FROM posting_sets s WHERE s.id IN (SELECT id FROM misfits) ORDER BY s.id`,
 			[]any{pq.Array(slotKinds), pq.Array(slotDebits), pq.Array(slotCodes), pq.Array(slotBits),
-				pq.Array(shapeKinds), pq.Array(shapeMasks), pq.Array(shapeTexts), payablePrefix, partnerPlaceholder}},
+				pq.Array(shapeKinds), pq.Array(shapeMasks), pq.Array(shapeTexts), payablePrefix, partnerPlaceholder,
+				pq.Array(descKinds), pq.Array(descTexts)}},
 		// Reports, balances and exports carry money as int64: a balance or a
 		// month's movement beyond it cannot be shown. Summed in numeric, per
 		// account with its children rolled up (as the trial balance does), and

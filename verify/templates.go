@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/money"
 	"github.com/razao/razao/postings"
 )
 
@@ -45,6 +46,13 @@ func templateShapes() (shapes map[postings.Kind][]string, payablePrefix string) 
 	}
 	add(postings.Sale("c", "BRL", 100, 0, at))
 	add(postings.Sale("c", "BRL", 100, 1, at))
+	// A sale of a Pix's parts: any of them beside the original, with or
+	// without a fee.
+	for mask := range 1 << 7 {
+		on := func(bit int) int64 { return int64(mask >> bit & 1) }
+		parts := money.Parts{Original: 100, Withdrawal: on(0), Change: on(1), Interest: on(2), Fine: on(3), Rebate: on(4), Discount: on(5)}
+		add(postings.SaleOf("c", "BRL", parts, on(6), at))
+	}
 	addOK(postings.CommissionSet("c", partner, "BRL", 100, 1000, at))
 	add(postings.Refund("c", "r", "BRL", 100, at))
 	addOK(postings.CommissionReversalSet("c", "r", partner, "BRL", 10, at))
@@ -70,4 +78,33 @@ func templateShapes() (shapes map[postings.Kind][]string, payablePrefix string) 
 		}
 	}
 	return shapes, payablePrefix
+}
+
+// describeShapes spells a kind's shapes for a breach line: each shape
+// ("[C income:revenue, D assets:cash] or [...]") when there are two at
+// most, else the legs every shape has and the ones some have: a sale of a
+// Pix's parts may have any of them, 130 shapes in all.
+func describeShapes(shapes []string) string {
+	sorted := slices.Clone(shapes)
+	sort.Strings(sorted)
+	if len(sorted) <= 2 {
+		return "[" + strings.Join(sorted, "] or [") + "]"
+	}
+	count := map[string]int{}
+	for _, s := range sorted {
+		for _, leg := range strings.Split(s, ", ") {
+			count[leg]++
+		}
+	}
+	var every, some []string
+	for leg, n := range count {
+		if n == len(sorted) {
+			every = append(every, leg)
+		} else {
+			some = append(some, leg)
+		}
+	}
+	sort.Strings(every)
+	sort.Strings(some)
+	return "[" + strings.Join(every, ", ") + "] with any of [" + strings.Join(some, ", ") + "]"
 }

@@ -242,7 +242,8 @@ func TestVerifyNamesSetsBookedOffTheirTemplate(t *testing.T) {
 		{"a sale into commission expense instead of cash", postings.Set{Kind: postings.KindSale, IdempotencyKey: "sale:x",
 			ChargeID: "x", Amount: 100, Currency: "BRL", EventAt: at,
 			Legs: []postings.Leg{{Account: "expenses:commission", Amount: 100}, {Account: "income:revenue", Amount: -100}}},
-			"(sale of charge x): legs [C income:revenue, D expenses:commission] are not a sale ([C income:revenue, D assets:cash] or [C income:revenue, D assets:cash, D expenses:psp-fees])"},
+			"(sale of charge x): legs [C income:revenue, D expenses:commission] are not a sale ([C income:revenue, D assets:cash] with any of [C assets:till:pix-change, C assets:till:pix-withdrawals, " +
+				"C income:fines, C income:interest, D expenses:discounts, D expenses:psp-fees, D expenses:rebates])"},
 		{"a commission owed to another partner than the set's", postings.Set{Kind: postings.KindCommission, IdempotencyKey: "commission:x",
 			ChargeID: "x", Partner: "partner-42", Amount: 10, Currency: "BRL", EventAt: at,
 			Legs: []postings.Leg{{Account: "expenses:commission", Amount: 10}, {Account: "liabilities:commission-payable:partner-7", Amount: -10}}},
