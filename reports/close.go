@@ -45,10 +45,11 @@ func writeSnapshot(ctx context.Context, q sqlx.ExtContext, m postings.Month) err
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
-	res, err := q.ExecContext(ctx, `INSERT INTO month_snapshots (month, currency, sales, sales_count, refunds,
-		refunds_count, commission, psp_fees, other, lines) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+	res, err := q.ExecContext(ctx, `INSERT INTO month_snapshots (month, `+incomeSnapshotColumns+`, lines)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 		ON CONFLICT (month) DO NOTHING`,
-		m.First(), f.Currency, f.Sales, f.SalesCount, f.Refunds, f.RefundsCount, f.Commission, f.PSPFees, f.Other, len(own))
+		m.First(), f.Currency, f.Sales, f.SalesCount, f.Refunds, f.RefundsCount, f.Commission, f.PSPFees,
+		f.Interest, f.Fines, f.Rebates, f.Discounts, f.Other, len(own))
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
@@ -133,8 +134,7 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 		Lines int64     `db:"lines"`
 		incomeFigures
 	}
-	err = sqlx.SelectContext(ctx, q, &heads, `SELECT month, lines, currency, sales, sales_count, refunds, refunds_count,
-		commission, psp_fees, other FROM month_snapshots ORDER BY month`)
+	err = sqlx.SelectContext(ctx, q, &heads, `SELECT month, lines, `+incomeSnapshotColumns+` FROM month_snapshots ORDER BY month`)
 	if err != nil {
 		return nil, fmt.Errorf("check snapshots: %w", err)
 	}
@@ -210,7 +210,9 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 		}{
 			{"sales", h.Sales, f.Sales}, {"sales_count", h.SalesCount, f.SalesCount},
 			{"refunds", h.Refunds, f.Refunds}, {"refunds_count", h.RefundsCount, f.RefundsCount},
-			{"commission", h.Commission, f.Commission}, {"psp_fees", h.PSPFees, f.PSPFees}, {"other", h.Other, f.Other},
+			{"commission", h.Commission, f.Commission}, {"psp_fees", h.PSPFees, f.PSPFees},
+			{"interest", h.Interest, f.Interest}, {"fines", h.Fines, f.Fines},
+			{"rebates", h.Rebates, f.Rebates}, {"discounts", h.Discounts, f.Discounts}, {"other", h.Other, f.Other},
 		} {
 			if c.s != c.l {
 				out = append(out, SnapshotMismatch{Month: m.String(), What: "income " + c.what, Snapshot: c.s, Ledger: c.l})

@@ -270,20 +270,29 @@ func writeTrialBalance(c *CSVWriter, tb TrialBalanceReport) (int64, error) {
 
 func writeIncome(c *CSVWriter, inc Income) (int64, error) {
 	c.Header(incomeColumns)
-	lines := []struct {
+	type line struct {
 		name   string
 		count  int64
 		counts bool
 		amount int64
-	}{
+	}
+	lines := []line{
 		{"sales", inc.SalesCount, true, inc.Sales},
 		{"refunds", inc.RefundsCount, true, inc.Refunds},
 		{"net_revenue", 0, false, inc.NetRevenue},
 		{"commission", 0, false, inc.Commission},
 		{"psp_fees", 0, false, inc.PSPFees},
-		{"other", 0, false, inc.Other},
-		{"net_income", 0, false, inc.NetIncome},
 	}
+	// A Pix's interest, fines, rebates and discounts: lines of their own in
+	// the months that have them, so that a month exported before they
+	// existed is exported again byte for byte.
+	for _, l := range []line{{"interest", 0, false, inc.Interest}, {"fines", 0, false, inc.Fines},
+		{"rebates", 0, false, inc.Rebates}, {"discounts", 0, false, inc.Discounts}} {
+		if l.amount != 0 {
+			lines = append(lines, l)
+		}
+	}
+	lines = append(lines, line{"other", 0, false, inc.Other}, line{"net_income", 0, false, inc.NetIncome})
 	for _, l := range lines {
 		c.Text(inc.Month)
 		c.Text(inc.Currency)

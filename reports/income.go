@@ -35,11 +35,20 @@ type Income struct {
 	Commission int64 `json:"commission"`
 	// PSPFees: net debits to expenses:psp-fees.
 	PSPFees int64 `json:"psp_fees"`
+	// Interest and Fines: net credits to income:interest and income:fines,
+	// the juros and multa of Pix paid late on a charge with a due date.
+	Interest int64 `json:"interest"`
+	Fines    int64 `json:"fines"`
+	// Rebates and Discounts: net debits to expenses:rebates and
+	// expenses:discounts, the abatimento and desconto such a Pix took.
+	Rebates   int64 `json:"rebates"`
+	Discounts int64 `json:"discounts"`
 	// Other: every other posting on an income or expense account
 	// (adjustments, other accounts) as its effect on the result: credits
 	// positive.
 	Other int64 `json:"other"`
-	// NetIncome = NetRevenue − Commission − PSPFees + Other: the credits
+	// NetIncome = NetRevenue − Commission − PSPFees + Interest + Fines −
+	// Rebates − Discounts + Other: the credits
 	// less the debits of every income and expense account in the month.
 	NetIncome int64 `json:"net_income"`
 }
@@ -53,8 +62,17 @@ type incomeFigures struct {
 	RefundsCount int64  `db:"refunds_count"`
 	Commission   int64  `db:"commission"`
 	PSPFees      int64  `db:"psp_fees"`
+	Interest     int64  `db:"interest"`
+	Fines        int64  `db:"fines"`
+	Rebates      int64  `db:"rebates"`
+	Discounts    int64  `db:"discounts"`
 	Other        int64  `db:"other"`
 }
+
+// incomeSnapshotColumns are month_snapshots' income figures, in incomeFigures'
+// order (after currency).
+const incomeSnapshotColumns = `currency, sales, sales_count, refunds, refunds_count, commission, psp_fees,
+	interest, fines, rebates, discounts, other`
 
 func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, error) {
 	var sum sums
@@ -65,6 +83,10 @@ func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, 
 	r.SetInt64(net)
 	r.Sub(&r, big.NewInt(f.Commission))
 	r.Sub(&r, big.NewInt(f.PSPFees))
+	r.Add(&r, big.NewInt(f.Interest))
+	r.Add(&r, big.NewInt(f.Fines))
+	r.Sub(&r, big.NewInt(f.Rebates))
+	r.Sub(&r, big.NewInt(f.Discounts))
 	r.Add(&r, big.NewInt(f.Other))
 	if !r.IsInt64() {
 		sum.overflow("net income", "")
@@ -76,7 +98,8 @@ func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, 
 	return Income{
 		Month: m.String(), Closed: closed, Snapshot: snapshot, Currency: f.Currency,
 		Sales: f.Sales, SalesCount: f.SalesCount, Refunds: f.Refunds, RefundsCount: f.RefundsCount,
-		NetRevenue: net, Commission: f.Commission, PSPFees: f.PSPFees, Other: f.Other,
+		NetRevenue: net, Commission: f.Commission, PSPFees: f.PSPFees,
+		Interest: f.Interest, Fines: f.Fines, Rebates: f.Rebates, Discounts: f.Discounts, Other: f.Other,
 		NetIncome: income,
 	}, nil
 }
@@ -103,8 +126,7 @@ func incomeStatement(ctx context.Context, q sqlx.QueryerContext, m postings.Mont
 	}
 	var f incomeFigures
 	if st.Snapshot {
-		err = sqlx.GetContext(ctx, q, &f, `SELECT currency, sales, sales_count, refunds, refunds_count,
-			commission, psp_fees, other FROM month_snapshots WHERE month = $1`, m.First())
+		err = sqlx.GetContext(ctx, q, &f, `SELECT `+incomeSnapshotColumns+` FROM month_snapshots WHERE month = $1`, m.First())
 		if err != nil {
 			return Income{}, fmt.Errorf("income statement %s: read snapshot: %w", m, err)
 		}
@@ -119,6 +141,10 @@ const (
 	bucketRevenue    = "revenue"
 	bucketCommission = "commission"
 	bucketPSPFees    = "psp_fees"
+	bucketInterest   = "interest"
+	bucketFines      = "fines"
+	bucketRebates    = "rebates"
+	bucketDiscounts  = "discounts"
 	bucketOther      = "other"
 )
 
@@ -131,6 +157,14 @@ func bucketOf(code string) string {
 		return bucketCommission
 	case under(accounts.PSPFees):
 		return bucketPSPFees
+	case under(accounts.Interest):
+		return bucketInterest
+	case under(accounts.Fines):
+		return bucketFines
+	case under(accounts.Rebates):
+		return bucketRebates
+	case under(accounts.Discounts):
+		return bucketDiscounts
 	}
 	return bucketOther
 }
@@ -208,6 +242,14 @@ func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month, fr
 			f.Commission = sum.add(f.Commission, net, "commission", "")
 		case bucketPSPFees:
 			f.PSPFees = sum.add(f.PSPFees, net, "psp fees", "")
+		case bucketInterest:
+			f.Interest = sum.sub(f.Interest, net, "interest", "")
+		case bucketFines:
+			f.Fines = sum.sub(f.Fines, net, "fines", "")
+		case bucketRebates:
+			f.Rebates = sum.add(f.Rebates, net, "rebates", "")
+		case bucketDiscounts:
+			f.Discounts = sum.add(f.Discounts, net, "discounts", "")
 		default:
 			f.Other = sum.sub(f.Other, net, "other", "")
 		}
