@@ -237,7 +237,9 @@ CREATE TABLE reconciliation_lines (
     ledger_amount bigint,
     ledger_fee bigint,
     inbox_id bigint,
-    divergence_id bigint
+    divergence_id bigint,
+    parts bigint[],
+    cash_out boolean NOT NULL DEFAULT false
 );
 
 CREATE TABLE reconciliation_pages (
@@ -382,6 +384,7 @@ ALTER TABLE reconciliation_files ADD CONSTRAINT reconciliation_files_pkey PRIMAR
 ALTER TABLE reconciliation_files ADD CONSTRAINT reconciliation_files_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE CASCADE;
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_kind CHECK ((kind = ANY (ARRAY['paid'::text, 'refunded'::text, 'refund_open'::text, 'invalid'::text])));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_outcome CHECK ((outcome = ANY (ARRAY['matched'::text, 'booked'::text, 'divergence'::text])));
+ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_parts CHECK (((parts IS NULL) OR ((cardinality(parts) = 7) AND (0 <= ALL (parts)))));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_side CHECK ((side = ANY (ARRAY['statement'::text, 'ledger'::text])));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT reconciliation_lines_pkey PRIMARY KEY (run_id, line);
 ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_pkey PRIMARY KEY (run_id, pass, page);

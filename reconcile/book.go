@@ -9,6 +9,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/money"
 	"github.com/razao/razao/webhook/scheme"
 )
 
@@ -24,6 +25,9 @@ type toBook struct {
 	Amount    int64     `db:"amount"`
 	Fee       *int64    `db:"fee"`
 	At        time.Time `db:"at"`
+	// Parts and CashOut are the line's Parts and OfCashOut.
+	Parts   pq.Int64Array `db:"parts"`
+	CashOut bool          `db:"cash_out"`
 }
 
 // event is the line as the endpoint's webhook would have reported it: the
@@ -34,7 +38,11 @@ func (b toBook) event(schemeName string) scheme.Event {
 	ev := scheme.Event{Kind: scheme.KindPaid, Type: b.EventType, EventID: b.EventID, ChargeID: b.ChargeRef,
 		PSPRef: b.PSPID, Amount: b.Amount, HasAmount: true, OccurredAt: b.At}
 	if b.Kind == KindRefunded {
-		ev.Kind, ev.RefundID = scheme.KindRefunded, b.RefundID
+		ev.Kind, ev.RefundID, ev.OfCashOut = scheme.KindRefunded, b.RefundID, b.CashOut
+	}
+	if p := b.Parts; len(p) == 7 {
+		ev.Components = &scheme.Components{Parts: money.Parts{Original: p[0], Withdrawal: p[1], Change: p[2],
+			Interest: p[3], Fine: p[4], Rebate: p[5], Discount: p[6]}}
 	}
 	if !charges.NamesPayments(schemeName) {
 		// The scheme names no payment (Standard Webhooks): the payment
@@ -71,7 +79,7 @@ func (r *Reconciler) book(ctx context.Context, run Run, ep *endpoint) (int, erro
 		}
 		var lines []toBook
 		err := r.sel(ctx, &lines, `SELECT line, kind, event_type, event_id, psp_id, charge_ref, refund_id,
-				amount, fee, at FROM reconciliation_lines
+				amount, fee, at, parts, cash_out FROM reconciliation_lines
 			WHERE run_id = $1 AND line > $3 AND outcome = 'booked' AND inbox_id IS NULL ORDER BY run_id, line LIMIT $2`,
 			run.ID, min(bookChunk, ep.hook.MaxItems), after)
 		if err != nil {

@@ -47,11 +47,14 @@ type pixItem struct {
 	E2E, Txid, Valor string
 	Horario          time.Time
 	Devolucoes       []devolucao
+	// Componentes is the item's componentesValor, raw; nil for none.
+	Componentes json.RawMessage
 }
 
 type devolucao struct {
 	ID, Valor, Status string
 	Liquidacao        time.Time
+	Natureza          string // "" for none
 }
 
 func (it pixItem) json() map[string]any {
@@ -63,6 +66,9 @@ func (it pixItem) json() map[string]any {
 	for _, d := range it.Devolucoes {
 		dm := map[string]any{"id": d.ID, "rtrId": "D" + d.ID, "valor": d.Valor, "status": d.Status,
 			"horario": map[string]any{"solicitacao": it.Horario.UTC().Format(time.RFC3339)}}
+		if d.Natureza != "" {
+			dm["natureza"] = d.Natureza
+		}
 		if !d.Liquidacao.IsZero() {
 			dm["horario"].(map[string]any)["liquidacao"] = d.Liquidacao.UTC().Format(time.RFC3339)
 		}
@@ -70,6 +76,9 @@ func (it pixItem) json() map[string]any {
 	}
 	if devs != nil {
 		m["devolucoes"] = devs
+	}
+	if it.Componentes != nil {
+		m["componentesValor"] = it.Componentes
 	}
 	return m
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/internal/kind"
+	"github.com/razao/razao/money"
 )
 
 // Kind is what a statement line says happened.
@@ -78,6 +79,13 @@ type Line struct {
 	Fee       int64
 	HasFee    bool
 	At        time.Time
+	// Parts is what a payment's amount is made of, when the statement
+	// says so (a Pix's componentesValor): the charge is paid by its
+	// original, and the cash handed over the counter is not the charge's.
+	Parts money.Parts
+	// OfCashOut marks a refund of cash handed over the counter (a Pix
+	// devolução of natureza RETIRADA), not of the sale.
+	OfCashOut bool
 	// Detail says why an invalid line could not be read.
 	Detail string
 }

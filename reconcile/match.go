@@ -79,7 +79,7 @@ const paidVerdictsSQL = `
 		CASE WHEN z.verdict = 'in_inbox' THEN z.ib_id END AS inbox_id
 	FROM (
 		SELECT y.*, CASE
-			WHEN y.cr_id IS NOT NULL AND y.amount <> y.cr_paid THEN 'amount_mismatch'
+			WHEN y.cr_id IS NOT NULL AND y.paid_for <> y.cr_paid THEN 'amount_mismatch'
 			WHEN y.cr_id IS NOT NULL AND y.fee IS NOT NULL AND y.fee <> coalesce(y.cr_fee, 0) THEN 'fee_mismatch'
 			WHEN y.cr_id IS NOT NULL THEN 'matched'
 			WHEN y.ib_status = 'divergent' THEN coalesce(y.dv_reason, 'divergent_in_inbox')
@@ -87,11 +87,17 @@ const paidVerdictsSQL = `
 			WHEN y.c_id IS NULL THEN 'unknown_charge'
 			WHEN y.c_merchant IS NOT NULL AND y.c_merchant <> $4 THEN 'merchant_mismatch'
 			WHEN y.c_state IN ('paid', 'partially_refunded', 'refunded') THEN 'second_payment'
-			WHEN y.amount <> y.c_amount THEN 'amount_mismatch'
+			WHEN y.sale <> y.c_amount THEN 'amount_mismatch'
 			ELSE 'book' END AS verdict
 		FROM (
 			SELECT x.run_id, x.line, x.side, x.kind, x.event_type, x.event_id, x.psp_id, x.charge_ref, x.refund_id,
 				x.amount, x.fee, x.at, x.detail,
+				-- With a Pix's parts (reconciliation_lines.parts, in
+				-- money.Parts' order) the charge is paid by the original,
+				-- and what paid it (its paid_amount) is the amount less
+				-- the cash handed over the counter (charges' paidFor).
+				coalesce(x.parts[1], x.amount) AS sale,
+				x.amount - coalesce(x.parts[2] + x.parts[3], 0) AS paid_for,
 				cr.id AS cr_id, cr.paid_amount AS cr_paid, cr.fee AS cr_fee,
 				coalesce(cr.id, ci.id, cp.id) AS c_id,
 				coalesce(ci.merchant, cp.merchant) AS c_merchant,

@@ -157,7 +157,7 @@ func pixLines(sc scheme.Scheme, item json.RawMessage) []Line {
 	lines := make([]Line, 0, len(evs))
 	for _, ev := range evs {
 		l := Line{EventType: ev.Type, EventID: ev.EventID, PSPID: ev.PSPRef, ChargeRef: ev.ChargeID,
-			RefundID: ev.RefundID, Amount: ev.Amount, At: ev.OccurredAt}
+			RefundID: ev.RefundID, Amount: ev.Amount, At: ev.OccurredAt, Parts: ev.Parts(), OfCashOut: ev.OfCashOut}
 		switch ev.Kind {
 		case scheme.KindPaid:
 			l.Kind = KindPaid

@@ -42,7 +42,7 @@ func begin(ctx context.Context, db *sqlx.DB) (*sqlx.Tx, error) {
 
 // lineColumns are the columns a statement line is copied into.
 var lineColumns = []string{"run_id", "line", "kind", "event_type", "event_id", "psp_id", "charge_ref",
-	"refund_id", "amount", "fee", "at", "detail", "outcome", "reason"}
+	"refund_id", "amount", "fee", "at", "detail", "outcome", "reason", "parts", "cash_out"}
 
 // copier loads lines into reconciliation_lines with COPY inside tx.
 type copier struct {
@@ -63,7 +63,11 @@ func newCopier(ctx context.Context, tx *sqlx.Tx, run, first int64) (*copier, err
 // lineRow is l as the values of lineColumns, in order, for line number
 // n of run: the one place a line becomes a row, for both loaders.
 func lineRow(row []any, run, n int64, l Line) []any {
-	var fee, at, outcome, reason any
+	var fee, at, outcome, reason, parts any
+	if p := l.Parts; p.Stated() {
+		// In money.Parts' order, as matching reads them (match.go).
+		parts = pq.Array([]int64{p.Original, p.Withdrawal, p.Change, p.Interest, p.Fine, p.Rebate, p.Discount})
+	}
 	if l.HasFee {
 		fee = l.Fee
 	}
@@ -74,7 +78,7 @@ func lineRow(row []any, run, n int64, l Line) []any {
 		outcome, reason = string(Divergence), ReasonInvalidLine
 	}
 	return append(row[:0], run, n, string(l.Kind), l.EventType, l.EventID, l.PSPID, l.ChargeRef,
-		l.RefundID, l.Amount, fee, at, l.Detail, outcome, reason)
+		l.RefundID, l.Amount, fee, at, l.Detail, outcome, reason, parts, l.OfCashOut)
 }
 
 func (c *copier) add(ctx context.Context, l Line) error {
