@@ -117,7 +117,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	tr := &http.Transport{TLSClientConfig: cfg.TLS.Clone(), ForceAttemptHTTP2: true,
 		TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: cfg.Timeout, MaxIdleConnsPerHost: 4}
-	mtls := &http.Client{Transport: tr, Timeout: cfg.Timeout}
+	mtls := &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: refuseRedirect}
 	cc := clientcredentials.Config{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
 		TokenURL: cfg.TokenURL, Scopes: cfg.Scopes, AuthStyle: oauth2.AuthStyleInHeader}
 	// The token source keeps this context for every token it fetches: it
@@ -127,7 +127,37 @@ func New(cfg Config) (*Client, error) {
 	// Each attempt is bounded by its context (see once); a Client.Timeout
 	// here would ask oauth2's Transport for the CancelRequest it lacks.
 	return &Client{cfg: cfg, base: base, http: &http.Client{
-		Transport: &oauth2.Transport{Source: ts, Base: tr}}}, nil
+		Transport: &oauth2.Transport{Source: ts, Base: tr}, CheckRedirect: refuseRedirect}}, nil
+}
+
+// refuseRedirect follows no redirect, for the statement's calls and the
+// token's alike: oauth2.Transport sets the bearer token on every request
+// it sends, a redirected one included, so a redirect followed to another
+// host would hand it the token (and the token endpoint's, the client's
+// secret), and read that host's answer as the statement.
+func refuseRedirect(req *http.Request, via []*http.Request) error {
+	e := &RedirectError{To: req.URL.Redacted()}
+	if req.Response != nil {
+		e.Status = req.Response.StatusCode
+	}
+	from := *via[len(via)-1].URL
+	from.RawQuery = ""
+	e.From = from.Redacted()
+	if len(e.To) > 300 {
+		e.To = strings.ToValidUTF8(e.To[:300], "") + "…"
+	}
+	return e
+}
+
+// RedirectError is an answer that redirects: never followed. It names
+// the hop, for the operator to take up with the PSP.
+type RedirectError struct {
+	Status   int
+	From, To string // the URL redirected (without its query), and its Location
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("%s answered %d redirecting to %s: a redirect is not followed", e.From, e.Status, e.To)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -250,6 +280,12 @@ func (c *Client) once(ctx context.Context, u string, attempt int) ([]byte, time.
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
+	var redirect *RedirectError
+	if errors.As(err, &redirect) {
+		// Without the url.Errors around it, which name the redirect's
+		// target as the request.
+		return nil, 0, redirect
+	}
 	if err != nil {
 		return nil, 0, scrub(err)
 	}
