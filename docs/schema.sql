@@ -243,8 +243,10 @@ CREATE TABLE reconciliation_pages (
     total bigint NOT NULL,
     items integer NOT NULL,
     page_count integer NOT NULL,
-    body bytea NOT NULL,
-    fetched_at timestamp with time zone NOT NULL DEFAULT now()
+    fetched_at timestamp with time zone NOT NULL DEFAULT now(),
+    page_size integer NOT NULL,
+    bytes integer NOT NULL,
+    sha256 bytea NOT NULL
 );
 
 CREATE TABLE reconciliation_runs (
@@ -380,6 +382,7 @@ ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_kind CHE
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_outcome CHECK ((outcome = ANY (ARRAY['matched'::text, 'booked'::text, 'divergence'::text])));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_side CHECK ((side = ANY (ARRAY['statement'::text, 'ledger'::text])));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT reconciliation_lines_pkey PRIMARY KEY (run_id, line);
+ALTER TABLE reconciliation_pages ADD CONSTRAINT ck_reconciliation_pages_figures CHECK (((page_size >= 0) AND (bytes >= 0) AND (octet_length(sha256) = 32)));
 ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_pkey PRIMARY KEY (run_id, pass, page);
 ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE CASCADE;
 ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_endpoint CHECK (((length(endpoint) >= 1) AND (length(endpoint) <= 63)));

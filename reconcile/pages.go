@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,13 @@ const maxPasses = 3
 
 // maxPages bounds the pages of one window: 10 million items.
 const maxPages = 10_000
+
+// maxRunBytes bounds what a run may receive over all its pages, its
+// passes included: as much as the largest statement file may hold
+// (maxMaxFileBytes). A page is kept as its figures and digest, about a
+// hundred bytes, and its items as lines: bounding what a run receives
+// bounds them.
+const maxRunBytes = 4 << 30
 
 // position is where a run's paging stands, from the pages it kept.
 type position struct {
@@ -69,6 +77,14 @@ func (r *Reconciler) nextPage(ctx context.Context, run int64) (position, error) 
 // loadPages fetches the window's pages the run has not kept, each kept
 // with its lines in one transaction, then marks the run loaded.
 func (r *Reconciler) loadPages(ctx context.Context, run *Run, ep *endpoint) error {
+	bound := int64(maxRunBytes)
+	if r.maxRunBytes > 0 {
+		bound = r.maxRunBytes
+	}
+	var received int64
+	if err := r.get(ctx, &received, `SELECT coalesce(sum(bytes), 0) FROM reconciliation_pages WHERE run_id = $1`, run.ID); err != nil {
+		return fmt.Errorf("run %d: kept pages: %w", run.ID, err)
+	}
 	for {
 		pos, err := r.nextPage(ctx, run.ID)
 		if err != nil {
@@ -83,6 +99,9 @@ func (r *Reconciler) loadPages(ctx context.Context, run *Run, ep *endpoint) erro
 		pg, err := ep.api.Page(ctx, bcbpix.Query{Inicio: run.From, Fim: run.To}, pos.page)
 		if err != nil {
 			return err
+		}
+		if received += int64(len(pg.Body)); received > bound {
+			return fmt.Errorf("run %d: the statement's pages come to more than %d bytes", run.ID, bound)
 		}
 		if err := r.keepPage(ctx, run, ep, pos.pass, pg); err != nil {
 			return err
@@ -101,8 +120,10 @@ func (r *Reconciler) loadPages(ctx context.Context, run *Run, ep *endpoint) erro
 	return nil
 }
 
-// keepPage stores one page and copies its lines, and renews the run's
-// lease, in one transaction.
+// keepPage stores one page, as its figures and the length and SHA-256
+// of its body (what proves what was received; its items live on as its
+// lines), and copies its lines, and renews the run's lease, in one
+// transaction.
 func (r *Reconciler) keepPage(ctx context.Context, run *Run, ep *endpoint, pass int, pg bcbpix.Page) error {
 	tx, err := begin(ctx, r.db)
 	if err != nil {
@@ -114,8 +135,10 @@ func (r *Reconciler) keepPage(ctx context.Context, run *Run, ep *endpoint, pass 
 			lease_until = now() + $2 * interval '1 second' WHERE id = $1 RETURNING lines`, run.ID, r.lease.Seconds()); err != nil {
 		return fmt.Errorf("run %d: keep page %d: %w", run.ID, pg.Number, err)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO reconciliation_pages (run_id, pass, page, total, items, page_count, body)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, run.ID, pass, pg.Number, pg.Total, len(pg.Items), pg.Count, pg.Body); err != nil {
+	sum := sha256.Sum256(pg.Body)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO reconciliation_pages (run_id, pass, page, total, items, page_count, page_size, bytes, sha256)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, run.ID, pass, pg.Number, pg.Total, len(pg.Items), pg.Count, pg.PageSize,
+		len(pg.Body), sum[:]); err != nil {
 		return fmt.Errorf("run %d: keep page %d: %w", run.ID, pg.Number, err)
 	}
 	cp, err := newCopier(ctx, tx, run.ID, lines+1)

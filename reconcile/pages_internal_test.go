@@ -47,8 +47,8 @@ func TestNextPageSeesAMoveAnywhereInThePass(t *testing.T) {
 		db.MustExec(`INSERT INTO reconciliation_runs (id, endpoint, source, window_from, window_to, final, scheduled, claimed_by, lease_until)
 			VALUES ($1, 'bcb', 'bcb-pix', now() - interval '2 hours', now() - interval '1 hour', false, false, 'test', now())`, run)
 		for _, p := range tt.pages {
-			db.MustExec(`INSERT INTO reconciliation_pages (run_id, pass, page, total, items, page_count, body)
-				VALUES ($1, $2, $3, $4, 10, $5, '')`, run, p.pass, p.page, p.total, p.count)
+			db.MustExec(`INSERT INTO reconciliation_pages (run_id, pass, page, total, items, page_count, page_size, bytes, sha256)
+				VALUES ($1, $2, $3, $4, 10, $5, 10, 0, sha256(''))`, run, p.pass, p.page, p.total, p.count)
 		}
 		got, err := r.nextPage(context.Background(), run)
 		if err != nil || got != tt.want {

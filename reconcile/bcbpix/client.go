@@ -173,14 +173,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // Page is one page of GET /pix.
 type Page struct {
-	// Body is the answer as received, kept so a run can resume from it.
+	// Body is the answer as received; a run keeps its length and SHA-256.
 	Body []byte
 	// Items are its Pix, each as received.
 	Items []json.RawMessage
-	// Number is paginaAtual; Count quantidadeDePaginas; Total
-	// quantidadeTotalDeItens.
-	Number, Count int
-	Total         int64
+	// Number is paginaAtual; PageSize itensPorPagina; Count
+	// quantidadeDePaginas; Total quantidadeTotalDeItens.
+	Number, PageSize, Count int
+	Total                   int64
 }
 
 type pageAnswer struct {
@@ -235,7 +235,8 @@ func (c *Client) Page(ctx context.Context, query Query, number int) (Page, error
 	case pg.QuantidadeDePaginas < 0 || pg.QuantidadeTotalDeItens < 0:
 		return Page{}, fmt.Errorf("bcb-pix: GET /pix page %d: negative counts", number)
 	}
-	return Page{Body: body, Items: a.Pix, Number: number, Count: pg.QuantidadeDePaginas, Total: pg.QuantidadeTotalDeItens}, nil
+	return Page{Body: body, Items: a.Pix, Number: number, PageSize: pg.ItensPorPagina, Count: pg.QuantidadeDePaginas,
+		Total: pg.QuantidadeTotalDeItens}, nil
 }
 
 // Pix fetches one Pix by its endToEndId: the way to settle one doubt.
