@@ -249,8 +249,10 @@ CREATE TABLE reconciliation_pages (
     total bigint NOT NULL,
     items integer NOT NULL,
     page_count integer NOT NULL,
-    body bytea NOT NULL,
-    fetched_at timestamp with time zone NOT NULL DEFAULT now()
+    fetched_at timestamp with time zone NOT NULL DEFAULT now(),
+    page_size integer NOT NULL,
+    bytes integer NOT NULL,
+    sha256 bytea NOT NULL
 );
 
 CREATE TABLE reconciliation_runs (
@@ -387,6 +389,7 @@ ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_outcome 
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_parts CHECK (((parts IS NULL) OR ((cardinality(parts) = 7) AND (0 <= ALL (parts)))));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT ck_reconciliation_lines_side CHECK ((side = ANY (ARRAY['statement'::text, 'ledger'::text])));
 ALTER TABLE reconciliation_lines ADD CONSTRAINT reconciliation_lines_pkey PRIMARY KEY (run_id, line);
+ALTER TABLE reconciliation_pages ADD CONSTRAINT ck_reconciliation_pages_figures CHECK (((page_size >= 0) AND (bytes >= 0) AND (octet_length(sha256) = 32)));
 ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_pkey PRIMARY KEY (run_id, pass, page);
 ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE CASCADE;
 ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_endpoint CHECK (((length(endpoint) >= 1) AND (length(endpoint) <= 63)));

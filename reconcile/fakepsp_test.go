@@ -33,6 +33,13 @@ type fakePSP struct {
 	failures []failure
 	// beforePage runs before a page is answered, under no lock.
 	beforePage func(page int)
+	// answer, when set, rewrites the body of page's answer before it is
+	// sent (a hostile PSP's); served keeps each GET /pix body as sent.
+	answer func(page int, body []byte) []byte
+	served [][]byte
+	// redirectPix and redirectToken, when set, answer GET /pix 302 and
+	// the token 307 to that Location (a PSP answering for another host).
+	redirectPix, redirectToken string
 	// counts of requests served, by kind.
 	tokenRequests, pageRequests, refused int
 	pagesServed                          []int
@@ -113,6 +120,13 @@ func (f *fakePSP) failNext(fs ...failure) {
 	f.failures = append(f.failures, fs...)
 }
 
+// set changes the fake's behaviour under its lock, between requests.
+func (f *fakePSP) set(change func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change()
+}
+
 func (f *fakePSP) counts() (tokens, pages int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -123,6 +137,10 @@ func (f *fakePSP) token(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.tokenRequests++
+	if f.redirectToken != "" {
+		http.Redirect(w, r, f.redirectToken, http.StatusTemporaryRedirect)
+		return
+	}
 	id, secret, ok := r.BasicAuth()
 	if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
 		http.Error(w, `{"error":"unsupported_grant_type"}`, http.StatusBadRequest)
@@ -161,6 +179,10 @@ func (f *fakePSP) list(w http.ResponseWriter, r *http.Request) {
 	if !f.authorized(w, r) {
 		return
 	}
+	if f.redirectPix != "" {
+		http.Redirect(w, r, f.redirectPix, http.StatusFound)
+		return
+	}
 	if len(f.failures) > 0 {
 		fl := f.failures[0]
 		f.failures = f.failures[1:]
@@ -194,11 +216,16 @@ func (f *fakePSP) list(w http.ResponseWriter, r *http.Request) {
 		out = []map[string]any{}
 	}
 	f.pagesServed = append(f.pagesServed, page)
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
+	body, _ := json.Marshal(map[string]any{
 		"parametros": map[string]any{"inicio": q.Get("inicio"), "fim": q.Get("fim"), "paginacao": map[string]any{
 			"paginaAtual": page, "itensPorPagina": per, "quantidadeDePaginas": pages, "quantidadeTotalDeItens": len(in)}},
 		"pix": out})
+	if f.answer != nil {
+		body = f.answer(page, body)
+	}
+	f.served = append(f.served, body)
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
 }
 
 func (f *fakePSP) hook() func(int) {
@@ -211,6 +238,10 @@ func (f *fakePSP) one(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.authorized(w, r) {
+		return
+	}
+	if f.redirectPix != "" {
+		http.Redirect(w, r, f.redirectPix, http.StatusFound)
 		return
 	}
 	for _, it := range f.items {

@@ -84,6 +84,9 @@ type Reconciler struct {
 	// stopAfterFileKept, in tests, ends a file run right after its file
 	// is kept, before any line is loaded.
 	stopAfterFileKept bool
+	// maxRunBytes, when set (tests), replaces maxRunBytes: what a run may
+	// receive over all its pages.
+	maxRunBytes int64
 	// Progress, when set, is told each page fetched or 10,000 lines read.
 	Progress func(stage string, n int64)
 	// OnCommit, when set, runs after a commit that appended outbox events

@@ -117,7 +117,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	tr := &http.Transport{TLSClientConfig: cfg.TLS.Clone(), ForceAttemptHTTP2: true,
 		TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: cfg.Timeout, MaxIdleConnsPerHost: 4}
-	mtls := &http.Client{Transport: tr, Timeout: cfg.Timeout}
+	mtls := &http.Client{Transport: tr, Timeout: cfg.Timeout, CheckRedirect: refuseRedirect}
 	cc := clientcredentials.Config{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
 		TokenURL: cfg.TokenURL, Scopes: cfg.Scopes, AuthStyle: oauth2.AuthStyleInHeader}
 	// The token source keeps this context for every token it fetches: it
@@ -127,7 +127,37 @@ func New(cfg Config) (*Client, error) {
 	// Each attempt is bounded by its context (see once); a Client.Timeout
 	// here would ask oauth2's Transport for the CancelRequest it lacks.
 	return &Client{cfg: cfg, base: base, http: &http.Client{
-		Transport: &oauth2.Transport{Source: ts, Base: tr}}}, nil
+		Transport: &oauth2.Transport{Source: ts, Base: tr}, CheckRedirect: refuseRedirect}}, nil
+}
+
+// refuseRedirect follows no redirect, for the statement's calls and the
+// token's alike: oauth2.Transport sets the bearer token on every request
+// it sends, a redirected one included, so a redirect followed to another
+// host would hand it the token (and the token endpoint's, the client's
+// secret), and read that host's answer as the statement.
+func refuseRedirect(req *http.Request, via []*http.Request) error {
+	e := &RedirectError{To: req.URL.Redacted()}
+	if req.Response != nil {
+		e.Status = req.Response.StatusCode
+	}
+	from := *via[len(via)-1].URL
+	from.RawQuery = ""
+	e.From = from.Redacted()
+	if len(e.To) > 300 {
+		e.To = strings.ToValidUTF8(e.To[:300], "") + "…"
+	}
+	return e
+}
+
+// RedirectError is an answer that redirects: never followed. It names
+// the hop, for the operator to take up with the PSP.
+type RedirectError struct {
+	Status   int
+	From, To string // the URL redirected (without its query), and its Location
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("%s answered %d redirecting to %s: a redirect is not followed", e.From, e.Status, e.To)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -141,28 +171,97 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Page is one page of GET /pix.
+// Page is one page of GET /pix, its paging checked (see readPage).
 type Page struct {
-	// Body is the answer as received, kept so a run can resume from it.
+	// Body is the answer as received; a run keeps its length and SHA-256.
 	Body []byte
 	// Items are its Pix, each as received.
 	Items []json.RawMessage
-	// Number is paginaAtual; Count quantidadeDePaginas; Total
-	// quantidadeTotalDeItens.
-	Number, Count int
-	Total         int64
+	// Number is paginaAtual; PageSize itensPorPagina; Count
+	// quantidadeDePaginas; Total quantidadeTotalDeItens.
+	Number, PageSize, Count int
+	Total                   int64
 }
 
+// pageAnswer is PixConsultados. Every field is a pointer, or a slice
+// that stays nil when absent or null, so that one the answer left out is
+// told from a zero.
 type pageAnswer struct {
-	Parametros struct {
-		Paginacao struct {
-			PaginaAtual            int   `json:"paginaAtual"`
-			ItensPorPagina         int   `json:"itensPorPagina"`
-			QuantidadeDePaginas    int   `json:"quantidadeDePaginas"`
-			QuantidadeTotalDeItens int64 `json:"quantidadeTotalDeItens"`
+	Parametros *struct {
+		Paginacao *struct {
+			PaginaAtual            *int   `json:"paginaAtual"`
+			ItensPorPagina         *int   `json:"itensPorPagina"`
+			QuantidadeDePaginas    *int   `json:"quantidadeDePaginas"`
+			QuantidadeTotalDeItens *int64 `json:"quantidadeTotalDeItens"`
 		} `json:"paginacao"`
 	} `json:"parametros"`
 	Pix []json.RawMessage `json:"pix"`
+}
+
+// ErrPaging is a page whose paging is missing or does not add up: read
+// as it stands, a statement cut short would read as a whole one.
+var ErrPaging = errors.New("the statement's paging does not add up, so it may be cut: it is not read")
+
+// readPage reads the answer to page number of itensPorPagina asked. The
+// paging is required, and must add up within the page: a page before
+// the last is full, the last holds what the total leaves, a page past
+// the last holds nothing. (Whether the pages of a statement agree with
+// one another is the reader's to judge, over the pages it read.)
+func readPage(body []byte, number, asked int) (Page, error) {
+	fail := func(format string, args ...any) (Page, error) {
+		return Page{}, fmt.Errorf("bcb-pix: GET /pix page %d: %s (%w)", number, fmt.Sprintf(format, args...), ErrPaging)
+	}
+	var a pageAnswer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return Page{}, fmt.Errorf("bcb-pix: GET /pix page %d: not a page: %w", number, err)
+	}
+	switch {
+	case a.Parametros == nil:
+		return fail("parametros is missing")
+	case a.Parametros.Paginacao == nil:
+		return fail("parametros.paginacao is missing")
+	}
+	pg := a.Parametros.Paginacao
+	for _, f := range []struct {
+		name    string
+		missing bool
+	}{{"paginaAtual", pg.PaginaAtual == nil}, {"itensPorPagina", pg.ItensPorPagina == nil},
+		{"quantidadeDePaginas", pg.QuantidadeDePaginas == nil}, {"quantidadeTotalDeItens", pg.QuantidadeTotalDeItens == nil}} {
+		if f.missing {
+			return fail("parametros.paginacao.%s is missing", f.name)
+		}
+	}
+	if a.Pix == nil {
+		return fail("pix is missing or null")
+	}
+	p := Page{Body: body, Items: a.Pix, Number: *pg.PaginaAtual, PageSize: *pg.ItensPorPagina,
+		Count: *pg.QuantidadeDePaginas, Total: *pg.QuantidadeTotalDeItens}
+	n, per := int64(len(p.Items)), int64(p.PageSize)
+	pages := (p.Total + per - 1) / max(per, 1)
+	// What the total leaves for this page.
+	want := min(max(p.Total-int64(number)*per, 0), per)
+	switch {
+	case p.Number != number:
+		return fail("the answer is page %d", p.Number)
+	case p.PageSize < 1 || p.PageSize > asked:
+		return fail("itensPorPagina %d, where 1..%d (as asked) was expected", p.PageSize, asked)
+	case p.Count < 0 || p.Total < 0:
+		return fail("negative counts (quantidadeDePaginas %d, quantidadeTotalDeItens %d)", p.Count, p.Total)
+	case int64(p.Count) != pages && !(p.Total == 0 && p.Count <= 1):
+		return fail("quantidadeDePaginas %d, where quantidadeTotalDeItens %d at itensPorPagina %d makes %d",
+			p.Count, p.Total, p.PageSize, pages)
+	case n == want:
+		return p, nil
+	case n > per:
+		return fail("%d items, more than its itensPorPagina %d", n, per)
+	case number < p.Count-1:
+		return fail("%d items on page %d of %d, not the %d of a full page: a page before the last must be full",
+			n, number, p.Count, per)
+	case number >= p.Count:
+		return fail("%d items on a page past the last (quantidadeDePaginas %d)", n, p.Count)
+	}
+	return fail("%d items on the last page, where quantidadeTotalDeItens %d at itensPorPagina %d leaves %d",
+		n, p.Total, p.PageSize, want)
 }
 
 // Time is how the API's inicio and fim are written.
@@ -192,20 +291,7 @@ func (c *Client) Page(ctx context.Context, query Query, number int) (Page, error
 	if err != nil {
 		return Page{}, fmt.Errorf("bcb-pix: GET /pix page %d: %w", number, err)
 	}
-	var a pageAnswer
-	if err := json.Unmarshal(body, &a); err != nil {
-		return Page{}, fmt.Errorf("bcb-pix: GET /pix page %d: not a page: %w", number, err)
-	}
-	pg := a.Parametros.Paginacao
-	switch {
-	case pg.PaginaAtual != number:
-		return Page{}, fmt.Errorf("bcb-pix: GET /pix page %d: the answer is page %d", number, pg.PaginaAtual)
-	case len(a.Pix) > c.cfg.PageSize:
-		return Page{}, fmt.Errorf("bcb-pix: GET /pix page %d: %d items, more than the %d asked for", number, len(a.Pix), c.cfg.PageSize)
-	case pg.QuantidadeDePaginas < 0 || pg.QuantidadeTotalDeItens < 0:
-		return Page{}, fmt.Errorf("bcb-pix: GET /pix page %d: negative counts", number)
-	}
-	return Page{Body: body, Items: a.Pix, Number: number, Count: pg.QuantidadeDePaginas, Total: pg.QuantidadeTotalDeItens}, nil
+	return readPage(body, number, c.cfg.PageSize)
 }
 
 // Pix fetches one Pix by its endToEndId: the way to settle one doubt.
@@ -250,6 +336,12 @@ func (c *Client) once(ctx context.Context, u string, attempt int) ([]byte, time.
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
+	var redirect *RedirectError
+	if errors.As(err, &redirect) {
+		// Without the url.Errors around it, which name the redirect's
+		// target as the request.
+		return nil, 0, redirect
+	}
 	if err != nil {
 		return nil, 0, scrub(err)
 	}
