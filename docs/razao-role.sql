@@ -92,9 +92,11 @@ GRANT SELECT, INSERT ON reconciliation_pages, reconciliation_files TO razao;
 GRANT SELECT, INSERT, UPDATE, DELETE ON reconciliation_lines TO razao;
 GRANT SELECT, INSERT ON api_tokens TO razao;
 GRANT UPDATE (revoked_at) ON api_tokens TO razao;
--- Month sums (sql/0021): refreshed off the hot path, each month's rows
--- replaced whole.
-GRANT SELECT, INSERT, UPDATE, DELETE ON month_sums, month_sum_lines TO razao;
+-- Month sums (sql/0021): read by every report, refreshed off the hot path
+-- only through month_sums_refresh (sql/0041), which computes them from the
+-- postings as the owner: the service may not write them itself, or it
+-- could forge what every report of an open month reads.
+GRANT SELECT ON month_sums, month_sum_lines TO razao;
 -- Console sessions (sql/0026): created at sign-in, deleted at sign-out or
 -- once expired.
 GRANT SELECT, INSERT, DELETE ON console_sessions TO razao;
@@ -110,3 +112,5 @@ GRANT INSERT, UPDATE ON month_close_lock TO razao;
 GRANT EXECUTE ON FUNCTION ledger_lock_account(text) TO razao;
 -- Matching refreshes its lines' statistics as the owner (sql/0033).
 GRANT EXECUTE ON FUNCTION reconciliation_analyze_lines() TO razao;
+-- The month sums are refreshed as the owner (sql/0041).
+GRANT EXECUTE ON FUNCTION month_sums_refresh(date) TO razao;

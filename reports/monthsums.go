@@ -273,79 +273,38 @@ func RunMonthSums(ctx context.Context, db *sqlx.DB, log *slog.Logger, interval t
 	}
 }
 
-// refreshMonth stores month m's sums as of this transaction's snapshot.
-// REPEATABLE READ: the sums and pg_current_snapshot() are of one snapshot.
+// refreshMonth stores month m's sums as of this transaction's snapshot,
+// through month_sums_refresh (sql/0041): the month sums are written only
+// by that function, as the owner, from the postings, never by a role
+// that could hand it forged sums. REPEATABLE READ: the sums and
+// pg_current_snapshot() are of one snapshot (the function refuses any
+// other level).
 func refreshMonth(ctx context.Context, db *sqlx.DB, m postings.Month) (bool, error) {
 	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	if err != nil {
 		return false, fmt.Errorf("month sums %s: begin: %w", m, err)
 	}
 	defer tx.Rollback()
-	// Another replica refreshing the same month holds its row: leave it
-	// to it. A row lock, not an advisory lock: only a role that may write
-	// month_sums can take it, where any role that can connect could hold
-	// an advisory lock and stop every refresh. A month summed for the
-	// first time has no row to lock: of two first refreshes, the second
-	// to store fails to serialise (lostRace), as the sums are the same.
-	var mine []bool
-	if err := tx.SelectContext(ctx, &mine, `SELECT true FROM month_sums WHERE month = $1 FOR UPDATE SKIP LOCKED`,
-		m.First()); err != nil {
-		return false, err // lostRace: see RefreshMonthSums
-	}
-	if len(mine) == 0 {
-		var exists bool
-		if err := tx.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM month_sums WHERE month = $1)`, m.First()); err != nil || exists {
-			return false, err
-		}
-	}
-	if _, err := tx.ExecContext(ctx, `SET LOCAL jit = off`); err != nil {
-		return false, fmt.Errorf("month sums %s: %w", m, err)
-	}
-	// Sets stamped with transaction ids this cluster has not reached
-	// come from another cluster (a logical restore): which of them a
-	// snapshot of this one sees cannot be told from their ids, so the
-	// month keeps no sums and its reports sum its postings.
-	var foreign bool
-	if err := tx.GetContext(ctx, &foreign, `SELECT EXISTS (SELECT 1 FROM posting_sets
-		WHERE competence_month = $1 AND created_xid >= pg_snapshot_xmax(pg_current_snapshot()))`, m.First()); err != nil {
-		return false, fmt.Errorf("month sums %s: %w", m, err)
-	}
-	if foreign {
-		return false, fmt.Errorf("%w: month sums %s: posting sets carry transaction ids ahead of this cluster's (restored from another?)", ErrForeignXids, m)
-	}
-	revenue, err := revenueAccounts(ctx, tx)
-	if err != nil {
-		return false, fmt.Errorf("month sums %s: %w", m, err)
-	}
-	flows, err := sumMonths(ctx, tx, sumQuery{Months: []postings.Month{m}, Revenue: revenue})
-	if err != nil {
-		return false, fmt.Errorf("month sums %s: %w", m, err)
-	}
-	var ids, sets []int64
-	var kinds, debits, credits []string
-	var sum sums
-	for k, f := range flows {
-		ids, kinds, sets = append(ids, k.Account), append(kinds, k.Kind), append(sets, f.sets)
-		debits = append(debits, fmt.Sprint(sum.fit(f.debits, "debits of account", fmt.Sprint(k.Account))))
-		credits = append(credits, fmt.Sprint(sum.fit(f.credits, "credits of account", fmt.Sprint(k.Account))))
-	}
-	if sum.err != nil {
-		return false, fmt.Errorf("month sums %s: %w", m, sum.err)
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO month_sums (month, snapshot, computed_at) VALUES ($1, pg_current_snapshot(), now())
-		ON CONFLICT (month) DO UPDATE SET snapshot = excluded.snapshot, computed_at = excluded.computed_at`, m.First())
-	if err != nil {
+	var outcome string
+	if err := tx.GetContext(ctx, &outcome, `SELECT month_sums_refresh($1)`, m.First()); err != nil {
 		return false, fmt.Errorf("month sums %s: %w", m, err) // lostRace: see RefreshMonthSums
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM month_sum_lines WHERE month = $1`, m.First()); err != nil {
-		return false, fmt.Errorf("month sums %s: %w", m, err)
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO month_sum_lines (month, account_id, kind, debits, credits, sets)
-		SELECT $1, u.account_id, u.kind, u.debits, u.credits, u.sets
-		FROM unnest($2::bigint[], $3::text[], $4::numeric[], $5::numeric[], $6::bigint[]) AS u (account_id, kind, debits, credits, sets)`,
-		m.First(), pq.Array(ids), pq.Array(kinds), pq.Array(debits), pq.Array(credits), pq.Array(sets))
-	if err != nil {
-		return false, fmt.Errorf("month sums %s: lines: %w", m, err)
+	switch outcome {
+	case "stored":
+	case "held":
+		// Another replica refreshing the same month holds its row: left
+		// to it.
+		return false, nil
+	case "foreign":
+		// Sets stamped with transaction ids this cluster has not reached
+		// come from another cluster (a logical restore): which of them a
+		// snapshot of this one sees cannot be told from their ids, so the
+		// month keeps no sums and its reports sum its postings.
+		return false, fmt.Errorf("%w: month sums %s: posting sets carry transaction ids ahead of this cluster's (restored from another?)", ErrForeignXids, m)
+	case "overflow":
+		return false, fmt.Errorf("%w: month sums %s: an account's debits or credits by one kind of set", ErrSumOverflow, m)
+	default:
+		return false, fmt.Errorf("month sums %s: month_sums_refresh answered %q", m, outcome)
 	}
 	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("month sums %s: commit: %w", m, err)

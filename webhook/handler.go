@@ -303,12 +303,14 @@ func reply(w http.ResponseWriter, code int, body Response) {
 func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, ep *Endpoint) (scheme.Request, bool) {
 	in, leave, ok := h.large.enter(w, r, ep.MaxBody)
 	if !ok {
+		giveUp(w, r)
 		h.busy(w, ep)
 		return scheme.Request{}, false
 	}
 	defer leave()
 	body, err := readBody(w, r, in, ep.MaxBody)
 	if err != nil {
+		giveUp(w, r)
 		var tooBig *http.MaxBytesError
 		if errors.Is(err, errGateBusy) {
 			h.busy(w, ep)
@@ -361,6 +363,22 @@ func readBody(w http.ResponseWriter, r *http.Request, in io.Reader, limit int64)
 	buf := bytes.NewBuffer(make([]byte, 0, r.ContentLength+1)) // +1: room to see EOF without growing
 	_, err := buf.ReadFrom(rd)
 	return buf.Bytes(), err
+}
+
+// giveUp stops the reading of r's body, which the answer about to be
+// written gives up on: what is left of it is not read, and an HTTP/1
+// connection closes after the answer. Otherwise net/http reads up to
+// 256 KiB more of the body after the handler, to reuse the connection, for
+// as long as the read deadline lets the sender trickle it; and the rest
+// must not be read as the next request. Over HTTP/2 the stream alone is
+// reset: Connection: close there would shut the connection down, with every
+// other stream on it.
+func giveUp(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
+	// Not supported by a test's recorder; a real connection has it.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 // endpointName is the {endpoint} path variable of the route.

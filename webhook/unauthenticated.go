@@ -83,14 +83,28 @@ func (g *gate) enter(w http.ResponseWriter, r *http.Request, maxBody int64) (bod
 	select {
 	case g.slots <- struct{}{}:
 		// Not supported by a test's recorder; a real connection has it.
-		// The deadline is lifted once the body is read (leave): left set,
-		// it would end the server's background read of the connection
-		// while the delivery is stored, and with it the request's context.
+		// The deadline is lifted once the body is read to its end (leave):
+		// left set, it would end the server's background read of the
+		// connection while the delivery is stored, and with it the
+		// request's context. A body not read to its end keeps it: net/http
+		// reads what is left of a body after the handler (up to 256 KiB,
+		// to reuse the connection), and with no deadline a sender that
+		// trickled the rest held the connection for as long as it went on.
+		// The gate only ever shortens the time a body may take: the
+		// deadline replaces the server's read timeout, so it is never
+		// later than that timeout would have been.
+		d := g.readDeadline(r.ContentLength, maxBody)
+		if rt := serverReadTimeout(r); rt > 0 && rt < d {
+			d = rt
+		}
 		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(g.readDeadline(r.ContentLength, maxBody)))
-		return &budgeted{r: r.Body, g: g, ctx: ctx}, func() {
+		_ = rc.SetReadDeadline(time.Now().Add(d))
+		b := &budgeted{r: r.Body, g: g, ctx: ctx}
+		return b, func() {
 			cancel()
-			_ = rc.SetReadDeadline(time.Time{})
+			if b.sawEOF {
+				_ = rc.SetReadDeadline(time.Time{})
+			}
 			<-g.slots
 		}, true
 	case <-ctx.Done():
@@ -115,13 +129,25 @@ func (g *gate) readDeadline(n, maxBody int64) time.Duration {
 	return g.readWithin + time.Duration(float64(n)*float64(cap(g.slots))/perSecond*float64(time.Second))
 }
 
+// serverReadTimeout is the ReadTimeout of the server r came in on (0: none,
+// or not served by an *http.Server). It is counted here from the handler's
+// start rather than from the request's first byte: the headers' time,
+// bounded by ReadHeaderTimeout, is not in it.
+func serverReadTimeout(r *http.Request) time.Duration {
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok {
+		return srv.ReadTimeout
+	}
+	return 0
+}
+
 // budgeted reads r no faster than its gate's budget allows, failing with
 // errGateBusy once the budget cannot be had before ctx's deadline (the gate's
 // wait, counted from entering it).
 type budgeted struct {
-	r   io.Reader
-	g   *gate
-	ctx context.Context
+	r      io.Reader
+	g      *gate
+	ctx    context.Context
+	sawEOF bool // the body was read to its end
 }
 
 func (b *budgeted) Read(p []byte) (int, error) {
@@ -131,7 +157,11 @@ func (b *budgeted) Read(p []byte) (int, error) {
 	if err := b.g.budget.WaitN(b.ctx, len(p)); err != nil {
 		return 0, errGateBusy // the wait would outlast the deadline, or the request ended
 	}
-	return b.r.Read(p)
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		b.sawEOF = true
+	}
+	return n, err
 }
 
 // refusalLog logs at most burst refused deliveries per endpoint and

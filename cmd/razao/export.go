@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +17,10 @@ import (
 )
 
 // cmdExport writes one CSV export to a file, atomically and with its
-// .sha256, showing progress when stderr is a terminal.
+// .sha256, or with -out - to standard output (its summary then goes to
+// stderr), showing progress when stderr is a terminal. A file is only
+// ever created or replaced if it is a regular one: never a device, a
+// named pipe or a symbolic link such as /dev/stdout.
 func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var db dbFlags
 	fs := newFlagSet("export", stderr)
@@ -24,7 +28,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	kindName := fs.String("kind", "journal", "journal, trial-balance or income-statement")
 	monthName := fs.String("month", "", "competence month, YYYY-MM (required)")
 	dialectName := fs.String("dialect", "rfc4180", "rfc4180, or br for Brazilian spreadsheets (; and decimal comma)")
-	out := fs.String("out", "", "output file (default: the conventional name in the current directory)")
+	out := fs.String("out", "", "output file, a new or regular one, or - for standard output (default: the conventional name in the current directory)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,21 +55,36 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer conn.Close()
 	var bar *progressbar.ProgressBar
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bar = progressbar.DefaultBytes(-1, "exporting "+filepath.Base(path))
+		name := filepath.Base(path)
+		if path == "-" {
+			name = "to standard output"
+		}
+		bar = progressbar.DefaultBytes(-1, "exporting "+name)
 	}
-	w, err := exports.WriteAtomic(filepath.Dir(path), filepath.Base(path), func(w io.Writer) (int64, error) {
+	fill := func(w io.Writer) (int64, error) {
 		if bar != nil {
 			w = io.MultiWriter(w, bar)
 		}
 		return reports.WriteCSV(ctx, conn, w, kind, m, d)
-	})
+	}
+	var w exports.Written
+	summary := stdout
+	if path == "-" {
+		w, err = exports.WriteStream(stdout, fill)
+		summary = stderr // standard output is the CSV's
+	} else {
+		w, err = exports.WriteAtomic(filepath.Dir(path), filepath.Base(path), fill)
+	}
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(stderr)
 	}
+	if errors.Is(err, exports.ErrNotRegularFile) {
+		return fmt.Errorf("%w; for standard output use -out -", err)
+	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s: %d rows, %d bytes, sha256 %s\n", w.Path, w.Rows, w.Bytes, w.SHA256)
+	fmt.Fprintf(summary, "%s: %d rows, %d bytes, sha256 %s\n", w.Path, w.Rows, w.Bytes, w.SHA256)
 	return nil
 }
