@@ -24,6 +24,8 @@ type toBook struct {
 	Amount    int64     `db:"amount"`
 	Fee       *int64    `db:"fee"`
 	At        time.Time `db:"at"`
+	ReturnID  string    `db:"return_id"`
+	Nature    string    `db:"refund_nature"`
 }
 
 // event is the line as the endpoint's webhook would have reported it: the
@@ -34,7 +36,7 @@ func (b toBook) event(schemeName string) scheme.Event {
 	ev := scheme.Event{Kind: scheme.KindPaid, Type: b.EventType, EventID: b.EventID, ChargeID: b.ChargeRef,
 		PSPRef: b.PSPID, Amount: b.Amount, HasAmount: true, OccurredAt: b.At}
 	if b.Kind == KindRefunded {
-		ev.Kind, ev.RefundID = scheme.KindRefunded, b.RefundID
+		ev.Kind, ev.RefundID, ev.ReturnID, ev.Nature = scheme.KindRefunded, b.RefundID, b.ReturnID, b.Nature
 	}
 	if !charges.NamesPayments(schemeName) {
 		// The scheme names no payment (Standard Webhooks): the payment
@@ -71,7 +73,7 @@ func (r *Reconciler) book(ctx context.Context, run Run, ep *endpoint) (int, erro
 		}
 		var lines []toBook
 		err := r.sel(ctx, &lines, `SELECT line, kind, event_type, event_id, psp_id, charge_ref, refund_id,
-				amount, fee, at FROM reconciliation_lines
+				amount, fee, at, coalesce(return_id, '') AS return_id, coalesce(refund_nature, '') AS refund_nature FROM reconciliation_lines
 			WHERE run_id = $1 AND line > $3 AND outcome = 'booked' AND inbox_id IS NULL ORDER BY run_id, line LIMIT $2`,
 			run.ID, min(bookChunk, ep.hook.MaxItems), after)
 		if err != nil {

@@ -47,6 +47,10 @@ type pixItem struct {
 	E2E, Txid, Valor string
 	Horario          time.Time
 	Devolucoes       []devolucao
+	// Raw, when set, is served as the item instead (the specification's
+	// own example bodies and their hostile variants); Horario still
+	// places it in the statement.
+	Raw map[string]any
 }
 
 type devolucao struct {
@@ -55,6 +59,9 @@ type devolucao struct {
 }
 
 func (it pixItem) json() map[string]any {
+	if it.Raw != nil {
+		return it.Raw
+	}
 	m := map[string]any{"endToEndId": it.E2E, "valor": it.Valor, "horario": it.Horario.UTC().Format(time.RFC3339)}
 	if it.Txid != "" {
 		m["txid"] = it.Txid
