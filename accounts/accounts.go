@@ -34,6 +34,9 @@ const (
 	Revenue           = "income:revenue"
 	CommissionExpense = "expenses:commission"
 	PSPFees           = "expenses:psp-fees"
+	// MEDReturns is what returns made under the MED (Pix's Mecanismo
+	// Especial de Devolução) took back: not the merchant's own refunds.
+	MEDReturns        = "expenses:med-returns"
 	CommissionPayable = "liabilities:commission-payable"
 	Adjustments       = "equity:adjustments"
 	// What a Pix's componentesValor books beside the sale (sql/0040): cash

@@ -66,6 +66,10 @@ type Event struct {
 	// may name by another: the two are paired, not booked twice (see
 	// ChargeState.pairFor).
 	StatementRefund bool
+	// ReturnID and Nature are a refund's return id and natureza as the
+	// PSP stated them, kept with its posting set; a MED_* nature is a
+	// return under the MED, booked apart (postings.Refund).
+	ReturnID, Nature string
 	// FullRefundIfNoAmount: the scheme documents a refund without an
 	// amount as a refund of everything left.
 	FullRefundIfNoAmount bool

@@ -380,7 +380,7 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 // in the state's RefundedAmount.
 func (d *Decision) bookRefund(ev Event, amount int64) error {
 	c := &d.State
-	refund, err := postings.Refund(c.ID, ev.RefundID, c.Currency, amount, ev.At)
+	refund, err := postings.RefundAs(c.ID, ev.RefundID, c.Currency, amount, ev.At, ev.ReturnID, ev.Nature)
 	if err != nil {
 		return err
 	}

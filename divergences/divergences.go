@@ -69,12 +69,28 @@ const (
 	ReasonDivergentInInbox Reason = "divergent_in_inbox"
 )
 
+// Reasons a Pix item or devolução razao reads but cannot book is a
+// divergence, on either path (the webhook's and the statement's): the
+// words of the scheme's Problem reasons (scheme.Problems).
+const (
+	// ReasonRefundSettlementUnknown: a DEVOLVIDO without
+	// horario.liquidacao: money went back on a date the PSP does not
+	// state, and a refund is booked in the month it settled.
+	ReasonRefundSettlementUnknown Reason = "refund_settlement_unknown"
+	// ReasonUnknownRefundStatus: a devolução status razao does not know
+	// (the specification may add some): whether money moved is unknown.
+	ReasonUnknownRefundStatus Reason = "unknown_refund_status"
+	// ReasonUnknownRefundNature: a DEVOLVIDO whose natureza is neither
+	// the merchant's own refund nor a MED return.
+	ReasonUnknownRefundNature Reason = "unknown_refund_nature"
+)
+
 // Reasons lists every divergence reason.
 var Reasons = []Reason{ReasonUnknownCharge, ReasonAmountMismatch, ReasonCurrencyMismatch, ReasonRefundExceedsPaid,
 	ReasonRefundAmountMissing, ReasonMalformed, ReasonDisputed, ReasonSecondPayment, ReasonProcessingFailed,
 	ReasonRefundOfOtherPayment, ReasonRefundAmountChanged, ReasonRefundWithoutPayment, ReasonMerchantMismatch,
 	ReasonFeeMismatch, ReasonRefundAmountMismatch, ReasonRefundNotSettled, ReasonPhantom, ReasonInvalidLine,
-	ReasonDivergentInInbox}
+	ReasonDivergentInInbox, ReasonRefundSettlementUnknown, ReasonUnknownRefundStatus, ReasonUnknownRefundNature}
 
 // Status is where a divergence stands (the ck_divergences_status list).
 type Status string
@@ -137,11 +153,12 @@ type Divergence struct {
 	ResolutionNote string     `json:"resolution_note,omitempty"`
 	ResolvedAt     *time.Time `json:"resolved_at,omitempty"`
 	CreatedAt      time.Time  `json:"created_at"`
-	// Reconciliation, Statement and Ledger are set for a divergence a
-	// reconciliation run found: where, and both sides.
+	// Reconciliation is set for a divergence a reconciliation run found:
+	// where.
 	Reconciliation *Reconciliation `json:"reconciliation,omitempty"`
-	// Statement is what the PSP's statement says; absent for money the
-	// ledger has and the statement lacks (a phantom).
+	// Statement is what the PSP says: its statement's line, or, for a
+	// delivery that states both sides, its notification; absent for money
+	// the ledger has and the statement lacks (a phantom).
 	Statement *StatementSide `json:"statement,omitempty"`
 	// Ledger is what the ledger has; absent when it has nothing (an
 	// unknown charge, a line that could not be read).
@@ -222,10 +239,9 @@ func (r row) divergence() Divergence {
 		t := r.ResolvedAt.Time.UTC()
 		d.ResolvedAt = &t
 	}
-	if d.Source != SourceReconciliation {
-		return d
+	if d.Source == SourceReconciliation {
+		d.Reconciliation = &Reconciliation{Endpoint: r.Endpoint.String, RunID: r.RunID, Line: r.RunLine.Int64, Kind: r.LineKind.String}
 	}
-	d.Reconciliation = &Reconciliation{Endpoint: r.Endpoint.String, RunID: r.RunID, Line: r.RunLine.Int64, Kind: r.LineKind.String}
 	if r.StatementAmount.Valid {
 		d.Statement = &StatementSide{PSPID: r.StatementPSPID.String, ChargeRef: r.StatementChargeRef.String,
 			RefundID: r.StatementRefundID.String, Amount: r.StatementAmount.Int64, Fee: r.StatementFee}

@@ -3,6 +3,7 @@ package divergences
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -18,6 +19,12 @@ type Delivery struct {
 	ChargeID string
 	Reason   Reason
 	Detail   string
+	// PSP and Ledger are both sides, where the delivery path knows them:
+	// what the PSP's notification says, and what the ledger has of it
+	// (nil: nothing). They are read back as Divergence.Statement and
+	// Divergence.Ledger.
+	PSP    *StatementSide
+	Ledger *LedgerSide
 }
 
 // Event is the divergence.opened event of d, opened as id: it tells the
@@ -38,19 +45,34 @@ func OpenForDeliveries(ctx context.Context, tx sqlx.QueryerContext, ds []Deliver
 	if len(ds) == 0 {
 		return nil, nil
 	}
-	inbox, chargeIDs, reasons, details := make([]int64, len(ds)), make([]string, len(ds)), make([]string, len(ds)), make([]string, len(ds))
+	n := len(ds)
+	inbox, chargeIDs, reasons, details := make([]int64, n), make([]string, n), make([]string, n), make([]string, n)
+	// Both sides, NULL where a delivery states none.
+	pspIDs, pspRefs, pspRefunds, ledgerRefunds := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	pspAmounts, ledgerAmounts := make([]*int64, n), make([]*int64, n)
+	pspAt := make([]*time.Time, n)
 	for i, d := range ds {
 		inbox[i], chargeIDs[i], reasons[i], details[i] = d.InboxID, d.ChargeID, string(d.Reason), d.Detail
+		if p := d.PSP; p != nil {
+			pspIDs[i], pspRefs[i], pspRefunds[i], pspAmounts[i], pspAt[i] = &p.PSPID, &p.ChargeRef, &p.RefundID, &p.Amount, p.At
+		}
+		if l := d.Ledger; l != nil {
+			ledgerRefunds[i], ledgerAmounts[i] = &l.RefundID, l.Amount
+		}
 	}
 	var rows []struct {
 		InboxID int64 `db:"inbox_id"`
 		ID      int64 `db:"id"`
 	}
-	err := sqlx.SelectContext(ctx, tx, &rows, `INSERT INTO divergences (inbox_id, charge_id, reason, detail)
-		SELECT i, NULLIF(c, ''), r, d FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u (i, c, r, d, n)
+	err := sqlx.SelectContext(ctx, tx, &rows, `INSERT INTO divergences (inbox_id, charge_id, reason, detail,
+			statement_psp_id, statement_charge_ref, statement_refund_id, statement_amount, statement_at, ledger_refund_id, ledger_amount)
+		SELECT i, NULLIF(c, ''), r, d, pi, pc, pr, pa, pt, NULLIF(lr, ''), la
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
+			$9::timestamptz[], $10::text[], $11::bigint[]) WITH ORDINALITY AS u (i, c, r, d, pi, pc, pr, pa, pt, lr, la, n)
 		ORDER BY n
 		ON CONFLICT (inbox_id) DO NOTHING RETURNING inbox_id, id`,
-		pq.Array(inbox), pq.Array(chargeIDs), pq.Array(reasons), pq.Array(details))
+		pq.Array(inbox), pq.Array(chargeIDs), pq.Array(reasons), pq.Array(details), pq.Array(pspIDs), pq.Array(pspRefs),
+		pq.Array(pspRefunds), pq.Array(pspAmounts), pq.Array(pspAt), pq.Array(ledgerRefunds), pq.Array(ledgerAmounts))
 	if err != nil {
 		return nil, fmt.Errorf("open divergences for deliveries %v: %w", inbox, err)
 	}

@@ -199,7 +199,9 @@ CREATE TABLE posting_sets (
     description text NOT NULL DEFAULT ''::text,
     content_hash text NOT NULL,
     created_xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
-    created_at timestamp with time zone NOT NULL DEFAULT now()
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    return_id text,
+    refund_nature text
 );
 
 CREATE TABLE postings (
@@ -238,8 +240,9 @@ CREATE TABLE reconciliation_lines (
     ledger_fee bigint,
     inbox_id bigint,
     divergence_id bigint,
-    parts bigint[],
-    cash_out boolean NOT NULL DEFAULT false
+    return_id text,
+    refund_nature text,
+    parts bigint[]
 );
 
 CREATE TABLE reconciliation_pages (
@@ -335,7 +338,7 @@ ALTER TABLE closed_periods ADD CONSTRAINT closed_periods_pkey PRIMARY KEY (month
 ALTER TABLE console_sessions ADD CONSTRAINT ck_console_sessions_expiry CHECK ((expires_at > created_at));
 ALTER TABLE console_sessions ADD CONSTRAINT ck_console_sessions_hash CHECK ((octet_length(session_hash) = 32));
 ALTER TABLE console_sessions ADD CONSTRAINT console_sessions_pkey PRIMARY KEY (session_hash);
-ALTER TABLE divergences ADD CONSTRAINT ck_divergences_reason CHECK ((reason = ANY (ARRAY['unknown_charge'::text, 'amount_mismatch'::text, 'currency_mismatch'::text, 'refund_exceeds_paid'::text, 'refund_amount_missing'::text, 'malformed'::text, 'disputed'::text, 'second_payment'::text, 'processing_failed'::text, 'refund_of_other_payment'::text, 'refund_amount_changed'::text, 'refund_without_payment'::text, 'merchant_mismatch'::text, 'fee_mismatch'::text, 'refund_amount_mismatch'::text, 'refund_not_settled'::text, 'phantom'::text, 'invalid_line'::text, 'divergent_in_inbox'::text])));
+ALTER TABLE divergences ADD CONSTRAINT ck_divergences_reason CHECK ((reason = ANY (ARRAY['unknown_charge'::text, 'amount_mismatch'::text, 'currency_mismatch'::text, 'refund_exceeds_paid'::text, 'refund_amount_missing'::text, 'malformed'::text, 'disputed'::text, 'second_payment'::text, 'processing_failed'::text, 'refund_of_other_payment'::text, 'refund_amount_changed'::text, 'refund_without_payment'::text, 'merchant_mismatch'::text, 'fee_mismatch'::text, 'refund_amount_mismatch'::text, 'refund_not_settled'::text, 'phantom'::text, 'invalid_line'::text, 'divergent_in_inbox'::text, 'refund_settlement_unknown'::text, 'unknown_refund_status'::text, 'unknown_refund_nature'::text])));
 ALTER TABLE divergences ADD CONSTRAINT ck_divergences_source CHECK ((source = ANY (ARRAY['webhook'::text, 'reconciliation'::text])));
 ALTER TABLE divergences ADD CONSTRAINT ck_divergences_source_fields CHECK (
 CASE source
@@ -353,7 +356,7 @@ ALTER TABLE export_runs ADD CONSTRAINT ck_export_runs_status CHECK ((status = AN
 ALTER TABLE export_runs ADD CONSTRAINT export_runs_pkey PRIMARY KEY (id);
 ALTER TABLE export_runs ADD CONSTRAINT uq_export_runs_slot UNIQUE (slot, kind, dialect);
 ALTER TABLE inbox ADD CONSTRAINT ck_inbox_body CHECK (((body IS NULL) <> (body_id IS NULL)));
-ALTER TABLE inbox ADD CONSTRAINT ck_inbox_kind CHECK ((kind = ANY (ARRAY['paid'::text, 'refunded'::text, 'failed'::text, 'ignored'::text, 'disputed'::text, 'malformed'::text])));
+ALTER TABLE inbox ADD CONSTRAINT ck_inbox_kind CHECK ((kind = ANY (ARRAY['paid'::text, 'refunded'::text, 'failed'::text, 'ignored'::text, 'disputed'::text, 'malformed'::text, 'unbookable'::text])));
 ALTER TABLE inbox ADD CONSTRAINT ck_inbox_status CHECK ((status = ANY (ARRAY['pending'::text, 'processed'::text, 'parked'::text, 'divergent'::text, 'ignored'::text])));
 ALTER TABLE inbox ADD CONSTRAINT fk_inbox_body FOREIGN KEY (body_id) REFERENCES inbox_bodies(id);
 ALTER TABLE inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (id);
@@ -376,6 +379,9 @@ ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_key CHECK (((length(idem
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_kind CHECK ((kind = ANY (ARRAY['sale'::text, 'commission'::text, 'refund'::text, 'commission_reversal'::text, 'payout'::text, 'adjustment'::text])));
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_partner CHECK (((kind <> ALL (ARRAY['commission'::text, 'commission_reversal'::text, 'payout'::text])) OR (partner IS NOT NULL)));
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_refund CHECK (((kind <> ALL (ARRAY['refund'::text, 'commission_reversal'::text])) OR (refund_id IS NOT NULL)));
+ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_refund_details CHECK (((kind = 'refund'::text) OR ((return_id IS NULL) AND (refund_nature IS NULL))));
+ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_refund_nature CHECK ((refund_nature ~ '^[A-Z][A-Z0-9_]{0,34}$'::text));
+ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_return_id CHECK (((length(return_id) >= 1) AND (length(return_id) <= 64)));
 ALTER TABLE posting_sets ADD CONSTRAINT posting_sets_pkey PRIMARY KEY (id);
 ALTER TABLE posting_sets ADD CONSTRAINT uq_posting_sets_idempotency_key UNIQUE (idempotency_key);
 ALTER TABLE postings ADD CONSTRAINT ck_postings_amount_ceiling CHECK (((amount <= '1000000000000000'::bigint) AND (amount >= '-1000000000000000'::bigint)));

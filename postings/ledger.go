@@ -308,16 +308,17 @@ WITH last_closed AS (
 	SELECT max(month) AS month FROM closed_periods
 ), input AS (
 	SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::date[], $7::timestamptz[],
-		$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::boolean[], $14::text[])
-		AS u (n, kind, key, amount, currency, competence, event_at, charge_id, refund_id, partner, inbox_id, description, auto, hash)
+		$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::boolean[], $14::text[], $19::text[], $20::text[])
+		AS u (n, kind, key, amount, currency, competence, event_at, charge_id, refund_id, partner, inbox_id, description, auto, hash,
+			return_id, refund_nature)
 ), s AS (
 	INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at,
-		charge_id, refund_id, partner, inbox_id, description, content_hash)
+		charge_id, refund_id, partner, inbox_id, description, content_hash, return_id, refund_nature)
 	SELECT i.kind, i.key, i.amount, i.currency,
 		CASE WHEN i.auto AND lc.month IS NOT NULL AND i.competence < (lc.month + interval '1 month')::date
 			THEN (lc.month + interval '1 month')::date ELSE i.competence END,
 		i.event_at, NULLIF(i.charge_id, ''), NULLIF(i.refund_id, ''), NULLIF(i.partner, ''), NULLIF(i.inbox_id, 0),
-		i.description, i.hash
+		i.description, i.hash, NULLIF(i.return_id, ''), NULLIF(i.refund_nature, '')
 	FROM input i, last_closed lc
 	ORDER BY i.n
 	ON CONFLICT DO NOTHING
@@ -340,6 +341,7 @@ func insertSets(ctx context.Context, stmt *sqlx.Stmt, in []pending) (map[string]
 	var (
 		ns                                                         []int64
 		kinds, ks, curs, charges, refunds, partners, descs, hashes []string
+		returns, natures                                           []string
 		amounts, inboxes                                           []int64
 		comps                                                      []string
 		events                                                     []string
@@ -354,6 +356,7 @@ func insertSets(ctx context.Context, stmt *sqlx.Stmt, in []pending) (map[string]
 		comps, events = append(comps, p.competence.Format(time.DateOnly)), append(events, s.EventAt.Format(time.RFC3339Nano))
 		charges, refunds, partners, inboxes = append(charges, s.ChargeID), append(refunds, s.RefundID), append(partners, s.Partner), append(inboxes, s.InboxID)
 		descs, autos, hashes = append(descs, s.Description), append(autos, s.Competence.IsZero()), append(hashes, p.hash)
+		returns, natures = append(returns, s.ReturnID), append(natures, s.Nature)
 		for j := range p.legs.accountIDs {
 			legKeys, legAccounts = append(legKeys, s.IdempotencyKey), append(legAccounts, p.legs.accountIDs[j])
 			legCurs, legAmounts = append(legCurs, p.legs.currencies[j]), append(legAmounts, p.legs.amounts[j])
@@ -369,7 +372,7 @@ func insertSets(ctx context.Context, stmt *sqlx.Stmt, in []pending) (map[string]
 	err := stmt.SelectContext(ctx, &rows,
 		pq.Array(ns), pgarray.Text(kinds), pgarray.Text(ks), pq.Array(amounts), pgarray.Text(curs), pgarray.Text(comps), pgarray.Text(events),
 		pgarray.Text(charges), pgarray.Text(refunds), pgarray.Text(partners), pq.Array(inboxes), pgarray.Text(descs), pq.Array(autos), pgarray.Text(hashes),
-		pgarray.Text(legKeys), pq.Array(legAccounts), pgarray.Text(legCurs), pq.Array(legAmounts))
+		pgarray.Text(legKeys), pq.Array(legAccounts), pgarray.Text(legCurs), pq.Array(legAmounts), pgarray.Text(returns), pgarray.Text(natures))
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/razao/razao/accounts"
@@ -76,7 +77,11 @@ type Set struct {
 	Partner     string
 	InboxID     int64
 	Description string
-	Legs        []Leg
+	// ReturnID and Nature are a refund's: the PSP's id of the transfer
+	// back (bcb-pix rtrId) and what kind of refund it is (bcb-pix
+	// natureza), as the PSP stated them; "" when it stated none.
+	ReturnID, Nature string
+	Legs             []Leg
 }
 
 // Posted is the outcome of writing a set.
@@ -139,6 +144,12 @@ func (s *Set) Validate() error {
 	return nil
 }
 
+// maxReturnID and natureRE are ck_posting_sets_return_id and
+// ck_posting_sets_refund_nature.
+const maxReturnID = 64
+
+var natureRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,34}$`)
+
 // MaxKeyLength is the longest idempotency key a posting set may have, as
 // ck_posting_sets_key says.
 const MaxKeyLength = 300
@@ -167,6 +178,12 @@ func (s *Set) validateHeader() error {
 		KindRefund:             {{"charge", s.ChargeID}, {"refund", s.RefundID}},
 		KindCommissionReversal: {{"charge", s.ChargeID}, {"refund", s.RefundID}, {"partner", s.Partner}},
 		KindPayout:             {{"partner", s.Partner}},
+	}
+	if s.Kind != KindRefund && (s.ReturnID != "" || s.Nature != "") {
+		return fmt.Errorf("%w: a %s set carries no refund's return id or natureza", ErrInvalid, s.Kind)
+	}
+	if len(s.ReturnID) > maxReturnID || (s.Nature != "" && !natureRE.MatchString(s.Nature)) {
+		return fmt.Errorf("%w: refund return id of %d bytes (at most %d) or natureza %.40q", ErrInvalid, len(s.ReturnID), maxReturnID, s.Nature)
 	}
 	for _, f := range needs[s.Kind] {
 		if f.v == "" {
@@ -220,7 +237,9 @@ func (s *Set) contentHash() string {
 		Refund     string `json:"refund,omitempty"`
 		Partner    string `json:"partner,omitempty"`
 		Legs       []Leg  `json:"legs"`
-	}{s.Kind, s.IdempotencyKey, s.Amount, s.Currency, competence, s.ChargeID, s.RefundID, s.Partner, legs})
+		Return     string `json:"return,omitempty"`
+		Nature     string `json:"nature,omitempty"`
+	}{s.Kind, s.IdempotencyKey, s.Amount, s.Currency, competence, s.ChargeID, s.RefundID, s.Partner, legs, s.ReturnID, s.Nature})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

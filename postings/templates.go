@@ -3,6 +3,7 @@ package postings
 import (
 	"fmt"
 	"math/bits"
+	"strings"
 	"time"
 
 	"github.com/razao/razao/accounts"
@@ -104,15 +105,33 @@ func CommissionSet(chargeID, partner, currency string, amount, rateBP int64, at 
 // Refund books one refund of amount centavos, identified by the PSP's
 // refund id, in the competence of the refund: D revenue, C cash.
 func Refund(chargeID, refundID, currency string, amount int64, at time.Time) (Set, error) {
+	return RefundAs(chargeID, refundID, currency, amount, at, "", "")
+}
+
+// RefundAs is Refund with what the PSP stated of it: its return id
+// (bcb-pix rtrId) and nature (natureza), kept with the set ("" when it
+// stated none). A return made under the MED (nature MED_*, see
+// MEDReturn) is not the merchant's own refund: D med-returns, C cash, an
+// expense of its own rather than a sale undone.
+func RefundAs(chargeID, refundID, currency string, amount int64, at time.Time, returnID, nature string) (Set, error) {
 	if amount <= 0 {
 		return Set{}, fmt.Errorf("%w: refund of %d", ErrInvalid, amount)
 	}
+	debit := accounts.Revenue
+	if MEDReturn(nature) {
+		debit = accounts.MEDReturns
+	}
 	return Set{
 		Kind: KindRefund, IdempotencyKey: refundKey(chargeID, refundID), Amount: amount, Currency: currency,
-		EventAt: at, ChargeID: chargeID, RefundID: refundID,
-		Legs: []Leg{{Account: accounts.Revenue, Amount: amount}, {Account: accounts.Cash, Amount: -amount}},
+		EventAt: at, ChargeID: chargeID, RefundID: refundID, ReturnID: returnID, Nature: nature,
+		Legs: []Leg{{Account: debit, Amount: amount}, {Account: accounts.Cash, Amount: -amount}},
 	}, nil
 }
+
+// MEDReturn reports whether a refund of nature was made under the MED
+// (Mecanismo Especial de Devolução): the Pix API's MED_OPERACIONAL,
+// MED_FRAUDE, MED_PIX_AUTOMATICO, and any MED_* it adds.
+func MEDReturn(nature string) bool { return strings.HasPrefix(nature, "MED_") }
 
 // ReversalAmount is the commission to reverse for a refund of refund
 // centavos after alreadyRefunded, on a sale of sale centavos whose

@@ -25,9 +25,11 @@ type toBook struct {
 	Amount    int64     `db:"amount"`
 	Fee       *int64    `db:"fee"`
 	At        time.Time `db:"at"`
-	// Parts and CashOut are the line's Parts and OfCashOut.
-	Parts   pq.Int64Array `db:"parts"`
-	CashOut bool          `db:"cash_out"`
+	// Parts are the line's Parts; ReturnID and Nature its rtrId and
+	// natureza.
+	Parts    pq.Int64Array `db:"parts"`
+	ReturnID string        `db:"return_id"`
+	Nature   string        `db:"refund_nature"`
 }
 
 // event is the line as the endpoint's webhook would have reported it: the
@@ -38,7 +40,8 @@ func (b toBook) event(schemeName string) scheme.Event {
 	ev := scheme.Event{Kind: scheme.KindPaid, Type: b.EventType, EventID: b.EventID, ChargeID: b.ChargeRef,
 		PSPRef: b.PSPID, Amount: b.Amount, HasAmount: true, OccurredAt: b.At}
 	if b.Kind == KindRefunded {
-		ev.Kind, ev.RefundID, ev.OfCashOut = scheme.KindRefunded, b.RefundID, b.CashOut
+		ev.Kind, ev.RefundID, ev.ReturnID, ev.Nature = scheme.KindRefunded, b.RefundID, b.ReturnID, b.Nature
+		ev.OfCashOut = b.Nature == scheme.NatureRetirada
 	}
 	if p := b.Parts; len(p) == 7 {
 		ev.Components = &scheme.Components{Parts: money.Parts{Original: p[0], Withdrawal: p[1], Change: p[2],
@@ -79,7 +82,7 @@ func (r *Reconciler) book(ctx context.Context, run Run, ep *endpoint) (int, erro
 		}
 		var lines []toBook
 		err := r.sel(ctx, &lines, `SELECT line, kind, event_type, event_id, psp_id, charge_ref, refund_id,
-				amount, fee, at, parts, cash_out FROM reconciliation_lines
+				amount, fee, at, parts, coalesce(return_id, '') AS return_id, coalesce(refund_nature, '') AS refund_nature FROM reconciliation_lines
 			WHERE run_id = $1 AND line > $3 AND outcome = 'booked' AND inbox_id IS NULL ORDER BY run_id, line LIMIT $2`,
 			run.ID, min(bookChunk, ep.hook.MaxItems), after)
 		if err != nil {

@@ -56,6 +56,10 @@ type pixItem struct {
 	Devolucoes       []devolucao
 	// Componentes is the item's componentesValor, raw; nil for none.
 	Componentes json.RawMessage
+	// Raw, when set, is served as the item instead (the specification's
+	// own example bodies and their hostile variants); Horario still
+	// places it in the statement.
+	Raw map[string]any
 }
 
 type devolucao struct {
@@ -65,6 +69,9 @@ type devolucao struct {
 }
 
 func (it pixItem) json() map[string]any {
+	if it.Raw != nil {
+		return it.Raw
+	}
 	m := map[string]any{"endToEndId": it.E2E, "valor": it.Valor, "horario": it.Horario.UTC().Format(time.RFC3339)}
 	if it.Txid != "" {
 		m["txid"] = it.Txid

@@ -83,11 +83,17 @@ type Line struct {
 	// says so (a Pix's componentesValor): the charge is paid by its
 	// original, and the cash handed over the counter is not the charge's.
 	Parts money.Parts
-	// OfCashOut marks a refund of cash handed over the counter (a Pix
-	// devolução of natureza RETIRADA), not of the sale.
-	OfCashOut bool
 	// Detail says why an invalid line could not be read.
 	Detail string
+	// ReturnID and Nature are a refund's return id and natureza where the
+	// statement states them (bcb-pix rtrId, natureza): booked from the
+	// statement, the refund keeps them as its webhook would have.
+	ReturnID, Nature string
+	// Reason is an invalid line's divergence reason when it is not
+	// invalid_line: a bcb-pix item the webhook's parser reads but razao
+	// cannot book carries its own (refund_settlement_unknown...), the
+	// reason its webhook delivery's divergence has.
+	Reason string
 }
 
 // ErrConfig reports an unusable reconciliation configuration.

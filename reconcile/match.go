@@ -74,14 +74,15 @@ const paidVerdictsSQL = `
 	SELECT z.run_id, z.line, z.side, z.kind, z.event_type, z.event_id, z.psp_id, z.charge_ref, z.refund_id,
 		z.amount, z.fee, z.at, z.detail,
 		CASE WHEN z.verdict = 'matched' THEN 'matched' WHEN z.verdict IN ('book', 'in_inbox') THEN 'booked' ELSE 'divergence' END AS outcome,
-		CASE WHEN z.verdict IN ('matched', 'book') THEN NULL ELSE z.verdict END AS reason,
-		z.c_id AS charge_id, z.ledger_amount, z.ledger_fee,
+		CASE WHEN z.verdict IN ('matched', 'book') THEN NULL WHEN z.verdict = 'inbox_amount_mismatch' THEN 'amount_mismatch' ELSE z.verdict END AS reason,
+		z.c_id AS charge_id, CASE WHEN z.verdict = 'inbox_amount_mismatch' THEN z.ib_amount ELSE z.ledger_amount END AS ledger_amount, z.ledger_fee,
 		CASE WHEN z.verdict = 'in_inbox' THEN z.ib_id END AS inbox_id
 	FROM (
 		SELECT y.*, CASE
 			WHEN y.cr_id IS NOT NULL AND y.paid_for <> y.cr_paid THEN 'amount_mismatch'
 			WHEN y.cr_id IS NOT NULL AND y.fee IS NOT NULL AND y.fee <> coalesce(y.cr_fee, 0) THEN 'fee_mismatch'
 			WHEN y.cr_id IS NOT NULL THEN 'matched'
+			WHEN y.ib_amount IS NOT NULL AND y.amount <> y.ib_amount THEN 'inbox_amount_mismatch'
 			WHEN y.ib_status = 'divergent' THEN coalesce(y.dv_reason, 'divergent_in_inbox')
 			WHEN y.ib_status IN ('pending', 'parked') THEN 'in_inbox'
 			WHEN y.c_id IS NULL THEN 'unknown_charge'
@@ -105,18 +106,28 @@ const paidVerdictsSQL = `
 				coalesce(ci.amount, cp.amount) AS c_amount,
 				coalesce(cr.paid_amount, ci.paid_amount, cp.paid_amount, ci.amount, cp.amount) AS ledger_amount,
 				coalesce(cr.fee, ci.fee, cp.fee) AS ledger_fee,
-				ib.id AS ib_id, ib.status AS ib_status, ib.reason AS dv_reason
+				ib.id AS ib_id, ib.status AS ib_status, ib.reason AS dv_reason, ib.amount AS ib_amount
 			FROM {lines} x
 			LEFT JOIN charges cr ON cr.paid_ref = $3 || x.psp_id AND x.psp_id <> ''
 			LEFT JOIN LATERAL (SELECT c.id, c.merchant, c.state, c.amount, c.paid_amount, c.fee FROM charges c
 				WHERE cr.id IS NULL AND c.id = x.charge_ref LIMIT 1) ci ON true
 			LEFT JOIN LATERAL (SELECT c.id, c.merchant, c.state, c.amount, c.paid_amount, c.fee FROM charges c
 				WHERE cr.id IS NULL AND x.charge_ref = '' AND x.psp_id <> '' AND c.psp_ref = x.psp_id LIMIT 1) cp ON true
-			LEFT JOIN LATERAL (SELECT i.id, i.status, d.reason FROM inbox i LEFT JOIN divergences d ON d.inbox_id = i.id
+			LEFT JOIN LATERAL (SELECT i.id, i.status, d.reason, ` + inboxAmountSQL + ` AS amount FROM inbox i LEFT JOIN divergences d ON d.inbox_id = i.id
 				WHERE cr.id IS NULL AND i.endpoint = $2 AND i.event_type = x.event_type AND i.event_id = x.event_id LIMIT 1) ib ON true
 			WHERE x.run_id = $1 AND x.outcome IS NULL AND x.kind = 'paid'
 		) y
 	) z`
+
+// inboxAmountSQL is the amount a stored delivery i states, NULL when it
+// states none: a statement line under the key of a delivery stored but
+// not booked (pending, parked, set aside) is the same payment only with
+// the same figure; with another it is amount_mismatch (a refund's,
+// refund_amount_mismatch), both amounts kept, never a silent duplicate.
+const (
+	inboxAmountSQL   = `CASE WHEN (i.event->>'HasAmount')::boolean THEN (i.event->>'Amount')::bigint END`
+	inboxAmountIBSQL = `CASE WHEN (ib.event->>'HasAmount')::boolean THEN (ib.event->>'Amount')::bigint END`
+)
 
 // allLineColumns are reconciliation_lines' columns, in its order.
 const allLineColumns = `run_id, line, side, kind, event_type, event_id, psp_id, charge_ref, refund_id,
@@ -152,15 +163,16 @@ func stagedSteps(table string, run Run, ep endpointInfo) []step {
 const matchRefundsSQL = `
 	UPDATE {lines} l SET
 		outcome = CASE WHEN v.verdict IN ('matched', 'not_settled') THEN 'matched' WHEN v.verdict IN ('book', 'in_inbox') THEN 'booked' ELSE 'divergence' END,
-		reason = CASE WHEN v.verdict IN ('matched', 'book') THEN NULL ELSE v.verdict END,
-		charge_id = v.c_id, ledger_amount = v.rs_amount,
+		reason = CASE WHEN v.verdict IN ('matched', 'book') THEN NULL WHEN v.verdict = 'inbox_amount_mismatch' THEN 'refund_amount_mismatch' ELSE v.verdict END,
+		charge_id = v.c_id, ledger_amount = CASE WHEN v.verdict = 'inbox_amount_mismatch' THEN v.ib_amount ELSE v.rs_amount END,
 		inbox_id = CASE WHEN v.verdict = 'in_inbox' THEN v.ib_id END
 	FROM (
-		SELECT y.line, y.c_id, rs.amount AS rs_amount, y.ib_id, CASE
+		SELECT y.line, y.c_id, rs.amount AS rs_amount, y.ib_id, y.ib_amount, CASE
 			WHEN y.kind = 'refund_open' AND rs.id IS NOT NULL THEN 'refund_not_settled'
 			WHEN y.kind = 'refund_open' THEN 'not_settled'
 			WHEN rs.id IS NOT NULL AND rs.amount <> y.amount THEN 'refund_amount_mismatch'
 			WHEN rs.id IS NOT NULL THEN 'matched'
+			WHEN y.ib_amount IS NOT NULL AND y.amount <> y.ib_amount THEN 'inbox_amount_mismatch'
 			WHEN y.ib_status = 'divergent' THEN coalesce(y.dv_reason, 'divergent_in_inbox')
 			WHEN y.ib_status IN ('pending', 'parked') THEN 'in_inbox'
 			WHEN y.c_id IS NULL THEN 'unknown_charge'
@@ -170,7 +182,7 @@ const matchRefundsSQL = `
 			SELECT x.line, x.kind, x.amount, x.refund_id,
 				coalesce(cr.id, ci.id, cp.id, pl.charge_id) AS c_id,
 				coalesce(cr.merchant, ci.merchant, cp.merchant) AS c_merchant,
-				ib.id AS ib_id, ib.status AS ib_status, dv.reason AS dv_reason
+				ib.id AS ib_id, ib.status AS ib_status, dv.reason AS dv_reason, ` + inboxAmountIBSQL + ` AS ib_amount
 			FROM {lines} x
 			LEFT JOIN charges cr ON cr.paid_ref = $3 || x.psp_id AND x.psp_id <> ''
 			LEFT JOIN charges ci ON ci.id = x.charge_ref

@@ -174,7 +174,7 @@ func (r *Reconciler) keepPage(ctx context.Context, run *Run, ep *endpoint, pass 
 		return err
 	}
 	for _, item := range pg.Items {
-		for _, l := range pixLines(ep.hook.Scheme, item) {
+		for _, l := range inWindow(pixLines(ep.hook.Scheme, item), run.To) {
 			if err := cp.add(ctx, r.checkLine(l)); err != nil {
 				cp.stmt.Close()
 				return err
@@ -208,12 +208,15 @@ func pixLines(sc scheme.Scheme, item json.RawMessage) []Line {
 	lines := make([]Line, 0, len(evs))
 	for _, ev := range evs {
 		l := Line{EventType: ev.Type, EventID: ev.EventID, PSPID: ev.PSPRef, ChargeRef: ev.ChargeID,
-			RefundID: ev.RefundID, Amount: ev.Amount, At: ev.OccurredAt, Parts: ev.Parts(), OfCashOut: ev.OfCashOut}
+			RefundID: ev.RefundID, Amount: ev.Amount, At: ev.OccurredAt, Parts: ev.Parts(),
+			ReturnID: ev.ReturnID, Nature: ev.Nature}
 		switch ev.Kind {
 		case scheme.KindPaid:
 			l.Kind = KindPaid
 		case scheme.KindRefunded:
 			l.Kind = KindRefunded
+		case scheme.KindUnbookable:
+			l = unbookableLine(l, ev)
 		default:
 			l.Kind = KindRefundOpen
 		}

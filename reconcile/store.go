@@ -42,7 +42,7 @@ func begin(ctx context.Context, db *sqlx.DB) (*sqlx.Tx, error) {
 
 // lineColumns are the columns a statement line is copied into.
 var lineColumns = []string{"run_id", "line", "kind", "event_type", "event_id", "psp_id", "charge_ref",
-	"refund_id", "amount", "fee", "at", "detail", "outcome", "reason", "parts", "cash_out"}
+	"refund_id", "amount", "fee", "at", "detail", "outcome", "reason", "parts", "return_id", "refund_nature"}
 
 // copier loads lines into reconciliation_lines with COPY inside tx.
 type copier struct {
@@ -76,9 +76,19 @@ func lineRow(row []any, run, n int64, l Line) []any {
 	}
 	if l.Kind == KindInvalid {
 		outcome, reason = string(Divergence), ReasonInvalidLine
+		if l.Reason != "" {
+			reason = l.Reason
+		}
+	}
+	var returnID, nature any
+	if l.ReturnID != "" {
+		returnID = l.ReturnID
+	}
+	if l.Nature != "" {
+		nature = l.Nature
 	}
 	return append(row[:0], run, n, string(l.Kind), l.EventType, l.EventID, l.PSPID, l.ChargeRef,
-		l.RefundID, l.Amount, fee, at, l.Detail, outcome, reason, parts, l.OfCashOut)
+		l.RefundID, l.Amount, fee, at, l.Detail, outcome, reason, parts, returnID, nature)
 }
 
 func (c *copier) add(ctx context.Context, l Line) error {

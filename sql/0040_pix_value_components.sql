@@ -41,9 +41,8 @@ ALTER TABLE month_snapshots
 -- A statement's Pix carries its parts too, and one found only there is
 -- booked as its webhook would have been: a line keeps them (in
 -- money.Parts' order: original, saque, troco, juros, multa, abatimento,
--- desconto; NULL when the statement says nothing), and whether a refund
--- gives back cash handed over the counter (natureza RETIRADA).
+-- desconto; NULL when the statement says nothing). Whether a refund
+-- gives back cash handed over the counter is its natureza (RETIRADA).
 ALTER TABLE reconciliation_lines
     ADD COLUMN parts    bigint[],
-    ADD COLUMN cash_out boolean NOT NULL DEFAULT false,
     ADD CONSTRAINT ck_reconciliation_lines_parts CHECK (parts IS NULL OR (cardinality(parts) = 7 AND 0 <= ALL (parts)));

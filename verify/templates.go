@@ -55,6 +55,7 @@ func templateShapes() (shapes map[postings.Kind][]string, payablePrefix string) 
 	}
 	addOK(postings.CommissionSet("c", partner, "BRL", 100, 1000, at))
 	add(postings.Refund("c", "r", "BRL", 100, at))
+	add(postings.RefundAs("c", "r", "BRL", 100, at, "D12345678202009091000abcde123456", "MED_FRAUDE"))
 	addOK(postings.CommissionReversalSet("c", "r", partner, "BRL", 10, at))
 	add(postings.Payout(partner, "k", "BRL", 100, at))
 	shapes = map[postings.Kind][]string{}

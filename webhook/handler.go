@@ -90,6 +90,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = checkEvents(ep, evs)
 	}
+	if err == nil && ep.Scheme.Name() == bcbPixScheme {
+		evs = judgeEach(evs, h.proc.applier.Ledger.Calendar(), h.proc.applier.Ledger.Limit(), req.Now)
+	}
 	if err == nil {
 		err = checkTimes(evs, h.proc.applier.Ledger.Calendar(), req.Now)
 	}

@@ -46,6 +46,7 @@ type entry struct {
 	kind, chargeRef string
 	event           []byte
 	status          Status
+	ev              scheme.Event // what event holds, for comparing a redelivery's figures
 }
 
 // Stored says what the inbox did with one entry.
@@ -124,7 +125,7 @@ func entriesFor(ep *Endpoint, evs []scheme.Event, body []byte) []entry {
 		}
 		b, _ := json.Marshal(ev)
 		out = append(out, entry{key: Key{ep.Name, ev.Type, id},
-			kind: string(ev.Kind), chargeRef: ref, event: b, status: status})
+			kind: string(ev.Kind), chargeRef: ref, event: b, status: status, ev: ev})
 	}
 	return out
 }
@@ -201,6 +202,7 @@ func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest, _ func(i in
 	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
 	in.insertBatch(ctx, batch)
+	in.conflicts(ctx, batch)
 	due, err := in.redeliver(ctx, batch)
 	if err != nil {
 		for _, r := range batch {

@@ -17,6 +17,10 @@ func TestSameRefWithOtherAmountOrFeeIsNoRedelivery(t *testing.T) {
 	wantOK(t, "payment", e.hodleAt("hodle", hodlePaid("track-1", "order-1", "49.90")), "accepted")
 	wantOK(t, "same ref, ten times the amount", e.hodleAt("hodle-2", hodlePaid("track-1", "order-1", "499.00")), "accepted")
 	e.wantDivergences("amount_mismatch")
+	// Through hodle-2 the PSP stated 499.00 first: 49.90 under the same
+	// key now states other figures, a divergence of its own with both.
+	wantOK(t, "same ref, the charge's amount", e.hodleAt("hodle-2", hodlePaid("track-1", "order-1", "49.90")), "accepted")
+	e.wantDivergences("amount_mismatch", "amount_mismatch")
 	wantOK(t, "same ref, same amount", e.hodleAt("hodle-2", hodlePaid("track-1", "order-1", "49.90")), "duplicate")
 	e.wantSets("sale", 1)
 	e.wantCharge("order-1", "paid", 0)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -419,7 +420,7 @@ func decodeRows(rows []inboxRow) ([]*delivery, map[int64]error) {
 // reacts to, and so whether the charge must be locked to decide it.
 func (d *delivery) movesCharge() bool {
 	switch d.ev.Kind {
-	case scheme.KindIgnored, scheme.KindTest, scheme.KindDisputed:
+	case scheme.KindIgnored, scheme.KindTest, scheme.KindDisputed, scheme.KindUnbookable:
 		return false
 	}
 	return true
@@ -437,6 +438,7 @@ func (d *delivery) chargeEvent() charges.Event {
 		Amount: d.ev.Amount, HasAmount: d.ev.HasAmount, Fee: d.ev.Fee, HasFee: d.ev.HasFee,
 		FullRefundIfNoAmount: d.ev.FullRefund, At: at, InboxID: d.ID, Parts: d.ev.Parts(), OfCashOut: d.ev.OfCashOut,
 		StatementRefund: d.ev.Kind == scheme.KindRefunded && d.ev.Type == charges.StatementRefundType,
+		ReturnID:        d.ev.ReturnID, Nature: d.ev.Nature,
 	}
 }
 
@@ -511,6 +513,10 @@ func (d *delivery) decide(l *charges.Locked) error {
 		d.div = &divergences.Delivery{InboxID: d.ID, ChargeID: d.ev.ChargeID, Reason: divergences.ReasonDisputed,
 			Detail: "the PSP reports a dispute (" + d.ev.Type + ")"}
 		return nil
+	case scheme.KindUnbookable:
+		d.status = StatusDivergent
+		d.div = unbookableDivergence(d.ID, d.ev)
+		return nil
 	}
 	out, err := l.Apply(d.chargeEvent())
 	if err != nil {
@@ -535,6 +541,9 @@ func (d *delivery) decide(l *charges.Locked) error {
 // outcomeEvents opens the deliveries' divergences and returns every event
 // to append, in the order the deliveries were decided.
 func outcomeEvents(ctx context.Context, tx *sqlx.Tx, decided []*delivery) ([]events.Draft, error) {
+	if err := addLedgerSides(ctx, tx, decided); err != nil {
+		return nil, err
+	}
 	var divs []divergences.Delivery
 	for _, d := range decided {
 		if d.div != nil {
@@ -652,3 +661,64 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// unbookableDivergence is the divergence of an event razao read but cannot
+// book (scheme.KindUnbookable), with what the PSP said of it; the ledger's
+// side is added before it is opened (addLedgerSides).
+func unbookableDivergence(inboxID int64, ev scheme.Event) *divergences.Delivery {
+	reason, detail := divergences.ReasonMalformed, "an event razao cannot book ("+ev.Type+")"
+	if ev.Problem != nil {
+		reason, detail = divergences.Reason(ev.Problem.Reason), ev.Problem.Detail
+	}
+	if !slices.Contains(divergences.Reasons, reason) {
+		// A reason of a newer scheme than this database knows.
+		reason = divergences.ReasonMalformed
+	}
+	side := &divergences.StatementSide{PSPID: ev.PSPRef, ChargeRef: ev.ChargeID, RefundID: ev.RefundID}
+	if ev.HasAmount {
+		side.Amount = ev.Amount
+	}
+	return &divergences.Delivery{InboxID: inboxID, ChargeID: ev.ChargeID, Reason: reason, Detail: detail, PSP: side}
+}
+
+// ledgerSidesSQL is, for each unbookable event ($1 its charge id, $2 its
+// payment reference for a charge it names only by that, $3 its refund id),
+// what the ledger booked of it: the refund under that id, or, for a
+// payment, the charge's sale.
+const ledgerSidesSQL = `
+	SELECT u.n, coalesce(s.refund_id, '') AS refund_id, s.amount
+	FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u (c, p, r, n)
+	JOIN LATERAL (SELECT id FROM charges WHERE (u.c <> '' AND id = u.c) OR (u.c = '' AND u.p <> '' AND paid_ref = u.p) LIMIT 1) ch ON true
+	JOIN posting_sets s ON s.charge_id = ch.id
+		AND CASE WHEN u.r = '' THEN s.kind = 'sale' ELSE s.kind = 'refund' AND s.refund_id = u.r END`
+
+// addLedgerSides sets on the divergences of unbookable events what the
+// ledger has of them, in one statement.
+func addLedgerSides(ctx context.Context, tx *sqlx.Tx, decided []*delivery) error {
+	var which []*delivery
+	var chargeIDs, refs, refunds []string
+	for _, d := range decided {
+		if d.div == nil || d.ev.Kind != scheme.KindUnbookable {
+			continue
+		}
+		which = append(which, d)
+		chargeIDs, refunds = append(chargeIDs, d.ev.ChargeID), append(refunds, d.ev.RefundID)
+		refs = append(refs, paymentRef(d.Scheme, scheme.Event{Kind: scheme.KindPaid, PSPRef: d.ev.PSPRef, EventID: d.ev.EventID}))
+	}
+	if len(which) == 0 {
+		return nil
+	}
+	var rows []struct {
+		N        int64  `db:"n"`
+		RefundID string `db:"refund_id"`
+		Amount   int64  `db:"amount"`
+	}
+	if err := tx.SelectContext(ctx, &rows, ledgerSidesSQL, pgarray.Text(chargeIDs), pgarray.Text(refs), pgarray.Text(refunds)); err != nil {
+		return fmt.Errorf("the ledger's side of %d unbookable events: %w", len(which), err)
+	}
+	for _, r := range rows {
+		amount := r.Amount
+		which[r.N-1].div.Ledger = &divergences.LedgerSide{RefundID: r.RefundID, Amount: &amount}
+	}
+	return nil
+}

@@ -26,38 +26,22 @@ func (e Event) Parts() money.Parts {
 	return e.Components.Parts
 }
 
-// The devolução nature of a refund of a Pix Saque's cash, or of a Pix
-// Troco's change (SL02): not a refund of the sale.
-const bcbCashOutNature = "RETIRADA"
-
 // bcbComponentKeys are componentesValor's parts, in the spec's words.
 var bcbComponentKeys = []string{"original", "saque", "troco", "juros", "multa", "abatimento", "desconto"}
-
-// bcbComponents gives a Pix item's events what its componentesValor and
-// its devoluções' natureza say: evs[0] is the item's credit, which takes
-// the parts; a devolução of natureza RETIRADA gives back cash handed over
-// the counter, not the sale (OfCashOut). Only the parts' shape is checked
-// here: whether they add up to valor, and what they mean for the charge,
-// is the charge's to decide (a divergence with both sides, not a refused
-// callback).
-func bcbComponents(item object, evs []Event) ([]Event, error) {
-	if item.has("componentesValor") {
-		c, err := bcbParts(item)
-		if err != nil {
-			return nil, err
-		}
-		evs[0].Components = c
-	}
-	bcbCashOutRefunds(item, evs[1:])
-	return evs, nil
-}
 
 // bcbParts reads componentesValor: an object of parts, each {valor} (and
 // for saque and troco the agent). The spec's own examples spell the
 // provider prestadorDeServicoDeSaque where its schema says
 // prestadorDoServicoDeSaque: both are read. Unknown parts are a
 // compatible change the spec allows, and are left alone.
+// bcbParts reads a Pix item's componentesValor, nil when it has none.
+// Only the parts' shape is checked here: whether they add up to valor,
+// and what they mean for the charge, is the charge's to decide (a
+// divergence with both sides, not a refused callback).
 func bcbParts(item object) (*Components, error) {
+	if !item.has("componentesValor") {
+		return nil, nil
+	}
 	cv, err := item.object("componentesValor")
 	if err != nil {
 		return nil, err
@@ -121,35 +105,4 @@ func bcbPartValor(part object) (int64, error) {
 	}
 	amount, _, err := part.reais("valor")
 	return amount, err
-}
-
-// bcbCashOutRefunds marks the refunds whose devolução has natureza
-// RETIRADA, found by their id in the item's devolucoes.
-func bcbCashOutRefunds(item object, refunds []Event) {
-	if len(refunds) == 0 {
-		return
-	}
-	var list []any
-	switch v := item.m["devolucoes"].(type) {
-	case []any:
-		list = v
-	case map[string]any:
-		list = []any{v}
-	}
-	cashOut := map[string]bool{}
-	for _, raw := range list {
-		m, ok := raw.(map[string]any)
-		if !ok {
-			continue
-		}
-		id, _ := m["id"].(string)
-		if nature, _ := m["natureza"].(string); nature == bcbCashOutNature && id != "" {
-			cashOut[id] = true
-		}
-	}
-	for i := range refunds {
-		if cashOut[refunds[i].RefundID] {
-			refunds[i].OfCashOut = true
-		}
-	}
 }

@@ -82,7 +82,7 @@ func TestBCBPixParseMapsEveryItem(t *testing.T) {
 			OccurredAt: mustTime(t, "2026-09-01T10:00:00Z")},
 		{Kind: KindRefunded, Type: "devolucao:DEVOLVIDO", EventID: e2eB + ":dev1:DEVOLVIDO", ChargeID: "charge456", PSPRef: e2eB,
 			RefundID: "dev1", Amount: 1000, HasAmount: true, OccurredAt: mustTime(t, "2026-09-02T10:00:05Z"),
-			Extra: map[string]string{"rtrId": "D12345678202609011100abcdefghijk"}},
+			ReturnID: "D12345678202609011100abcdefghijk"},
 		{Kind: KindIgnored, Type: "devolucao:EM_PROCESSAMENTO", EventID: e2eB + ":dev2:EM_PROCESSAMENTO", ChargeID: "charge456",
 			PSPRef: e2eB, RefundID: "dev2", Amount: 500, HasAmount: true},
 		{Kind: KindPaid, Type: "pix", EventID: e2eA[:31] + "Z", PSPRef: e2eA[:31] + "Z", Amount: 1, HasAmount: true,
@@ -162,12 +162,11 @@ func TestBCBPixParseRefusesMalformedItems(t *testing.T) {
 		{"devolucao id with a colon", dev(`{"id":"d:1","valor":"1.00","status":"EM_PROCESSAMENTO"}`), "pix[0].devolucoes[0].id"},
 		{"devolucao id of 36 characters", dev(`{"id":"` + strings.Repeat("d", 36) + `","valor":"1.00","status":"EM_PROCESSAMENTO"}`), "pix[0].devolucoes[0].id"},
 		{"devolucao without status", dev(`{` + okDev + `}`), "pix[0].devolucoes[0].status"},
-		{"devolucao with unknown status", dev(`{` + okDev + `,"status":"PAGO"}`), "pix[0].devolucoes[0].status"},
+		{"devolucao with a status that cannot key it", dev(`{` + okDev + `,"status":"pago:1"}`), "pix[0].devolucoes[0].status"},
 		{"devolucao without valor", dev(`{"id":"d1","status":"EM_PROCESSAMENTO"}`), "pix[0].devolucoes[0].valor"},
 		{"devolucao with bad valor", dev(`{"id":"d1","valor":"1","status":"EM_PROCESSAMENTO"}`), "pix[0].devolucoes[0].valor"},
-		{"DEVOLVIDO without horario", dev(`{"id":"d1","valor":"1.00","status":"DEVOLVIDO"}`), "pix[0].devolucoes[0].horario"},
-		{"DEVOLVIDO without liquidacao", dev(`{"id":"d1","valor":"1.00","status":"DEVOLVIDO","horario":{"solicitacao":"2026-09-02T10:00:00Z"}}`),
-			"pix[0].devolucoes[0].horario.liquidacao"},
+		{"devolucao with a bad rtrId", dev(`{` + okDev + `,"status":"DEVOLVIDO","rtrId":"D-1"}`), "pix[0].devolucoes[0].rtrId"},
+		{"devolucao with a natureza that is no token", dev(`{` + okDev + `,"status":"DEVOLVIDO","natureza":"med fraude"}`), "pix[0].devolucoes[0].natureza"},
 		{"horario not an object", dev(`{"id":"d1","valor":"1.00","status":"DEVOLVIDO","horario":"2026-09-02T10:00:00Z"}`),
 			"pix[0].devolucoes[0].horario"},
 		{"bad liquidacao", dev(`{"id":"d1","valor":"1.00","status":"DEVOLVIDO","horario":{"liquidacao":"ontem"}}`),
@@ -181,10 +180,29 @@ func TestBCBPixParseRefusesMalformedItems(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			events, err := parse(t, s, tt.body)
-			if err == nil {
-				t.Fatalf("Parse accepted %s as %+v", tt.body, events)
+			if !strings.HasPrefix(tt.field, "pix[") {
+				// The envelope: nothing to judge item by item.
+				if err == nil {
+					t.Fatalf("Parse accepted %s as %+v", tt.body, events)
+				}
+				wantMalformedField(t, err, tt.field)
+				return
 			}
-			wantMalformedField(t, err, tt.field)
+			// An item or devolução is judged on its own: the callback
+			// parses, and the one that does not read is unbookable.
+			if err != nil {
+				t.Fatalf("Parse refused the callback for one item: %v", err)
+			}
+			var bad []Event
+			for _, ev := range events {
+				if ev.Kind == KindUnbookable {
+					bad = append(bad, ev)
+				}
+			}
+			if len(bad) != 1 || bad[0].Problem == nil || bad[0].Problem.Reason != ProblemMalformed ||
+				!strings.Contains(bad[0].Problem.Detail, tt.field+":") || !bad[0].OccurredAt.IsZero() {
+				t.Fatalf("Parse = %+v, want one unbookable event naming %s", events, tt.field)
+			}
 		})
 	}
 }

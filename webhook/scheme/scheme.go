@@ -36,6 +36,12 @@ const (
 	KindIgnored Kind = "ignored"
 	// KindDisputed: the payer disputes the payment; a divergence for finance.
 	KindDisputed Kind = "disputed"
+	// KindUnbookable: an authentic event razao reads but cannot book as
+	// it came (Event.Problem says why: a bcb-pix DEVOLVIDO without
+	// horario.liquidacao, a status the specification added later, an item
+	// whose fields do not read); a divergence for finance with what the
+	// PSP said, while the rest of its delivery is booked.
+	KindUnbookable Kind = "unbookable"
 )
 
 // Event is one business event extracted from an authentic delivery.
@@ -84,6 +90,27 @@ type Event struct {
 	// Extra keeps undocumented fields for audit, e.g. hodle "fee" => "0.75";
 	// nil when there are none. Nothing in it is booked.
 	Extra map[string]string
+	// ReturnID is the PSP's own id of a refund's transfer where the
+	// scheme states one (bcb-pix rtrId, the pacs.004's
+	// ReturnIdentification); kept with the refund in the ledger.
+	ReturnID string `json:",omitempty"`
+	// Nature is what kind of refund it is, where the scheme says (bcb-pix
+	// natureza: ORIGINAL, RETIRADA, MED_OPERACIONAL, MED_FRAUDE,
+	// MED_PIX_AUTOMATICO); "" when not stated, which the Pix API reads as
+	// ORIGINAL. A return under the MED (MED_*) is not the merchant's own
+	// refund, and is booked apart.
+	Nature string `json:",omitempty"`
+	// Problem says why a KindUnbookable event cannot be booked; nil for
+	// every other kind.
+	Problem *Problem `json:",omitempty"`
+}
+
+// Problem is why an event is KindUnbookable.
+type Problem struct {
+	// Reason is one of Problems: the reason of the divergence it becomes.
+	Reason string
+	// Detail says what was read and what was not.
+	Detail string
 }
 
 // Request is what a scheme sees of an HTTP delivery.
