@@ -67,7 +67,7 @@ type endpoint struct {
 }
 
 func (e *endpoint) info() endpointInfo {
-	return endpointInfo{name: e.hook.Name, scheme: e.hook.Scheme.Name(), merchant: e.hook.Merchant}
+	return endpointInfo{name: e.hook.Name, scheme: e.hook.Scheme.Name(), merchant: e.hook.Merchant, finalAfter: e.cfg.FinalAfter}
 }
 
 func buildEndpoint(cfg EndpointConfig, hooks map[string]*webhook.Endpoint, loc *time.Location, getenv func(string) string,
