@@ -36,6 +36,9 @@ type fakePSP struct {
 	// counts of requests served, by kind.
 	tokenRequests, pageRequests, refused int
 	pagesServed                          []int
+	// refundsOnly is, for each page served, whether it was asked with
+	// devolucaoPresente=true (only the Pix that carry a devolução).
+	refundsOnly []bool
 }
 
 type failure struct {
@@ -169,9 +172,10 @@ func (f *fakePSP) list(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"title":"parâmetros inválidos"}`, http.StatusBadRequest)
 		return
 	}
+	refundsOnly := q.Get("devolucaoPresente") == "true"
 	var in []pixItem
 	for _, it := range f.items {
-		if !it.Horario.Before(inicio) && !it.Horario.After(fim) {
+		if !it.Horario.Before(inicio) && !it.Horario.After(fim) && (!refundsOnly || len(it.Devolucoes) > 0) {
 			in = append(in, it)
 		}
 	}
@@ -185,6 +189,7 @@ func (f *fakePSP) list(w http.ResponseWriter, r *http.Request) {
 		out = []map[string]any{}
 	}
 	f.pagesServed = append(f.pagesServed, page)
+	f.refundsOnly = append(f.refundsOnly, refundsOnly)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{
 		"parametros": map[string]any{"inicio": q.Get("inicio"), "fim": q.Get("fim"), "paginacao": map[string]any{

@@ -190,8 +190,8 @@ const matchRefundsSQL = `
 // devoluções as they stood when it was read, however late they settled:
 // the sales of [$3, $4), and the refunds of those sales settled before $6
 // (a refund settled in this window of a Pix of an earlier one is not in
-// this statement, but in that one's); 'refunds', a statement of refunds
-// alone, only those refunds.
+// this statement, but in that one's); 'refunds', a sweep, only those
+// refunds.
 const phantomsSQL = `
 	INSERT INTO reconciliation_lines (run_id, line, side, kind, refund_id, amount, at, outcome, reason,
 		charge_id, ledger_amount, inbox_id, detail)
@@ -217,12 +217,14 @@ const phantomsSQL = `
 		    OR (s.kind = 'refund' AND l.kind IN ('refunded', 'refund_open') AND l.refund_id IN (s.refund_id, a.alias_id))))`
 
 // phantomsStep lists the run's phantoms (phantomsSQL), for a final
-// window; ok is false for a run that has none to list. A Pix
+// window or a sweep; ok is false for a run that has none to list. A Pix
 // statement is held to the refunds settled a final_after before the run
 // began: one that settled later need not be listed yet.
 func phantomsStep(run Run, ep endpointInfo) (step, bool) {
 	by := "time"
 	switch {
+	case run.Sweep:
+		by = "refunds"
 	case !run.Final:
 		return step{}, false
 	case run.Source == "bcb-pix":
