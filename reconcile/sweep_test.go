@@ -364,3 +364,42 @@ func TestSweepOpensOneDivergenceForAPixItCannotRead(t *testing.T) {
 		t.Fatalf("the sweeps' lines point at %d divergences", n)
 	}
 }
+
+// TestSweepPhantomsAreItsRefundsOnly: a sweep judges the refunds of the
+// Pix it reads: a refund the ledger booked that the PSP does not list is
+// a phantom; a sale the PSP does not list is its window's to judge, and a
+// refund settled since the sweep's statement was read is not judged yet.
+func TestSweepPhantomsAreItsRefundsOnly(t *testing.T) {
+	t.Parallel()
+	e := newSweepEnv(t, goLive)
+	ghost := pixItem{E2E: e2e(1), Txid: "ghost", Valor: "5.00", Horario: today.AddDate(0, 0, -12)}
+	ghost.Devolucoes = []devolucao{{ID: "RG", Valor: "5.00", Status: "DEVOLVIDO", Liquidacao: today.AddDate(0, 0, -5)}}
+	unlisted := pixItem{E2E: e2e(2), Txid: "unlisted", Valor: "4.00", Horario: today.AddDate(0, 0, -11)}
+	recent := pixItem{E2E: e2e(3), Txid: "recent", Valor: "3.00", Horario: today.AddDate(0, 0, -1)}
+	recent.Devolucoes = []devolucao{{ID: "RR", Valor: "1.00", Status: "DEVOLVIDO", Liquidacao: now.Add(-30 * time.Minute)}}
+	for _, it := range []struct {
+		charge string
+		amount int64
+		item   pixItem
+	}{{"ghost", 500, ghost}, {"unlisted", 400, unlisted}, {"recent", 300, recent}} {
+		e.charge(it.charge, it.amount, "")
+		if code, st := e.postPix(it.item); code != 200 || st != "accepted" {
+			t.Fatalf("webhook of %s: %d %s", it.charge, code, st)
+		}
+	}
+	// The PSP lists ghost and recent without their refunds, and not unlisted.
+	ghost.Devolucoes, recent.Devolucoes = nil, nil
+	e.psp.add(ghost, recent)
+	run, claimed, err := e.rec.Sweep(context.Background(), "bcb", now)
+	if err != nil || !claimed {
+		t.Fatalf("sweep %+v: %v", run, err)
+	}
+	var phantoms []string
+	if err := e.db.Select(&phantoms, `SELECT charge_id || ' ' || kind || ' ' || refund_id FROM reconciliation_lines
+		WHERE run_id = $1 AND reason = 'phantom' ORDER BY charge_id`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"ghost refunded RG"}; !slices.Equal(phantoms, want) || run.Lines != 0 || run.Divergences != 1 {
+		t.Fatalf("sweep %+v: phantoms %q, want %q", run, phantoms, want)
+	}
+}
