@@ -280,7 +280,8 @@ CREATE TABLE reconciliation_runs (
     last_error text,
     started_at timestamp with time zone NOT NULL DEFAULT now(),
     finished_at timestamp with time zone,
-    duration_ms bigint
+    duration_ms bigint,
+    sweep boolean NOT NULL DEFAULT false
 );
 
 CREATE TABLE refund_aliases (
@@ -401,6 +402,7 @@ ALTER TABLE reconciliation_pages ADD CONSTRAINT reconciliation_pages_run_id_fkey
 ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_endpoint CHECK (((length(endpoint) >= 1) AND (length(endpoint) <= 63)));
 ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_source CHECK ((source = ANY (ARRAY['bcb-pix'::text, 'csv'::text])));
 ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_status CHECK ((status = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text])));
+ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_sweep CHECK (((NOT sweep) OR (scheduled AND (NOT final) AND (source = 'bcb-pix'::text))));
 ALTER TABLE reconciliation_runs ADD CONSTRAINT ck_reconciliation_runs_window CHECK ((window_from < window_to));
 ALTER TABLE reconciliation_runs ADD CONSTRAINT reconciliation_runs_pkey PRIMARY KEY (id);
 ALTER TABLE refund_aliases ADD CONSTRAINT ck_refund_aliases_other CHECK ((alias_id <> refund_id));
@@ -440,7 +442,8 @@ CREATE INDEX ix_reconciliation_lines_undecided ON public.reconciliation_lines US
 CREATE INDEX ix_reconciliation_pages_totals ON public.reconciliation_pages USING btree (run_id, pass, total, page_count);
 CREATE INDEX ix_reconciliation_runs_endpoint ON public.reconciliation_runs USING btree (endpoint, id);
 CREATE INDEX ix_reconciliation_runs_unfinished ON public.reconciliation_runs USING btree (lease_until) WHERE (status = 'running'::text);
-CREATE UNIQUE INDEX uq_reconciliation_runs_window ON public.reconciliation_runs USING btree (endpoint, window_from, window_to, final) WHERE scheduled;
+CREATE UNIQUE INDEX uq_reconciliation_runs_sweep ON public.reconciliation_runs USING btree (endpoint, window_to) WHERE sweep;
+CREATE UNIQUE INDEX uq_reconciliation_runs_window ON public.reconciliation_runs USING btree (endpoint, window_from, window_to, final) WHERE (scheduled AND (NOT sweep));
 
 -- Functions
 

@@ -28,6 +28,11 @@ type EndpointConfig struct {
 	// FinalAfter is how long after its end a window is final (default
 	// 24h): PSPs list late, and only a final window has phantoms.
 	FinalAfter time.Duration `yaml:"final_after"`
+	// RefundHorizon is how long after its Pix a refund may settle
+	// (default 90 days, the Pix rules' limit): once a day a scheduled
+	// bcb-pix endpoint sweeps the Pix of that horizon that carry a
+	// devolução (see Reconciler.Sweep).
+	RefundHorizon time.Duration `yaml:"refund_horizon"`
 	// MaxFileBytes bounds an uploaded statement file (default 256 MiB).
 	MaxFileBytes int64        `yaml:"max_file_bytes"`
 	CSV          CSVMapping   `yaml:"csv"`
@@ -57,6 +62,13 @@ const (
 	maxMaxFileBytes     = 4 << 30
 )
 
+// DefaultRefundHorizon: a Pix may be refunded up to 90 days after it.
+const DefaultRefundHorizon = 90 * 24 * time.Hour
+
+// maxRefundHorizon keeps a sweep's window (two days more than the
+// horizon, see sweepWindow) within a window's bound, maxWindow.
+const maxRefundHorizon = maxWindow - 2*24*time.Hour
+
 // endpoint is a checked EndpointConfig with what runs need.
 type endpoint struct {
 	cfg      EndpointConfig
@@ -67,7 +79,7 @@ type endpoint struct {
 }
 
 func (e *endpoint) info() endpointInfo {
-	return endpointInfo{name: e.hook.Name, scheme: e.hook.Scheme.Name(), merchant: e.hook.Merchant}
+	return endpointInfo{name: e.hook.Name, scheme: e.hook.Scheme.Name(), merchant: e.hook.Merchant, finalAfter: e.cfg.FinalAfter}
 }
 
 func buildEndpoint(cfg EndpointConfig, hooks map[string]*webhook.Endpoint, loc *time.Location, getenv func(string) string,
@@ -85,11 +97,17 @@ func buildEndpoint(cfg EndpointConfig, hooks map[string]*webhook.Endpoint, loc *
 	if cfg.MaxFileBytes == 0 {
 		cfg.MaxFileBytes = DefaultMaxFileBytes
 	}
+	if cfg.RefundHorizon == 0 {
+		cfg.RefundHorizon = DefaultRefundHorizon
+	}
 	if cfg.Window < time.Minute || cfg.Window > 31*24*time.Hour || cfg.FinalAfter < 0 || cfg.FinalAfter > 90*24*time.Hour {
 		return nil, fmt.Errorf("%w: %s: window must be 1m..31 days and final_after 0..90 days", ErrConfig, cfg.Endpoint)
 	}
 	if cfg.MaxFileBytes < 1<<10 || cfg.MaxFileBytes > maxMaxFileBytes {
 		return nil, fmt.Errorf("%w: %s: max_file_bytes must be 1 KiB..4 GiB", ErrConfig, cfg.Endpoint)
+	}
+	if cfg.RefundHorizon < 24*time.Hour || cfg.RefundHorizon > maxRefundHorizon {
+		return nil, fmt.Errorf("%w: %s: refund_horizon must be 1 day..%d days", ErrConfig, cfg.Endpoint, maxRefundHorizon/(24*time.Hour))
 	}
 	ep := &endpoint{cfg: cfg, hook: hook}
 	var err error

@@ -43,6 +43,9 @@ type fakePSP struct {
 	// counts of requests served, by kind.
 	tokenRequests, pageRequests, refused int
 	pagesServed                          []int
+	// refundsOnly is, for each page served, whether it was asked with
+	// devolucaoPresente=true (only the Pix that carry a devolução).
+	refundsOnly []bool
 }
 
 type failure struct {
@@ -207,9 +210,10 @@ func (f *fakePSP) list(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"title":"parâmetros inválidos"}`, http.StatusBadRequest)
 		return
 	}
+	refundsOnly := q.Get("devolucaoPresente") == "true"
 	var in []pixItem
 	for _, it := range f.items {
-		if !it.Horario.Before(inicio) && !it.Horario.After(fim) {
+		if !it.Horario.Before(inicio) && !it.Horario.After(fim) && (!refundsOnly || len(it.Devolucoes) > 0) {
 			in = append(in, it)
 		}
 	}
@@ -223,6 +227,7 @@ func (f *fakePSP) list(w http.ResponseWriter, r *http.Request) {
 		out = []map[string]any{}
 	}
 	f.pagesServed = append(f.pagesServed, page)
+	f.refundsOnly = append(f.refundsOnly, refundsOnly)
 	body, _ := json.Marshal(map[string]any{
 		"parametros": map[string]any{"inicio": q.Get("inicio"), "fim": q.Get("fim"), "paginacao": map[string]any{
 			"paginaAtual": page, "itensPorPagina": per, "quantidadeDePaginas": pages, "quantidadeTotalDeItens": len(in)}},

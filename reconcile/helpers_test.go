@@ -107,13 +107,19 @@ func newEnv(t *testing.T) *env {
 // dbURL, for statement loads), as whichever role it connects as.
 func newEnvOn(t *testing.T, db *sqlx.DB, dbURL string) *env {
 	t.Helper()
+	// Go-live at the start of last month: a test can close that month.
+	return newEnvSince(t, db, dbURL, goLive)
+}
+
+// newEnvSince is newEnvOn with the ledger's go-live date since.
+func newEnvSince(t *testing.T, db *sqlx.DB, dbURL string, since time.Time) *env {
+	t.Helper()
 	e := &env{t: t, db: db, url: dbURL, psp: newFakePSP(t), waits: &waits{}}
 	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Go-live at the start of last month: a test can close that month.
-	cal = cal.WithGoLive(goLive)
+	cal = cal.WithGoLive(since)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e.ledger = postings.New(db, cal)
 	applier := charges.NewApplier(db, e.ledger)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -197,10 +198,18 @@ const matchRefundsSQL = `
 	) v
 	WHERE l.run_id = $1 AND l.line = v.line`
 
-// phantomsSQL lists, for a final window, the endpoint's sales and refunds
-// booked in it ([$3, $4) by event time) that no line of the run names:
-// money the ledger has and the PSP does not (a refund is named by its id
-// or the other id it was paired with). Recomputed whole each time.
+// phantomsSQL lists the endpoint's sales and refunds that the run's
+// statement should list and no line of the run names: money the ledger
+// has and the PSP does not (a refund is named by its id or the other id
+// it was paired with). Recomputed whole each time. Which facts a
+// statement should list depends on how it lists them ($5, see
+// phantomsStep): 'time', a file, each payment and refund by its own time
+// in [$3, $4); 'pix', the Pix API, each Pix by its horario with its
+// devoluções as they stood when it was read, however late they settled:
+// the sales of [$3, $4), and the refunds of those sales settled before $6
+// (a refund settled in this window of a Pix of an earlier one is not in
+// this statement, but in that one's); 'refunds', a sweep, only those
+// refunds.
 const phantomsSQL = `
 	INSERT INTO reconciliation_lines (run_id, line, side, kind, refund_id, amount, at, outcome, reason,
 		charge_id, ledger_amount, inbox_id, detail)
@@ -208,15 +217,39 @@ const phantomsSQL = `
 		CASE s.kind WHEN 'sale' THEN 'paid' ELSE 'refunded' END, coalesce(s.refund_id, ''), 0, s.event_at,
 		'divergence', 'phantom', s.charge_id, s.amount, s.inbox_id,
 		'booked in the ledger, absent from the statement'
-	FROM posting_sets s
+	FROM (
+		SELECT f.id, f.kind, f.refund_id, f.event_at, f.charge_id, f.amount, f.inbox_id FROM posting_sets f
+		WHERE f.kind IN ('sale', 'refund') AND f.event_at >= $3 AND f.event_at < $4
+		  AND ((f.kind = 'sale' AND $5::text <> 'refunds') OR (f.kind = 'refund' AND $5::text = 'time'))
+		UNION ALL
+		SELECT f.id, f.kind, f.refund_id, f.event_at, f.charge_id, f.amount, f.inbox_id
+		FROM posting_sets p JOIN posting_sets f ON f.kind = 'refund' AND f.charge_id = p.charge_id
+		WHERE $5::text <> 'time' AND p.kind = 'sale' AND p.event_at >= $3 AND p.event_at < $4 AND f.event_at < $6
+	) s
 	JOIN inbox i ON i.id = s.inbox_id AND i.endpoint = $2
 	LEFT JOIN refund_aliases a ON a.charge_id = s.charge_id AND a.refund_id = s.refund_id
 	CROSS JOIN (SELECT coalesce(max(line), 0) AS n FROM reconciliation_lines WHERE run_id = $1) base
-	WHERE s.kind IN ('sale', 'refund') AND s.event_at >= $3 AND s.event_at < $4
-	  AND NOT EXISTS (SELECT 1 FROM reconciliation_lines l
+	WHERE NOT EXISTS (SELECT 1 FROM reconciliation_lines l
 		WHERE l.run_id = $1 AND l.side = 'statement' AND l.charge_id = s.charge_id
 		  AND ((s.kind = 'sale' AND l.kind = 'paid')
 		    OR (s.kind = 'refund' AND l.kind IN ('refunded', 'refund_open') AND l.refund_id IN (s.refund_id, a.alias_id))))`
+
+// phantomsStep lists the run's phantoms (phantomsSQL), for a final
+// window or a sweep; ok is false for a run that has none to list. A Pix
+// statement is held to the refunds settled a final_after before the run
+// began: one that settled later need not be listed yet.
+func phantomsStep(run Run, ep endpointInfo) (step, bool) {
+	by := "time"
+	switch {
+	case run.Sweep:
+		by = "refunds"
+	case !run.Final:
+		return step{}, false
+	case run.Source == "bcb-pix":
+		by = "pix"
+	}
+	return step{"phantoms", phantomsSQL, []any{run.ID, ep.name, run.From, run.To, by, run.StartedAt.Add(-ep.finalAfter)}}, true
+}
 
 // match decides every line of the run not yet decided and, for a final
 // window, lists the phantoms, in one transaction: a run that dies in it
@@ -242,8 +275,8 @@ func match(ctx context.Context, db *sqlx.DB, run Run, ep endpointInfo) error {
 	defer tx.Rollback()
 	steps := append(decideSteps(linesTable, run, ep),
 		step{"clear phantoms", `DELETE FROM reconciliation_lines WHERE run_id = $1 AND side = 'ledger'`, []any{run.ID}})
-	if run.Final {
-		steps = append(steps, step{"phantoms", phantomsSQL, []any{run.ID, ep.name, run.From, run.To}})
+	if ph, ok := phantomsStep(run, ep); ok {
+		steps = append(steps, ph)
 	}
 	// The keep-one-copy sort and the hash joins fit in memory at a
 	// million lines.
@@ -283,6 +316,7 @@ func analyzeLines(ctx context.Context, db *sqlx.DB) error {
 // endpointInfo is what matching needs of an endpoint.
 type endpointInfo struct {
 	name, scheme, merchant string
+	finalAfter             time.Duration
 }
 
 // tally counts a run's lines by outcome into its row.

@@ -121,7 +121,7 @@ func (r *Reconciler) loadPages(ctx context.Context, run *Run, ep *endpoint) erro
 		if pos.page >= maxPages {
 			return fmt.Errorf("run %d: the statement has more than %d pages", run.ID, maxPages)
 		}
-		pg, err := ep.api.Page(ctx, bcbpix.Query{Inicio: run.From, Fim: run.To}, pos.page)
+		pg, err := ep.api.Page(ctx, run.query(), pos.page)
 		if err != nil {
 			return err
 		}
@@ -174,7 +174,7 @@ func (r *Reconciler) keepPage(ctx context.Context, run *Run, ep *endpoint, pass 
 		return err
 	}
 	for _, item := range pg.Items {
-		for _, l := range inWindow(pixLines(ep.hook.Scheme, item), run.To) {
+		for _, l := range run.linesOf(ep.hook.Scheme, item) {
 			if err := cp.add(ctx, r.checkLine(l)); err != nil {
 				cp.stmt.Close()
 				return err

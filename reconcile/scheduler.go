@@ -31,8 +31,9 @@ func (r *Reconciler) Run(ctx context.Context, interval time.Duration) {
 
 // RunDue runs, for each scheduled endpoint, every slot of its schedule
 // that has come since the one next holds (on start, the latest slot
-// before now), then takes over runs another replica abandoned and retries
-// failed ones (ResumeDue). next is the caller's, one per process.
+// before now) and the day's refund sweep (Sweep), then takes over runs
+// another replica abandoned and retries failed ones (ResumeDue). next is
+// the caller's, one per process.
 func (r *Reconciler) RunDue(ctx context.Context, next map[string]time.Time) error {
 	now := r.now().In(r.ledger.Calendar().Location())
 	var errs []error
@@ -55,6 +56,9 @@ func (r *Reconciler) RunDue(ctx context.Context, next map[string]time.Time) erro
 			slot = ep.schedule.Next(now)
 		}
 		next[name] = slot
+		if err := r.sweepDue(ctx, name, now, next); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	errs = append(errs, r.ResumeDue(ctx))
 	return errors.Join(errs...)
@@ -113,7 +117,7 @@ func (r *Reconciler) claim(ctx context.Context, ep *endpoint, from, to time.Time
 	err := r.get(ctx, &run, `INSERT INTO reconciliation_runs
 			(endpoint, source, window_from, window_to, final, scheduled, claimed_by, lease_until)
 		VALUES ($1, $2, $3, $4, $5, true, $6, now() + $7 * interval '1 second')
-		ON CONFLICT (endpoint, window_from, window_to, final) WHERE scheduled DO NOTHING
+		ON CONFLICT (endpoint, window_from, window_to, final) WHERE scheduled AND NOT sweep DO NOTHING
 		RETURNING `+runColumns, ep.hook.Name, ep.cfg.Source, from, to, final, r.replica, r.lease.Seconds())
 	if err == nil {
 		return run, true, nil
@@ -123,7 +127,7 @@ func (r *Reconciler) claim(ctx context.Context, ep *endpoint, from, to time.Time
 	}
 	var id int64
 	err = r.get(ctx, &id, `SELECT id FROM reconciliation_runs
-		WHERE endpoint = $1 AND window_from = $2 AND window_to = $3 AND final = $4 AND scheduled`, ep.hook.Name, from, to, final)
+		WHERE endpoint = $1 AND window_from = $2 AND window_to = $3 AND final = $4 AND scheduled AND NOT sweep`, ep.hook.Name, from, to, final)
 	if err != nil {
 		return run, false, fmt.Errorf("claim %s [%s, %s): %w", ep.hook.Name, from, to, err)
 	}

@@ -122,6 +122,7 @@ type Run struct {
 	To          time.Time  `db:"window_to" json:"window_to"`
 	Final       bool       `db:"final" json:"final"`
 	Scheduled   bool       `db:"scheduled" json:"scheduled"`
+	Sweep       bool       `db:"sweep" json:"sweep"` // the day's refund sweep (Reconciler.Sweep), not a window
 	Status      string     `db:"status" json:"status"`
 	Attempts    int        `db:"attempts" json:"attempts"`
 	Pages       int        `db:"pages" json:"pages"`
@@ -137,7 +138,7 @@ type Run struct {
 	Loaded      bool       `db:"loaded" json:"-"`
 }
 
-const runColumns = `id, endpoint, source, window_from, window_to, final, scheduled, status, attempts, pages, lines,
+const runColumns = `id, endpoint, source, window_from, window_to, final, scheduled, sweep, status, attempts, pages, lines,
 	matched, booked, divergences, file_sha256, last_error, started_at, finished_at, duration_ms, loaded`
 
 // ErrNotFound: no run with that id.

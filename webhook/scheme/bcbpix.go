@@ -29,6 +29,10 @@ const (
 	bcbNotDone    = "NAO_REALIZADO"
 )
 
+// IsBCBRefund reports whether a bcb-pix event type is a devolução's (read
+// or not), rather than its Pix's credit.
+func IsBCBRefund(eventType string) bool { return strings.HasPrefix(eventType, bcbRefundPrefix) }
+
 // bcbPix authenticates by mutual TLS, or by a URL secret (?hmac=) where TLS
 // ends at a proxy.
 type bcbPix struct {
