@@ -73,6 +73,8 @@ type Console struct {
 	BehindTLSProxy bool
 
 	pages map[string]*template.Template
+	// signIns counts failed sign-ins, by the clock Now.
+	signIns *signInLimit
 }
 
 // New returns the console over db and ledger.
@@ -81,6 +83,7 @@ func New(db *sqlx.DB, ledger *postings.Ledger, events http.Handler, log *slog.Lo
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	c := &Console{DB: db, Ledger: ledger, Events: events, Log: log, Now: now}
+	c.signIns = newSignInLimit(func() time.Time { return c.Now() }, SignInFailures, SignInFailureWindow, signInKeys)
 	if err := c.parse(); err != nil {
 		return nil, err
 	}

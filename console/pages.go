@@ -130,9 +130,17 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusForbidden, "Formulário recusado (CSRF): recarregue a página de entrada.")
 		return
 	}
-	plaintext, t, err := c.signIn(r.Context(), strings.TrimSpace(r.PostForm.Get("token")))
+	addr, token := c.clientAddr(r), strings.TrimSpace(r.PostForm.Get("token"))
+	if wait, refused := c.signIns.refused(addr, token); refused {
+		c.Log.WarnContext(r.Context(), "console sign-in refused: too many failed attempts", "addr", addr)
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+		c.showLogin(w, r, http.StatusTooManyRequests, "Muitas tentativas de entrada sem sucesso. Tente de novo em "+waitText(wait)+".")
+		return
+	}
+	plaintext, t, err := c.signIn(r.Context(), token)
 	switch {
 	case errors.Is(err, auth.ErrUnauthenticated):
+		c.signIns.failed(addr, token)
 		c.Log.DebugContext(r.Context(), "console sign-in refused", "reason", err)
 		c.showLogin(w, r, http.StatusUnauthorized, "Token inválido ou revogado.")
 		return

@@ -62,7 +62,9 @@ type Hub struct {
 	// KeepAlive is the interval of ": keepalive" comments, which keep
 	// proxies from closing an idle stream and detect a client that is gone;
 	// at the same interval the hub re-checks the tokens of open streams and
-	// ends those of a revoked one.
+	// ends those of a revoked one. Streams with events to send do not wait
+	// for it: every read that finds events checks the tokens after it, and
+	// a revoked token's stream ends instead of sending them.
 	KeepAlive time.Duration
 	// WriteTimeout bounds each write to a client; one that cannot take a
 	// batch within it is dropped rather than holding a subscriber slot.
@@ -186,7 +188,12 @@ type batch struct {
 	// cursors and offs are each event's cursor and where its frame starts.
 	cursors []string
 	offs    []int
-	err     error
+	// tokens are the tokens of the streams open when the read was
+	// checked for revocations, after it: true for those found revoked.
+	// A stream is sent the batch only if its token is here and false
+	// (tokensAllow).
+	tokens map[int64]bool
+	err    error
 }
 
 // suffix is the part of batch b after its event i.
@@ -202,7 +209,7 @@ func (b *batch) rest(i int, wake uint64) *batch {
 	done := make(chan struct{})
 	close(done)
 	rest := &batch{seq: b.seq, wake: b.wake, done: done, n: b.n - i - 1, last: b.last, held: b.held,
-		full: b.full || b.wake != wake, share: b.share, paced: b.paced}
+		full: b.full || b.wake != wake, share: b.share, paced: b.paced, tokens: b.tokens}
 	if i+1 < b.n {
 		rest.frames = b.frames[b.offs[i+1]:]
 	}
@@ -619,6 +626,9 @@ func (h *Hub) fill(b *batch, cursor string) {
 	}
 	h.reads.Add(1)
 	evs, held, err := read(ctx, h.db, cursor, b.limit)
+	if err == nil && len(evs) > 0 {
+		b.tokens, err = h.revocations(ctx)
+	}
 	h.release()
 	if err != nil {
 		b.err = err
@@ -762,8 +772,28 @@ func (h *Hub) closedLocked() bool {
 }
 
 // checkTokens ends the streams of tokens revoked since they opened, with one
-// query for all of them.
+// query for all of them: idle streams, which no read checks, end within a
+// keepalive.
 func (h *Hub) checkTokens(ctx context.Context) {
+	if err := h.acquire(ctx); err != nil {
+		return
+	}
+	_, err := h.revocations(ctx)
+	h.release()
+	if err != nil && ctx.Err() == nil {
+		h.log.Warn("events: cannot re-check the tokens of open streams", "err", err)
+	}
+}
+
+// revocations checks the tokens of the open streams for revocation, in one
+// query, and ends the streams of those revoked; it returns every token
+// checked, true for a revoked one. The caller holds a reader slot.
+//
+// A read checks after it has read, so its batch goes to no stream whose
+// token was revoked before one of its events committed: the check sees
+// every revocation committed before the read, and the read no event
+// committed after it.
+func (h *Hub) revocations(ctx context.Context) (map[int64]bool, error) {
 	h.mu.Lock()
 	ids := make([]int64, 0, len(h.perToken))
 	for id := range h.perToken {
@@ -771,30 +801,26 @@ func (h *Hub) checkTokens(ctx context.Context) {
 	}
 	h.mu.Unlock()
 	if len(ids) == 0 {
-		return
-	}
-	if err := h.acquire(ctx); err != nil {
-		return
+		return nil, nil
 	}
 	revoked, err := auth.RevokedAmong(ctx, h.db, ids)
-	h.release()
 	if err != nil {
-		if ctx.Err() == nil {
-			h.log.Warn("events: cannot re-check the tokens of open streams", "err", err)
-		}
-		return
+		return nil, err
+	}
+	tokens := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		tokens[id] = false
+	}
+	for _, id := range revoked {
+		tokens[id] = true
 	}
 	if len(revoked) == 0 {
-		return
-	}
-	gone := make(map[int64]bool, len(revoked))
-	for _, id := range revoked {
-		gone[id] = true
+		return tokens, nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for sub := range h.subs {
-		if sub.hasToken && gone[sub.token] {
+		if sub.hasToken && tokens[sub.token] {
 			select {
 			case <-sub.revoked:
 			default:
@@ -802,4 +828,5 @@ func (h *Hub) checkTokens(ctx context.Context) {
 			}
 		}
 	}
+	return tokens, nil
 }

@@ -72,6 +72,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // errRevoked ends the stream of a revoked token.
 var errRevoked = errors.New("the stream's token was revoked")
 
+// errUnchecked ends a stream given a batch that no check of its token
+// covers, which the hub never gives: it sends nothing unchecked.
+var errUnchecked = errors.New("a batch read since the stream subscribed was not checked for its token")
+
 // stream is one subscriber's connection and its position in the outbox.
 type stream struct {
 	h      *Hub
@@ -132,6 +136,18 @@ func (s *stream) run(ctx context.Context) error {
 			}
 			s.h.log.Warn("events: read for stream failed", "err", err)
 		} else {
+			switch revoked, checked := b.tokens[s.sub.token]; {
+			case !s.sub.hasToken || b.n == 0:
+			case revoked:
+				return errRevoked
+			case !checked && b.seq <= s.sub.after:
+				// Checked before this stream subscribed, for other
+				// tokens: a read begun since checks its own.
+				after = s.sub.after
+				continue
+			case !checked:
+				return errUnchecked // a read begun since it subscribed checks its token
+			}
 			if err := s.send(b); err != nil {
 				return err
 			}

@@ -98,7 +98,7 @@ const (
 // csvReader reads statement lines from a CSV file, one at a time.
 type csvReader struct {
 	m    *csvMapping
-	r    *csv.Reader
+	r    *limitedCSV
 	col  map[string]int
 	line int64
 }
@@ -110,7 +110,7 @@ func newCSVReader(m *csvMapping, r io.Reader) (*csvReader, error) {
 	if b, err := br.Peek(3); err == nil && bytes.Equal(b, utf8BOM) {
 		br.Discard(3)
 	}
-	cr := csv.NewReader(&recordLimit{r: br, max: maxCSVRecord})
+	cr := newLimitedCSV(br, maxCSVRecord)
 	cr.ReuseRecord = true
 	if m.dialect == reports.Brazil {
 		cr.Comma = ';'
@@ -147,7 +147,7 @@ func (c *csvReader) next() (Line, error) {
 	// invalid line; the reader goes on at the next. Our own limit on a
 	// record's length is not a ParseError: it ends the file.
 	var pe *csv.ParseError
-	if errors.As(err, &pe) && !errors.Is(err, ErrInput) {
+	if errors.As(err, &pe) && !errors.Is(err, errRecordTooLong) {
 		return invalid(pe.Err.Error()), nil
 	}
 	if err != nil {
@@ -268,32 +268,72 @@ func allDigits(s string) bool {
 	return s != ""
 }
 
-// recordLimit refuses a file with a record longer than max bytes, so
-// that encoding/csv never buffers an unbounded record. A record ends at a
-// newline outside quotes: a quoted field may hold newlines, and ending the
-// count at those let one field of a whole file through. The reader's
-// quotes are strict (no LazyQuotes), so every '"' opens or closes a quoted
-// field, or is half of an escaped one, which toggles twice.
+// limitedCSV is a csv.Reader that never buffers a record longer than max
+// bytes. Where a record ends is the parser's own call: its InputOffset
+// after each Read. A count of our own, keeping track of quotes beside the
+// parser, disagreed with it (one bare quote flipped it, and a whole
+// file's quoted field went through), so the limit is on what the parser
+// may read: at most max bytes past the end of the record it returned
+// last.
+type limitedCSV struct {
+	*csv.Reader
+	lim *recordLimit
+}
+
+func newLimitedCSV(r io.Reader, max int64) *limitedCSV {
+	lim := &recordLimit{r: r, max: max}
+	return &limitedCSV{Reader: csv.NewReader(lim), lim: lim}
+}
+
+// Read is csv.Reader's, with the limit moved to the end of the record
+// read.
+func (c *limitedCSV) Read() ([]string, error) {
+	rec, err := c.Reader.Read()
+	c.lim.end = c.InputOffset()
+	return rec, err
+}
+
+// errRecordTooLong is a record longer than the limit: a line that long,
+// or a quoted field left open (a stray quote makes the rest of the file
+// one field).
+var errRecordTooLong = errors.New("csv record too long")
+
+// recordLimit is what encoding/csv reads from: it gives the parser no
+// byte past end+max, where end is the parser's offset after the last
+// record it returned. A record up to max bytes long (its line ends and
+// any empty lines before it included) is read whole before the limit;
+// a longer one needs a byte past it, and gets an error instead, which
+// stays: the file is not read on.
 type recordLimit struct {
-	r      *bufio.Reader
-	max    int
-	run    int  // bytes since the last record ended
-	quoted bool // inside a quoted field
+	r    io.Reader
+	max  int64
+	read int64 // bytes given to the parser
+	end  int64 // the parser's offset after its last record
+	err  error
 }
 
 func (l *recordLimit) Read(p []byte) (int, error) {
-	n, err := l.r.Read(p)
-	for _, b := range p[:n] {
-		l.run++
-		switch {
-		case b == '"':
-			l.quoted = !l.quoted
-		case b == '\n' && !l.quoted:
-			l.run = 0
-		}
-		if l.run > l.max {
-			return 0, fmt.Errorf("%w: a csv line longer than %d bytes", ErrInput, l.max)
-		}
+	if l.err != nil {
+		return 0, l.err
 	}
+	room := l.end + l.max - l.read
+	if room <= 0 {
+		// The parser wants more of a record already max bytes long,
+		// unless the file ends here, which it must still be told.
+		var b [1]byte
+		if _, err := io.ReadFull(l.r, b[:]); err == io.EOF {
+			return 0, io.EOF
+		} else if err != nil {
+			l.err = err
+			return 0, err
+		}
+		l.err = fmt.Errorf("%w: a record (line, or quoted field) longer than %d bytes, from byte %d: a quote left open?", errRecordTooLong, l.max, l.end)
+		return 0, l.err
+	}
+	if int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := l.r.Read(p)
+	l.read += int64(n)
 	return n, err
 }
