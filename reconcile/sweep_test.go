@@ -344,8 +344,10 @@ func TestRefundHorizonIsChecked(t *testing.T) {
 func TestSweepOpensOneDivergenceForAPixItCannotRead(t *testing.T) {
 	t.Parallel()
 	e := newSweepEnv(t, goLive)
-	bad := pixItem{E2E: e2e(9), Txid: "bad9", Valor: "1.0", Horario: today.AddDate(0, 0, -4)}
-	bad.Devolucoes = []devolucao{{ID: "R9", Valor: "1.00", Status: "DEVOLVIDO", Liquidacao: today.AddDate(0, 0, -2)}}
+	// Its devolução's valor does not read (its credit, read or not, is
+	// its window's).
+	bad := pixItem{E2E: e2e(9), Txid: "bad9", Valor: "1.00", Horario: today.AddDate(0, 0, -4)}
+	bad.Devolucoes = []devolucao{{ID: "R9", Valor: "1.0", Status: "DEVOLVIDO", Liquidacao: today.AddDate(0, 0, -2)}}
 	e.psp.add(bad)
 	for _, day := range []time.Time{now, now.Add(24 * time.Hour), now.Add(48 * time.Hour)} {
 		rec, err := e.reconcilerAt(day)

@@ -2,6 +2,7 @@ package scheme
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/razao/razao/money"
@@ -121,7 +122,10 @@ func TestBCBPixComponentsReadTheSchemasSpellingAndCobvReductions(t *testing.T) {
 	}
 }
 
-func TestBCBPixRefusesMalformedComponents(t *testing.T) {
+// TestBCBPixSetsAsideAPixWithMalformedComponents: a componentesValor
+// that does not read makes its Pix unbookable (a divergence naming the
+// field), not the callback malformed.
+func TestBCBPixSetsAsideAPixWithMalformedComponents(t *testing.T) {
 	t.Parallel()
 	s := mustNew(t, "bcb-pix", Config{Secrets: []string{bcbSecret}})
 	for _, tt := range []struct{ name, cv, field string }{
@@ -136,8 +140,14 @@ func TestBCBPixRefusesMalformedComponents(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			body := `{"pix":[{"endToEndId":"` + e2eA + `","valor":"100.00","horario":"2026-09-01T10:00:00Z","componentesValor":` + tt.cv + `}]}`
-			_, err := parse(t, s, body)
-			wantMalformedField(t, err, tt.field)
+			got, err := parse(t, s, body)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if len(got) != 1 || got[0].Kind != KindUnbookable || got[0].Problem == nil ||
+				got[0].Problem.Reason != ProblemMalformed || !strings.Contains(got[0].Problem.Detail, ": "+tt.field+": ") {
+				t.Fatalf("got %+v, want the Pix unbookable, malformed at %s", got, tt.field)
+			}
 		})
 	}
 }
