@@ -276,7 +276,7 @@ func TestPSPHangingUpMidBatchLosesNothing(t *testing.T) {
 	}
 	holder.Rollback()
 
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a safety net
 	for e.count(`SELECT count(*) FROM inbox WHERE status = 'processed'`) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the held batch never applied the delivery")
