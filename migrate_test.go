@@ -176,7 +176,7 @@ func TestMigrateHoldsTheAdvisoryLockWhileApplying(t *testing.T) {
 		_, err := razao.Migrate(ctx, db)
 		done <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a safety net
 	for {
 		var waiting bool
 		if err := db.Get(&waiting, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'schema_migrations'::regclass AND NOT granted)`); err != nil {

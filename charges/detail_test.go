@@ -34,7 +34,7 @@ func TestChargeDetailIsReadInOneSnapshot(t *testing.T) {
 		d, err := charges.GetDetail(ctx, db, "ch-1")
 		done <- result{d, err}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a safety net
 	for {
 		var waiting bool
 		if err := db.Get(&waiting, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE relation = 'access_grants'::regclass AND NOT granted)`); err != nil {

@@ -149,7 +149,7 @@ func TestResolveDivergenceOnce(t *testing.T) {
 			}
 		}(string(rune('a' + i)))
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a safety net
 	for {
 		var waiting int
 		if err := db.Get(&waiting, `SELECT count(*) FROM pg_stat_activity

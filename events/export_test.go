@@ -14,3 +14,10 @@ func (h *Hub) Listening() <-chan struct{} { return h.listening }
 func Append(ctx context.Context, tx sqlx.ExecerContext, topic Topic, chargeID string, payload any) error {
 	return AppendAll(ctx, tx, Draft{Topic: topic, ChargeID: chargeID, Payload: payload})
 }
+
+// ReadsInFlight is how many reads hold one of the hub's reader slots: a
+// read counted by Reads whose query may not have run yet.
+func (h *Hub) ReadsInFlight() int {
+	h.slotsOnce.Do(func() { h.slots = make(chan struct{}, positive(h.MaxReaders, DefaultMaxReaders)) })
+	return len(h.slots)
+}

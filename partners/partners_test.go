@@ -392,7 +392,7 @@ func TestPayoutLockDoesNotHoldUpCommissions(t *testing.T) {
 	defer inFlight.Rollback()
 	inFlight.MustExec(`SELECT pg_advisory_xact_lock(hashtextextended('razao-payout:' || 'liabilities:commission-payable:partner-42', 0))`)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a safety net: the post must not wait on the lock
 	defer cancel()
 	if _, err := e.l.Post(ctx, mustSale(t, "ch-2")); err != nil {
 		t.Fatal(err)

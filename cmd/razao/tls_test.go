@@ -440,7 +440,7 @@ func TestServeRefusesPlainHTTPBeyondLoopback(t *testing.T) {
 	for _, listen := range []string{"0.0.0.0:0", ":8080", "[::]:0", "192.0.2.10:8080"} {
 		// A database that never answers: the refusal must come first. The
 		// deadline only ends the command if it does not refuse.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		var out strings.Builder
 		code := run(ctx, []string{"serve", "-listen", listen, "-database-url", "postgres://127.0.0.1:1/none?connect_timeout=1"}, &out, &out)
 		cancel()
@@ -529,7 +529,7 @@ func TestTLSAndMTLSConfigErrorsNameTheKey(t *testing.T) {
 func TestServeRefusesBCBPixWithoutMTLSOrSecret(t *testing.T) {
 	t.Parallel()
 	path := writeConfig(t, "endpoints: [{name: pix-1, scheme: bcb-pix, merchant: m}]")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a safety net: the refusal comes first
 	defer cancel()
 	var out strings.Builder
 	code := run(ctx, []string{"serve", "-config", path, "-database-url", "postgres://127.0.0.1:1/none?connect_timeout=1"}, &out, &out)

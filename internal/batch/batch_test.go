@@ -2,6 +2,8 @@ package batch
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -46,8 +48,9 @@ func TestCallersArrivingDuringABatchShareTheNext(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); g.Do(context.Background(), items[i]) }()
 	}
-	// The loop is busy with the first batch, so the ten wait to be taken.
-	time.Sleep(50 * time.Millisecond)
+	// The loop is busy with the first batch, so the ten wait to be taken:
+	// wait until each is parked in Do (the first waits for its batch).
+	parkedInDo(t, n+1)
 	select {
 	case <-firstDone:
 		t.Fatal("the first caller returned before its batch finished")
@@ -230,7 +233,7 @@ func TestDoneLetsACallerGoBeforeItsBatchEnds(t *testing.T) {
 	go func() { g.Do(context.Background(), early); close(earlyDone) }()
 	select {
 	case <-earlyDone: // returned though its batch is held
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a safety net
 		t.Fatal("the caller released by done is still waiting")
 	}
 	if early.batch != 1 {
@@ -262,7 +265,9 @@ func TestWithoutRunEachCallerRunsAlone(t *testing.T) {
 func TestCallerContextEndsWhileItsBatchRuns(t *testing.T) {
 	gate := make(chan struct{})
 	ran := make(chan int, 1)
+	taken := make(chan struct{})
 	g := New(8, func(ctx context.Context, items []*item, _ func(int)) {
+		close(taken)
 		<-gate
 		if ctx.Err() != nil {
 			t.Error("the batch ran on a cancelled context")
@@ -275,8 +280,11 @@ func TestCallerContextEndsWhileItsBatchRuns(t *testing.T) {
 	for !g.Started() {
 		time.Sleep(time.Millisecond)
 	}
-	callCtx, stop := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	// The caller's context ends once the loop has taken its item: ended
+	// before, Do may return without handing it in, and nothing would run.
+	callCtx, stop := context.WithCancel(context.Background())
 	defer stop()
+	go func() { <-taken; stop() }()
 	if err := g.Do(callCtx, &item{}); err == nil {
 		t.Fatal("Do returned nil though its context ended first")
 	}
@@ -288,12 +296,43 @@ func TestCallerContextEndsWhileItsBatchRuns(t *testing.T) {
 	<-done
 }
 
-// queued waits until n callers have called Do, then a moment more, for
-// the last of them to reach the loops' queue.
+// queued waits until n callers have called Do and every one of them is
+// parked in it: handed to a loop and waiting for its batch, or waiting to
+// be taken. With every loop busy, the last ones are then surely queued,
+// where a "moment more" of sleep only hoped so.
 func queued(t *testing.T, calling *atomic.Int32, n int32) {
 	t.Helper()
 	waitFor(t, func() bool { return calling.Load() >= n })
-	time.Sleep(100 * time.Millisecond)
+	parkedInDo(t, int(n))
+}
+
+// parkedInDo waits until at least n goroutines are parked in a select of
+// Group.Do: a caller waiting to hand its item to a loop (it is then in the
+// channel's queue, and a loop's next receive takes it) or waiting for its
+// batch to end. Only the runtime knows that a goroutine is parked on a
+// channel, so this reads the goroutines' stacks.
+func parkedInDo(t *testing.T, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	waitFor(t, func() bool {
+		for {
+			m := runtime.Stack(buf, true)
+			if m < len(buf) {
+				buf = buf[:m]
+				break
+			}
+			buf = make([]byte, 2*len(buf))
+		}
+		parked := 0
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			header, _, _ := strings.Cut(g, "\n")
+			if strings.Contains(header, "[select") && strings.Contains(g, "batch.(*Group[...]).Do(") {
+				parked++
+			}
+		}
+		buf = buf[:cap(buf)]
+		return parked >= n
+	})
 }
 
 // runGroup runs g with loops loops until the returned stop is called, and
@@ -316,17 +355,17 @@ func expectStart(t *testing.T, started <-chan int, size int) {
 		if got != size {
 			t.Fatalf("a batch of %d started, want %d", got, size)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a safety net
 		t.Fatalf("no batch of %d started", size)
 	}
 }
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a safety net
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5s")
+			t.Fatal("condition not met in 30s")
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -80,13 +80,13 @@ func TestALineAloneIsWrittenSoon(t *testing.T) {
 	s := logsink.New(&w)
 	defer s.Close()
 	s.Write([]byte("one\n"))
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a safety net: the linger is 5 ms
 	for {
 		if out, _ := w.all(); out == "one\n" {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("a lone line was not written within 5 s")
+			t.Fatal("a lone line was not written within 30 s")
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -145,10 +145,19 @@ func TestAStuckLogHoldsWritersBack(t *testing.T) {
 			qmu.Unlock()
 		}
 	}()
+	accepted := func() int64 { qmu.Lock(); defer qmu.Unlock(); return queued }
+	// The writer is stuck on the first batch, so a megabyte more is
+	// accepted before writers are held back: wait for that much (on a
+	// loaded machine the writing goroutine may take a while to get there;
+	// a fixed sleep could judge before it had), then give it a moment to
+	// overrun the limit, which only a wrong sink does.
+	for deadline := time.Now().Add(30 * time.Second); accepted() < 1<<20; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d bytes accepted in 30 s while the log was stuck, want a megabyte", accepted())
+		}
+	}
 	time.Sleep(200 * time.Millisecond)
-	qmu.Lock()
-	held := queued
-	qmu.Unlock()
+	held := accepted()
 	// The writer holds one batch; at most a megabyte more waits.
 	if held > 2<<20+int64(len(line)) {
 		t.Fatalf("%d bytes accepted while the log was stuck, want at most about 2 MiB", held)

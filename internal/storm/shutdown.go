@@ -9,7 +9,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/razao/razao/webhook"
 )
 
 // GracefulShutdown checks SIGTERM on every replica with deliveries in
@@ -21,10 +24,10 @@ import (
 // SIGTERM; once each refuses new connections (shutdown has begun), the
 // gate is released. Every held request must have been answered 200
 // "accepted" and every replica must exit 0. What they answered lives in
-// the inbox, not in their memory: each held delivery is either applied on
-// the way out or still pending, and a replica started again applies the
-// rest, exactly once; the ledger must then still verify. Figures and
-// problems are added to rep.
+// the inbox, not in their memory: each held delivery is applied on the
+// way out or waits in the inbox (see Stranded), and a replica started
+// again applies the rest, exactly once; the ledger must then still
+// verify. Figures and problems are added to rep.
 func GracefulShutdown(ctx context.Context, env *Env, rep *Report) error {
 	f := &rep.Figures
 	run := randomHex(3)
@@ -132,18 +135,25 @@ func GracefulShutdown(ctx context.Context, env *Env, rep *Report) error {
 		}
 	}
 
-	// Every replica is gone: what they accepted is applied, or pending in
-	// the inbox; a replica started again applies what is pending.
-	var booked int
-	if err := env.DB().GetContext(ctx, &booked, `SELECT count(*) FROM inbox WHERE charge_ref = ANY($1) AND status NOT IN ('pending', 'processed')`,
-		pq.Array(ids)); err != nil {
+	// Every replica is gone: what they accepted is applied, or waits in
+	// the inbox for a replica started again.
+	stranded, err := Stranded(ctx, env.DB(), ids)
+	if err != nil {
 		return err
 	}
-	if booked != 0 {
-		rep.problemf("shutdown: %d held deliveries neither applied nor pending after every replica stopped", booked)
+	for _, s := range stranded {
+		rep.problemf("shutdown: %s after every replica stopped", s)
 	}
 	if err := applyPendingOnRestart(ctx, env.Replicas[0], env, rep); err != nil {
 		return err
+	}
+	var unapplied int
+	if err := env.DB().GetContext(ctx, &unapplied, `SELECT count(*) FROM inbox WHERE charge_ref = ANY($1) AND status <> 'processed'`,
+		pq.Array(ids)); err != nil {
+		return err
+	}
+	if unapplied != 0 {
+		rep.problemf("shutdown: %d held deliveries not applied after a replica started again", unapplied)
 	}
 	for _, id := range ids {
 		var st struct {
@@ -170,6 +180,50 @@ func GracefulShutdown(ctx context.Context, env *Env, rep *Report) error {
 		rep.problemf("razao verify after shutdown: exit %d (%v)\n%s", code, err, out)
 	}
 	return nil
+}
+
+// Stranded describes each delivery for the charges ids that is neither
+// applied nor sure to be: its answer promised it would be booked, and
+// nothing left in the inbox would book it. A delivery is applied
+// (processed) or waits for a worker (pending); a refund may also wait
+// parked for its payment while that payment is itself pending, since the
+// transaction that books the payment releases the refunds parked before
+// it. Which of these a shutdown leaves depends on how far the workers got
+// after the gate opened: a worker that claimed the refund alone parked
+// it, and one that stopped before the payment came due left the payment
+// pending. A refund parked beside a payment already booked, or one whose
+// payment is not in the inbox at all, would wait for nothing: that, and
+// any other status, is stranded.
+func Stranded(ctx context.Context, db *sqlx.DB, ids []string) ([]string, error) {
+	var rows []struct {
+		ID      int64  `db:"id"`
+		EventID string `db:"event_id"`
+		Kind    string `db:"kind"`
+		Status  string `db:"status"`
+		Charge  string `db:"charge_ref"`
+		// PaymentPending: a payment for the same charge is pending.
+		PaymentPending bool `db:"payment_pending"`
+	}
+	err := db.SelectContext(ctx, &rows, `SELECT i.id, i.event_id, i.kind, i.status, i.charge_ref,
+		EXISTS (SELECT 1 FROM inbox p WHERE p.charge_ref = i.charge_ref AND p.kind = 'paid' AND p.status = 'pending') AS payment_pending
+		FROM inbox i WHERE i.charge_ref = ANY($1) ORDER BY i.id`, pq.Array(ids))
+	if err != nil {
+		return nil, fmt.Errorf("held deliveries: %w", err)
+	}
+	var out []string
+	for _, r := range rows {
+		switch {
+		case r.Status == string(webhook.StatusProcessed), r.Status == string(webhook.StatusPending):
+		case r.Status == string(webhook.StatusParked) && r.Kind == "refunded" && r.PaymentPending:
+		case r.Status == string(webhook.StatusParked):
+			out = append(out, fmt.Sprintf("held %s %s (inbox %d) of charge %s is parked and no payment of its charge is pending to release it",
+				r.Kind, r.EventID, r.ID, r.Charge))
+		default:
+			out = append(out, fmt.Sprintf("held %s %s (inbox %d) of charge %s is %s, neither applied nor pending",
+				r.Kind, r.EventID, r.ID, r.Charge, r.Status))
+		}
+	}
+	return out, nil
 }
 
 // applyPendingOnRestart starts r again, waits until the inbox holds
