@@ -156,7 +156,8 @@ CREATE TABLE month_snapshots (
     interest bigint NOT NULL DEFAULT 0,
     fines bigint NOT NULL DEFAULT 0,
     rebates bigint NOT NULL DEFAULT 0,
-    discounts bigint NOT NULL DEFAULT 0
+    discounts bigint NOT NULL DEFAULT 0,
+    med_returns bigint
 );
 
 CREATE TABLE month_sum_lines (

@@ -283,11 +283,13 @@ func writeIncome(c *CSVWriter, inc Income) (int64, error) {
 		{"commission", 0, false, inc.Commission},
 		{"psp_fees", 0, false, inc.PSPFees},
 	}
-	// A Pix's interest, fines, rebates and discounts: lines of their own in
-	// the months that have them, so that a month exported before they
-	// existed is exported again byte for byte.
+	// A Pix's interest, fines, rebates and discounts, and the returns made
+	// under the MED: lines of their own in the months that have them, so
+	// that a month exported before they existed is exported again byte for
+	// byte.
 	for _, l := range []line{{"interest", 0, false, inc.Interest}, {"fines", 0, false, inc.Fines},
-		{"rebates", 0, false, inc.Rebates}, {"discounts", 0, false, inc.Discounts}} {
+		{"rebates", 0, false, inc.Rebates}, {"discounts", 0, false, inc.Discounts},
+		{"med_returns", 0, false, inc.MEDReturns}} {
 		if l.amount != 0 {
 			lines = append(lines, l)
 		}

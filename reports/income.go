@@ -43,12 +43,16 @@ type Income struct {
 	// expenses:discounts, the abatimento and desconto such a Pix took.
 	Rebates   int64 `json:"rebates"`
 	Discounts int64 `json:"discounts"`
+	// MEDReturns: net debits to expenses:med-returns, what returns made
+	// under the MED (a Pix devolução of natureza MED_*) took back. They are
+	// not the merchant's own refunds, so not in Refunds.
+	MEDReturns int64 `json:"med_returns"`
 	// Other: every other posting on an income or expense account
 	// (adjustments, other accounts) as its effect on the result: credits
 	// positive.
 	Other int64 `json:"other"`
 	// NetIncome = NetRevenue − Commission − PSPFees + Interest + Fines −
-	// Rebates − Discounts + Other: the credits
+	// Rebates − Discounts − MEDReturns + Other: the credits
 	// less the debits of every income and expense account in the month.
 	NetIncome int64 `json:"net_income"`
 }
@@ -66,13 +70,20 @@ type incomeFigures struct {
 	Fines        int64  `db:"fines"`
 	Rebates      int64  `db:"rebates"`
 	Discounts    int64  `db:"discounts"`
+	MEDReturns   int64  `db:"med_returns"`
 	Other        int64  `db:"other"`
 }
 
 // incomeSnapshotColumns are month_snapshots' income figures, in incomeFigures'
-// order (after currency).
+// order (after currency), as a snapshot is written.
 const incomeSnapshotColumns = `currency, sales, sales_count, refunds, refunds_count, commission, psp_fees,
-	interest, fines, rebates, discounts, other`
+	interest, fines, rebates, discounts, med_returns, other`
+
+// incomeSnapshotRead reads them back. A month closed before sql/0042 has
+// no med_returns (NULL): its MED returns are in other, as it showed them,
+// and its line reads 0.
+const incomeSnapshotRead = `currency, sales, sales_count, refunds, refunds_count, commission, psp_fees,
+	interest, fines, rebates, discounts, coalesce(med_returns, 0) AS med_returns, other`
 
 func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, error) {
 	var sum sums
@@ -87,6 +98,7 @@ func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, 
 	r.Add(&r, big.NewInt(f.Fines))
 	r.Sub(&r, big.NewInt(f.Rebates))
 	r.Sub(&r, big.NewInt(f.Discounts))
+	r.Sub(&r, big.NewInt(f.MEDReturns))
 	r.Add(&r, big.NewInt(f.Other))
 	if !r.IsInt64() {
 		sum.overflow("net income", "")
@@ -99,7 +111,8 @@ func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, 
 		Month: m.String(), Closed: closed, Snapshot: snapshot, Currency: f.Currency,
 		Sales: f.Sales, SalesCount: f.SalesCount, Refunds: f.Refunds, RefundsCount: f.RefundsCount,
 		NetRevenue: net, Commission: f.Commission, PSPFees: f.PSPFees,
-		Interest: f.Interest, Fines: f.Fines, Rebates: f.Rebates, Discounts: f.Discounts, Other: f.Other,
+		Interest: f.Interest, Fines: f.Fines, Rebates: f.Rebates, Discounts: f.Discounts,
+		MEDReturns: f.MEDReturns, Other: f.Other,
 		NetIncome: income,
 	}, nil
 }
@@ -126,7 +139,7 @@ func incomeStatement(ctx context.Context, q sqlx.QueryerContext, m postings.Mont
 	}
 	var f incomeFigures
 	if st.Snapshot {
-		err = sqlx.GetContext(ctx, q, &f, `SELECT `+incomeSnapshotColumns+` FROM month_snapshots WHERE month = $1`, m.First())
+		err = sqlx.GetContext(ctx, q, &f, `SELECT `+incomeSnapshotRead+` FROM month_snapshots WHERE month = $1`, m.First())
 		if err != nil {
 			return Income{}, fmt.Errorf("income statement %s: read snapshot: %w", m, err)
 		}
@@ -145,6 +158,7 @@ const (
 	bucketFines      = "fines"
 	bucketRebates    = "rebates"
 	bucketDiscounts  = "discounts"
+	bucketMEDReturns = "med_returns"
 	bucketOther      = "other"
 )
 
@@ -165,6 +179,8 @@ func bucketOf(code string) string {
 		return bucketRebates
 	case under(accounts.Discounts):
 		return bucketDiscounts
+	case under(accounts.MEDReturns):
+		return bucketMEDReturns
 	}
 	return bucketOther
 }
@@ -250,6 +266,8 @@ func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month, fr
 			f.Rebates = sum.add(f.Rebates, net, "rebates", "")
 		case bucketDiscounts:
 			f.Discounts = sum.add(f.Discounts, net, "discounts", "")
+		case bucketMEDReturns:
+			f.MEDReturns = sum.add(f.MEDReturns, net, "med returns", "")
 		default:
 			f.Other = sum.sub(f.Other, net, "other", "")
 		}
