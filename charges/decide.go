@@ -222,6 +222,12 @@ func (d *Decision) paid(ev Event, limit money.Limit) error {
 		*d = d.diverge(divergences.ReasonAmountMismatch, "paid %d of which the sale (original) is %d (%s), charge is %d",
 			ev.Amount, ev.Parts.Original, ev.Parts, c.Amount)
 		return nil
+	case ev.Parts.Stated() && paidFor(ev) <= 0:
+		// Rebates and discounts as large as the sale leave nothing paid
+		// for the charge: no refund could be booked against it.
+		*d = d.diverge(divergences.ReasonAmountMismatch, "paid %d of which %d for the charge of %d: its parts (%s) leave nothing paid",
+			ev.Amount, paidFor(ev), c.Amount, ev.Parts)
+		return nil
 	case !ev.Parts.Stated() && ev.Amount != c.Amount:
 		*d = d.diverge(divergences.ReasonAmountMismatch, "paid %d, charge is %d", ev.Amount, c.Amount)
 		return nil
