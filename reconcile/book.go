@@ -41,7 +41,6 @@ func (b toBook) event(schemeName string) scheme.Event {
 		PSPRef: b.PSPID, Amount: b.Amount, HasAmount: true, OccurredAt: b.At}
 	if b.Kind == KindRefunded {
 		ev.Kind, ev.RefundID, ev.ReturnID, ev.Nature = scheme.KindRefunded, b.RefundID, b.ReturnID, b.Nature
-		ev.OfCashOut = b.Nature == scheme.NatureRetirada
 	}
 	if p := b.Parts; len(p) == 7 {
 		ev.Components = &scheme.Components{Parts: money.Parts{Original: p[0], Withdrawal: p[1], Change: p[2],

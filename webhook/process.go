@@ -436,7 +436,7 @@ func (d *delivery) chargeEvent() charges.Event {
 		Kind: charges.Kind(d.ev.Kind), ChargeID: d.ev.ChargeID, PSPRef: d.ev.PSPRef, RefundID: d.ev.RefundID,
 		PaymentRef: paymentRef(d.Scheme, d.ev), Merchant: d.Merchant,
 		Amount: d.ev.Amount, HasAmount: d.ev.HasAmount, Fee: d.ev.Fee, HasFee: d.ev.HasFee,
-		FullRefundIfNoAmount: d.ev.FullRefund, At: at, InboxID: d.ID, Parts: d.ev.Parts(), OfCashOut: d.ev.OfCashOut,
+		FullRefundIfNoAmount: d.ev.FullRefund, At: at, InboxID: d.ID, Parts: d.ev.Parts(), OfCashOut: d.ev.OfCashOut(),
 		StatementRefund: d.ev.Kind == scheme.KindRefunded && d.ev.Type == charges.StatementRefundType,
 		ReturnID:        d.ev.ReturnID, Nature: d.ev.Nature,
 	}

@@ -340,9 +340,6 @@ func bcbRefundFields(dev object, status string, ev *Event) error {
 		return malformed(dev.field("natureza"), "must be capitals, digits and '_', at most 35")
 	}
 	ev.Nature = nature
-	// A RETIRADA gives back cash handed over the counter (a Pix Saque's
-	// or Troco's), not the sale.
-	ev.OfCashOut = nature == NatureRetirada
 	settled, requested, err := bcbRefundTimes(dev)
 	if err != nil {
 		return err

@@ -29,12 +29,11 @@ func (e Event) Parts() money.Parts {
 // bcbComponentKeys are componentesValor's parts, in the spec's words.
 var bcbComponentKeys = []string{"original", "saque", "troco", "juros", "multa", "abatimento", "desconto"}
 
-// bcbParts reads componentesValor: an object of parts, each {valor} (and
-// for saque and troco the agent). The spec's own examples spell the
-// provider prestadorDeServicoDeSaque where its schema says
-// prestadorDoServicoDeSaque: both are read. Unknown parts are a
-// compatible change the spec allows, and are left alone.
-// bcbParts reads a Pix item's componentesValor, nil when it has none.
+// bcbParts reads a Pix item's componentesValor, nil when it has none: an
+// object of parts, each {valor} (and for saque and troco the agent). The
+// spec's own examples spell the provider prestadorDeServicoDeSaque where
+// its schema says prestadorDoServicoDeSaque: both are read. Unknown parts
+// are a compatible change the spec allows, and are left alone.
 // Only the parts' shape is checked here: whether they add up to valor,
 // and what they mean for the charge, is the charge's to decide (a
 // divergence with both sides, not a refused callback).

@@ -166,7 +166,7 @@ func TestBCBPixMarksRetiradaRefundsAsCashOut(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
-	if len(got) != 3 || got[0].OfCashOut || !got[1].OfCashOut || got[2].OfCashOut || got[1].RefundID != "d1" {
+	if len(got) != 3 || got[0].OfCashOut() || !got[1].OfCashOut() || got[2].OfCashOut() || got[1].RefundID != "d1" {
 		t.Fatalf("Parse = %+v, want only devolução d1 (RETIRADA) of cash out", got)
 	}
 	if got[1].Components != nil || got[0].Components == nil {

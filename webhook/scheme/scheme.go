@@ -80,10 +80,6 @@ type Event struct {
 	// (bcb-pix componentesValor): the sale, cash handed over the counter,
 	// interest, fines, rebates, discounts. nil when it says nothing.
 	Components *Components `json:",omitempty"`
-	// OfCashOut marks a refund of cash handed over the counter (a bcb-pix
-	// devolução of natureza RETIRADA: a Pix Saque's cash, a Pix Troco's
-	// change), not of the sale.
-	OfCashOut bool `json:",omitempty"`
 	// OccurredAt is the business time of the event when the payload carries
 	// one; zero otherwise.
 	OccurredAt time.Time
@@ -239,6 +235,12 @@ func requireSecrets(name string, cfg Config) error {
 	}
 	return nil
 }
+
+// OfCashOut reports whether e is a refund of cash handed over the counter
+// (a bcb-pix devolução of natureza RETIRADA: a Pix Saque's cash, a Pix
+// Troco's change), not of the sale: its Nature says so, whether it came
+// from the webhook or the statement.
+func (e Event) OfCashOut() bool { return e.Nature == NatureRetirada }
 
 // setExtra records an undocumented field for audit.
 func (e *Event) setExtra(key, value string) {
