@@ -228,6 +228,7 @@ func TestUnrelatedRoleCannotFreezeTheLedger(t *testing.T) {
 		`PREPARE p AS SELECT * FROM public.month_close_lock FOR UPDATE`,
 		`PREPARE q AS SELECT * FROM public.posting_sets`,
 		`SELECT public.ledger_lock_account('liabilities:commission-payable:p1')`,
+		`SELECT public.ledger_last_closed_month()`,
 		`SELECT 1 FROM public.posting_sets FOR NO KEY UPDATE`,
 	} {
 		tx, _ := conn.BeginTxx(ctx, nil)
