@@ -285,6 +285,29 @@ func TestMigrateAppliesAFunctionFileWhoseHashChanged(t *testing.T) {
 	}
 }
 
+// The migrator compares hashes only: a function changed by hand keeps the
+// mark of its file, and is not applied again. verify is what compares
+// every function with its file, and names it.
+func TestMigrateLeavesAHandChangedFunctionToVerify(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	db.MustExec(`CREATE OR REPLACE FUNCTION ledger_refuse_change() RETURNS trigger LANGUAGE plpgsql
+		SET search_path = pg_catalog, public, pg_temp SET row_security = off AS $$ BEGIN RETURN NULL; END; $$`)
+	if applied, err := razao.Migrate(ctx, db); err != nil || len(applied) != 0 {
+		t.Fatalf("migrate: %v, %v; want nothing applied", applied, err)
+	}
+	r, err := verify.Run(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	r.WriteTo(&b)
+	if !strings.Contains(b.String(), "function ledger_refuse_change(): body differs from the one sql/functions/ledger_refuse_change.sql defines") {
+		t.Errorf("verify does not name the hand-changed function:\n%s", b.String())
+	}
+}
+
 // A replica of an older release (the database records a migration it
 // lacks) puts no older function back, and starts.
 func TestMigrateLeavesANewerDatabasesFunctionsAlone(t *testing.T) {

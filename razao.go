@@ -35,6 +35,14 @@ import (
 //go:embed sql/*.sql
 var migrationFiles embed.FS
 
+//go:embed docs/schema.sql
+var schemaDump string
+
+// SchemaDump returns docs/schema.sql: the schema the migrations and the
+// function files build, as PostgreSQL prints it (TestSchemaDumpIsCurrent
+// keeps it so). verify holds the database's triggers to it.
+func SchemaDump() string { return schemaDump }
+
 // The advisory lock ids razao takes, all of them, so that none is reused:
 // advisory locks share one namespace per database with every other client.
 const (
