@@ -137,9 +137,10 @@ var ErrSchema = errors.New("database schema")
 
 // CheckSchema tells a command that needs the ledger, before it runs a
 // query that would fail with `relation "…" does not exist`, that the
-// database has no razao schema or misses migrations this binary embeds,
-// and what to do. A role that may not read schema_migrations is let
-// through: its queries will say what is wrong.
+// database has no razao schema or misses migrations or function files this
+// binary embeds, and what to do. A role that may not read
+// schema_migrations is let through: its queries will say what is wrong.
+// So is a database a newer binary migrated: its functions are newer.
 func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 	var present bool
 	if err := db.GetContext(ctx, &present, `SELECT to_regclass('schema_migrations') IS NOT NULL`); err != nil {
