@@ -1,5 +1,12 @@
 // Package razao holds what every part of the ledger service shares: the
-// embedded SQL migrations and the way to open and migrate a database.
+// embedded SQL migrations and function files, and the way to open and
+// migrate a database.
+//
+// Each database function is one file, sql/functions/<name>.sql, with its
+// reasons: to change a function, edit its file, and the migrator applies
+// it again (its hash changed). Numbered migrations, sql/NNNN_*.sql, keep
+// tables, indexes, constraints, triggers, grants and data moves, one topic
+// each, and never define a function (sql/functions/README.md).
 //
 // The domain lives in plain packages named for what they hold (README's
 // Layout table has one line each): accounts, postings, periods, charges,
@@ -27,6 +34,14 @@ import (
 
 //go:embed sql/*.sql
 var migrationFiles embed.FS
+
+//go:embed docs/schema.sql
+var schemaDump string
+
+// SchemaDump returns docs/schema.sql: the schema the migrations and the
+// function files build, as PostgreSQL prints it (TestSchemaDumpIsCurrent
+// keeps it so). verify holds the database's triggers to it.
+func SchemaDump() string { return schemaDump }
 
 // The advisory lock ids razao takes, all of them, so that none is reused:
 // advisory locks share one namespace per database with every other client.
@@ -122,9 +137,10 @@ var ErrSchema = errors.New("database schema")
 
 // CheckSchema tells a command that needs the ledger, before it runs a
 // query that would fail with `relation "…" does not exist`, that the
-// database has no razao schema or misses migrations this binary embeds,
-// and what to do. A role that may not read schema_migrations is let
-// through: its queries will say what is wrong.
+// database has no razao schema or misses migrations or function files this
+// binary embeds, and what to do. A role that may not read
+// schema_migrations is let through: its queries will say what is wrong.
+// So is a database a newer binary migrated: its functions are newer.
 func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 	var present bool
 	if err := db.GetContext(ctx, &present, `SELECT to_regclass('schema_migrations') IS NOT NULL`); err != nil {
@@ -159,19 +175,59 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 		return fmt.Errorf("%w: %d migration(s) of this binary not applied (%s): run razao migrate",
 			ErrSchema, len(missing), strings.Join(missing, ", "))
 	}
+	// A database a newer binary migrated has newer function files than
+	// this one's: they are not for this binary to ask for.
+	if ahead, err := functionsAhead(ctx, db, ms); err != nil || ahead {
+		if err != nil {
+			return fmt.Errorf("check schema: %w", err)
+		}
+		return nil
+	}
+	fs, err := Functions()
+	if err != nil {
+		return err
+	}
+	unapplied, err := unappliedFunctions(ctx, db, fs)
+	if err != nil {
+		return fmt.Errorf("check schema: %w", err)
+	}
+	if len(unapplied) > 0 {
+		return fmt.Errorf("%w: %d function file(s) of this binary not applied (%s): run razao migrate",
+			ErrSchema, len(unapplied), strings.Join(unapplied, ", "))
+	}
 	return nil
 }
 
 // Migrate applies every embedded migration not yet recorded in
-// schema_migrations, each in its own transaction, so that replicas
-// starting together apply each file exactly once: a migration is applied
-// under a lock on schema_migrations, which only the owner (who may write
-// it) can take. It returns the names of the migrations it applied.
+// schema_migrations, then every function file of sql/functions whose
+// function does not carry the file's hash, each in its own transaction,
+// so that replicas starting together apply each file exactly once: a file
+// is applied under a lock on schema_migrations, which only the owner (who
+// may write it) can take. It returns the names of the files it applied
+// (0043_x.sql, sql/functions/f.sql).
+//
+// A migration after LastMigrationWithFunctions that names a function the
+// database does not have yet (a new trigger's EXECUTE FUNCTION, a GRANT)
+// gets it created from its file first; every other function file is
+// applied after the last migration. The migrator compares hashes only: a
+// function changed by hand keeps the mark of the file it came from, and
+// razao verify is what compares every function with its file. A binary
+// older than the database (which records a migration it lacks) applies no
+// function file at all: an old replica of a rolling deploy never puts an
+// older body back.
 func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 	ms, err := Migrations()
 	if err != nil {
 		return nil, err
 	}
+	fs, err := Functions()
+	if err != nil {
+		return nil, err
+	}
+	return migrate(ctx, db, ms, fs)
+}
+
+func migrate(ctx context.Context, db *sqlx.DB, ms []Migration, fs []Function) ([]string, error) {
 	conn, err := db.Connx(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: get connection: %w", err)
@@ -191,14 +247,43 @@ func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 	if held {
 		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, MigrationLockID)
 	}
+	ahead, err := functionsAhead(ctx, conn, ms)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
 	var applied []string
 	for _, m := range ms {
+		if !ahead && m.Version > LastMigrationWithFunctions {
+			recorded, err := migrationRecorded(ctx, conn, m)
+			if err != nil {
+				return applied, fmt.Errorf("migration %s: check: %w", m.Name, err)
+			}
+			if !recorded {
+				created, err := createNamedFunctions(ctx, conn, m, fs)
+				applied = append(applied, created...)
+				if err != nil {
+					return applied, err
+				}
+			}
+		}
 		done, err := applyMigration(ctx, conn, m)
 		if err != nil {
 			return applied, err
 		}
 		if done {
 			applied = append(applied, m.Name)
+		}
+	}
+	if ahead {
+		return applied, nil
+	}
+	for _, f := range fs {
+		done, err := applyFunction(ctx, conn, f)
+		if err != nil {
+			return applied, err
+		}
+		if done {
+			applied = append(applied, f.File())
 		}
 	}
 	return applied, nil

@@ -14,8 +14,11 @@ import (
 
 // schemaFile is the current schema, readable in one place: what every
 // table, constraint, index, function and trigger is once all the numbered
-// migrations have run. The migrations stay the history (several redefine
-// the same trigger function); this file is the present.
+// migrations and the function files of sql/functions have run. The
+// migrations stay the history (several redefine the same trigger function
+// up to 0042); this file is the present. verify holds a database's
+// triggers to it (razao.SchemaDump), so its trigger lines are exactly as
+// dumpSchema writes them.
 const schemaFile = "docs/schema.sql"
 
 // TestSchemaDumpIsCurrent keeps docs/schema.sql equal to the schema the

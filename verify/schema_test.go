@@ -11,82 +11,84 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 )
 
-func TestParseMigrationsKeepsEachFunctionsLastDefinition(t *testing.T) {
+// What verify holds a database to: each function file's statement split
+// into the lines before the body and the body (whatever the comments above
+// it or the body say), and each trigger of docs/schema.sql's last section
+// with its function and state, its table's schema taken out.
+func TestWantSchemaReadsFunctionFilesAndTheSchemasTriggers(t *testing.T) {
 	t.Parallel()
-	ms := []razao.Migration{{Version: 1, Name: "0001_a.sql", SQL: `
-		-- CREATE FUNCTION in_a_comment() RETURNS trigger AS $$ x $$;
-		/* CREATE FUNCTION in_a_block_comment() /* nested */ AS $$ x $$; */
-		CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END; $$;
-		CREATE FUNCTION g(a int, b text DEFAULT 'x;y') RETURNS int LANGUAGE sql AS 'SELECT 1';
-		CREATE TRIGGER trg_a BEFORE UPDATE OR DELETE ON t FOR EACH ROW EXECUTE FUNCTION f();
-		CREATE CONSTRAINT TRIGGER trg_b AFTER INSERT ON public.t DEFERRABLE INITIALLY DEFERRED
-			FOR EACH ROW EXECUTE PROCEDURE public.f();
-		CREATE TRIGGER trg_c AFTER INSERT ON u REFERENCING NEW TABLE AS n FOR EACH STATEMENT EXECUTE FUNCTION f();
-		ALTER TABLE t ENABLE ALWAYS TRIGGER trg_a, ENABLE ALWAYS TRIGGER trg_b;`},
-		{Version: 2, Name: "0002_b.sql", SQL: `
-		CREATE OR REPLACE FUNCTION public.f() RETURNS trigger LANGUAGE plpgsql
-			AS $body$ BEGIN RAISE 'a $$ and a ; inside'; END; $body$;
-		DROP FUNCTION IF EXISTS g(int, text);
-		DO $$ BEGIN EXECUTE format('CREATE FUNCTION h() RETURNS int AS %L LANGUAGE sql', 'SELECT 1'); END $$;
-		ALTER TRIGGER trg_c ON u RENAME TO trg_d;
-		ALTER TABLE ONLY t DISABLE TRIGGER trg_b;`},
+	fs := []razao.Function{{Name: "f", SQL: "-- CREATE FUNCTION in_a_comment() AS $$ x $$;\n...",
+		Definition: "CREATE OR REPLACE FUNCTION f()\n RETURNS trigger\n LANGUAGE plpgsql\n SECURITY DEFINER\n" +
+			" SET search_path TO 'pg_catalog', 'public', 'pg_temp'\n SET row_security TO 'off'\nAS $function$ BEGIN RAISE 'a $$ and a ; inside'; END; $function$",
+		Body: " BEGIN RAISE 'a $$ and a ; inside'; END; "},
+		{Name: "g", Definition: "CREATE OR REPLACE FUNCTION g(a integer)\n RETURNS integer\n LANGUAGE sql\nAS $function$SELECT 1$function$", Body: "SELECT 1"}}
+	dump := `CREATE TABLE t (
+    id bigint
+);
+
+-- Functions
+
+CREATE OR REPLACE FUNCTION public.f()
+ RETURNS trigger
+AS $function$ BEGIN RAISE 'a $$ and a ; inside'; END; $function$
+;
+
+-- Triggers (every one enabled ALWAYS unless said)
+
+CREATE TRIGGER trg_a BEFORE DELETE OR UPDATE ON public.t FOR EACH ROW WHEN ((old.state)::text = 'x ON y'::text) EXECUTE FUNCTION f();
+CREATE CONSTRAINT TRIGGER trg_b AFTER INSERT ON public.t DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION f(); -- DISABLED
+CREATE TRIGGER trg_d AFTER INSERT ON public.u REFERENCING NEW TABLE AS n FOR EACH STATEMENT EXECUTE FUNCTION g('a'); -- enabled (origin)
+CREATE TRIGGER trg_e BEFORE UPDATE OF a, b ON public.u FOR EACH ROW EXECUTE FUNCTION f(); -- enabled (replica)
+`
+	w, err := newWantSchema(fs, dump)
+	if err != nil {
+		t.Fatal(err)
 	}
-	w := parseMigrations(ms)
-	if got := w.functions["f"]; got.body != " BEGIN RAISE 'a $$ and a ; inside'; END; " || got.file != "0002_b.sql" {
-		t.Errorf("f = %+v, want 0002's body", got)
+	f := w.functions["f"]
+	if f.body != " BEGIN RAISE 'a $$ and a ; inside'; END; " || f.file != "sql/functions/f.sql" || !f.searchPath || !f.rowSecurityOff {
+		t.Errorf("f = %+v", f)
 	}
-	if len(w.functions) != 1 {
-		t.Errorf("functions = %+v, want only f (g dropped; comments and DO bodies are not statements)", w.functions)
+	if want := []string{"CREATE OR REPLACE FUNCTION f()", " RETURNS trigger", " LANGUAGE plpgsql", " SECURITY DEFINER",
+		" SET search_path TO 'pg_catalog', 'public', 'pg_temp'", " SET row_security TO 'off'"}; !slices.Equal(f.header, want) {
+		t.Errorf("f's header %q, want %q", f.header, want)
+	}
+	if g := w.functions["g"]; g.searchPath || g.rowSecurityOff || len(g.header) != 3 {
+		t.Errorf("g = %+v: no settings, three lines", g)
 	}
 	want := map[[2]string]wantTrigger{
-		{"t", "trg_a"}: {table: "t", name: "trg_a", function: "f", always: true, file: "0001_a.sql"},
-		{"t", "trg_b"}: {table: "t", name: "trg_b", function: "f", disabled: true, file: "0001_a.sql"},
-		{"u", "trg_d"}: {table: "u", name: "trg_d", function: "f", file: "0001_a.sql"},
+		{"t", "trg_a"}: {table: "t", name: "trg_a", function: "f", state: 'A',
+			def: "CREATE TRIGGER trg_a BEFORE DELETE OR UPDATE ON t FOR EACH ROW WHEN ((old.state)::text = 'x ON y'::text) EXECUTE FUNCTION f()"},
+		{"t", "trg_b"}: {table: "t", name: "trg_b", function: "f", state: 'D',
+			def: "CREATE CONSTRAINT TRIGGER trg_b AFTER INSERT ON t DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION f()"},
+		{"u", "trg_d"}: {table: "u", name: "trg_d", function: "g", state: 'O',
+			def: "CREATE TRIGGER trg_d AFTER INSERT ON u REFERENCING NEW TABLE AS n FOR EACH STATEMENT EXECUTE FUNCTION g('a')"},
+		{"u", "trg_e"}: {table: "u", name: "trg_e", function: "f", state: 'R',
+			def: "CREATE TRIGGER trg_e BEFORE UPDATE OF a, b ON u FOR EACH ROW EXECUTE FUNCTION f()"},
 	}
-	if len(w.triggers) != len(want) {
-		t.Errorf("triggers = %+v, want %+v", w.triggers, want)
+	if !reflect.DeepEqual(w.triggers, want) {
+		t.Errorf("triggers\n%+v\nwant\n%+v", w.triggers, want)
 	}
-	for k, tw := range want {
-		got := w.triggers[k]
-		got.def = nil
-		if !reflect.DeepEqual(got, tw) {
-			t.Errorf("trigger %v = %+v, want %+v", k, got, tw)
-		}
-	}
-	// Each trigger keeps its statement, canonical, under its last name.
-	for k, def := range map[[2]string]string{
-		{"t", "trg_b"}: "create constraint trigger trg_b after insert on t deferrable initially deferred for each row execute function f",
-		{"u", "trg_d"}: "create trigger trg_d after insert on u referencing new table as n for each statement execute function f",
+	for _, bad := range []string{
+		"-- Functions\n",
+		"\n-- Triggers (every one enabled ALWAYS unless said)\n\nALTER TABLE t ENABLE TRIGGER trg_a;\n",
+		"\n-- Triggers (every one enabled ALWAYS unless said)\n\nCREATE TRIGGER trg_a BEFORE DELETE ON public.t FOR EACH ROW EXECUTE FUNCTION f(); -- asleep\n",
 	} {
-		if got := canonTrigger(w.triggers[k].def, "public"); got != def {
-			t.Errorf("trigger %v's definition reads %q, want %q", k, got, def)
-		}
-	}
-	if w.pinnedSearchPath {
-		t.Error("no migration sets a search_path, yet it reads as pinned")
-	}
-	for _, pin := range []string{
-		`ALTER FUNCTION f() SET search_path = pg_catalog, public, pg_temp`,
-		`CREATE OR REPLACE FUNCTION f() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, public, pg_temp AS $$ x $$`,
-		`DO $$ BEGIN EXECUTE format('ALTER FUNCTION %I() SET search_path = pg_catalog, %I, pg_temp', 'f', current_schema()); END $$`,
-	} {
-		if !parseMigrations(append(ms, razao.Migration{Version: 3, Name: "0003_pin.sql", SQL: pin})).pinnedSearchPath {
-			t.Errorf("%s: not read as pinning the search_path", pin)
+		if _, err := newWantSchema(nil, bad); err == nil {
+			t.Errorf("%q read as a schema's triggers", bad)
 		}
 	}
 }
 
-func TestParseEmbeddedMigrationsFindsEveryLedgerGuard(t *testing.T) {
+func TestEmbeddedSchemaFindsEveryLedgerGuard(t *testing.T) {
 	t.Parallel()
-	ms, err := razao.Migrations()
+	w, err := embeddedSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := parseMigrations(ms)
 	for _, f := range []string{"ledger_refuse_change", "ledger_refuse_closed_month", "ledger_refuse_sealed_set",
 		"ledger_check_posting_set", "reports_refuse_sealed_snapshot", "api_tokens_revoke_only"} {
-		if !w.functions[f].hasBody {
-			t.Errorf("function %s not found with a body", f)
+		if w.functions[f].body == "" || !w.functions[f].searchPath || !w.functions[f].rowSecurityOff {
+			t.Errorf("function %s not found with a body, a search_path and row_security = off", f)
 		}
 	}
 	if _, ok := w.functions["outbox_notify"]; ok {
@@ -94,7 +96,7 @@ func TestParseEmbeddedMigrationsFindsEveryLedgerGuard(t *testing.T) {
 	}
 	for _, k := range [][2]string{{"posting_sets", "trg_posting_sets_balanced"}, {"postings", "trg_postings_sealed_set"},
 		{"posting_sets", "trg_posting_sets_open_month"}, {"accounts", "trg_accounts_immutable"}} {
-		if tr := w.triggers[k]; !tr.always || tr.function == "" {
+		if tr := w.triggers[k]; tr.state != 'A' || tr.function == "" {
 			t.Errorf("trigger %v = %+v, want enabled ALWAYS with its function", k, tr)
 		}
 	}
@@ -103,19 +105,19 @@ func TestParseEmbeddedMigrationsFindsEveryLedgerGuard(t *testing.T) {
 	}
 }
 
-// Once a migration pins the functions' search_path (sql/0012 does it with
-// ALTER FUNCTION in a DO block, which verify does not execute), every
-// ledger function must keep a safe one.
+// A function file pins its function's search_path (every ledger function's
+// since sql/0012): the function must keep a safe one. Pinning it again as
+// sql/0012 did (in place) changes nothing verify sees.
 func TestVerifyNamesAFunctionWhoseSearchPathIsUnpinned(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	ms, err := razao.Migrations()
+	want, err := embeddedSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	for n := range parseMigrations(ms).functions {
+	for n := range want.functions {
 		names = append(names, "'"+n+"'")
 	}
 	slices.Sort(names)
@@ -126,7 +128,6 @@ func TestVerifyNamesAFunctionWhoseSearchPathIsUnpinned(t *testing.T) {
 				current_schema());
 		END LOOP; END $$`
 	db.MustExec(pin)
-	want := parseMigrations(append(ms, razao.Migration{Version: 9999, Name: "9999_pin.sql", SQL: pin}))
 	check := func(t *testing.T, wantLine string) {
 		t.Helper()
 		r, err := run(ctx, db, want)
@@ -183,16 +184,15 @@ var neuteredTriggers = []struct {
 		`CREATE TRIGGER trg_closed_periods_append_only BEFORE UPDATE OR DELETE ON public.closed_periods FOR EACH ROW WHEN ('a' = 'b') EXECUTE PROCEDURE public.ledger_refuse_change()`},
 }
 
-// Every trigger of a freshly migrated ledger reads, canonical, as its
-// migration's statement; every neutered one does not.
-func TestCanonTriggerMatchesMigratedTriggersAndTellsNeuteredOnes(t *testing.T) {
+// Every trigger of a freshly migrated ledger reads, its schema taken out,
+// as docs/schema.sql has it; every neutered one does not.
+func TestTriggersReadAsTheMigrationsLeaveThemNeuteredOnesDoNot(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	ms, err := razao.Migrations()
+	w, err := embeddedSchema()
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := parseMigrations(ms)
 	var have []struct {
 		Table string `db:"relname"`
 		Name  string `db:"tgname"`
@@ -203,18 +203,12 @@ func TestCanonTriggerMatchesMigratedTriggersAndTellsNeuteredOnes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(have) != len(w.triggers) || len(have) < 10 {
-		t.Fatalf("%d triggers in the database, %d in the migrations", len(have), len(w.triggers))
+		t.Fatalf("%d triggers in the database, %d in docs/schema.sql", len(have), len(w.triggers))
 	}
-	canon := map[[2]string]string{}
 	for _, h := range have {
-		st := statements(h.Def)
-		if len(st) != 1 {
-			t.Fatalf("%s: %d statements", h.Def, len(st))
-		}
-		want := canonTrigger(w.triggers[[2]string{h.Table, h.Name}].def, "public")
-		canon[[2]string{h.Table, h.Name}] = want
-		if got := canonTrigger(st[0], "public"); got != want {
-			t.Errorf("trigger %s on %s:\n pg_get_triggerdef %q\n canonical         %q\n migration         %q", h.Name, h.Table, h.Def, got, want)
+		want := w.triggers[[2]string{h.Table, h.Name}].def
+		if got, table := unqualifiedTrigger(h.Def, "public"); got != want || table != h.Table {
+			t.Errorf("trigger %s on %s:\n pg_get_triggerdef %q\n reads             %q on %s\n docs/schema.sql   %q", h.Name, h.Table, h.Def, got, table, want)
 		}
 	}
 	for _, n := range neuteredTriggers {
@@ -227,27 +221,76 @@ func TestCanonTriggerMatchesMigratedTriggersAndTellsNeuteredOnes(t *testing.T) {
 			if err := tx.Get(&def, `SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgrelid = $1::regclass AND tgname = $2`, n.table, n.trigger); err != nil {
 				t.Fatal(err)
 			}
-			if got := canonTrigger(statements(def)[0], "public"); got == canon[[2]string{n.table, n.trigger}] {
-				t.Errorf("%q reads as its migration's %q", def, got)
+			if got, _ := unqualifiedTrigger(def, "public"); got == w.triggers[[2]string{n.table, n.trigger}].def {
+				t.Errorf("%q reads as the migrations' %q", def, got)
 			}
 		})
 	}
 }
 
-// What pg_get_triggerdef adds or reorders reads as the migration wrote it.
-func TestCanonTriggerIgnoresHowTheCatalogSpellsAStatement(t *testing.T) {
+// What the catalog prints differently for a ledger in another schema (the
+// schema in the function's and the table's name) reads as the files and
+// docs/schema.sql, which say public; nothing else is taken out.
+func TestAnotherSchemaReadsAsTheFilesSay(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ migration, catalog string }{
-		{`CREATE OR REPLACE TRIGGER trg BEFORE UPDATE OR DELETE ON t FOR EACH ROW WHEN (OLD.state = 'x') EXECUTE PROCEDURE f('a');`,
-			`CREATE TRIGGER trg BEFORE DELETE OR UPDATE ON ledger.t FOR EACH ROW WHEN (((old.state)::text = 'x'::text)) EXECUTE FUNCTION ledger.f('a')`},
-		{`create trigger "trg" after insert on "t" for each row execute function f()`,
-			`CREATE TRIGGER trg AFTER INSERT ON public.t FOR EACH ROW EXECUTE FUNCTION f()`},
-		{`CREATE TRIGGER trg AFTER UPDATE OF a, b ON t FOR EACH ROW WHEN (NEW.n > 0) EXECUTE FUNCTION f()`,
-			`CREATE TRIGGER trg AFTER UPDATE OF a, b ON public.t FOR EACH ROW WHEN ((new.n > 0)) EXECUTE FUNCTION f()`},
+	for _, c := range []struct{ catalog, schema, want, table string }{
+		{`CREATE TRIGGER trg BEFORE DELETE OR UPDATE ON ledger.t FOR EACH ROW WHEN (((old.state)::text = 'ON ledger.x'::text)) EXECUTE FUNCTION f('a')`, "ledger",
+			`CREATE TRIGGER trg BEFORE DELETE OR UPDATE ON t FOR EACH ROW WHEN (((old.state)::text = 'ON ledger.x'::text)) EXECUTE FUNCTION f('a')`, "t"},
+		{`CREATE TRIGGER trg AFTER UPDATE OF a, b ON "Ledger Books".t FOR EACH ROW EXECUTE FUNCTION f()`, `"Ledger Books"`,
+			`CREATE TRIGGER trg AFTER UPDATE OF a, b ON t FOR EACH ROW EXECUTE FUNCTION f()`, "t"},
+		// A trigger on a table of another schema keeps it.
+		{`CREATE TRIGGER trg AFTER INSERT ON shadow.t FOR EACH ROW EXECUTE FUNCTION f()`, "ledger",
+			`CREATE TRIGGER trg AFTER INSERT ON shadow.t FOR EACH ROW EXECUTE FUNCTION f()`, "shadow.t"},
 	} {
-		want := canonTrigger(statements(c.migration)[0], "ledger")
-		if got := canonTrigger(statements(c.catalog)[0], "ledger"); got != want {
-			t.Errorf("%s\n reads %q\n want  %q", c.catalog, got, want)
+		if got, table := unqualifiedTrigger(c.catalog, c.schema); got != c.want || table != c.table {
+			t.Errorf("%s\n reads %q on %s\n want  %q on %s", c.catalog, got, table, c.want, c.table)
 		}
+	}
+	got := functionHeader("CREATE OR REPLACE FUNCTION ledger.f(m date)\n RETURNS text\n SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'\nAS $function$ ledger.f $function$\n", "ledger")
+	if want := []string{"CREATE OR REPLACE FUNCTION f(m date)", " RETURNS text", " SET search_path TO 'pg_catalog', 'ledger', 'pg_temp'"}; !slices.Equal(got, want) {
+		t.Errorf("header %q, want %q", got, want)
+	}
+}
+
+// A function whose body is its file's but whose definition is not (run as
+// its caller instead of its owner, a setting dropped, a volatility added,
+// another with its name and other arguments) is named with what differs.
+func TestVerifyNamesAFunctionDefinedOtherwiseThanItsFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	want, err := embeddedSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`ALTER FUNCTION month_sums_refresh(date) SECURITY INVOKER`)
+	db.MustExec(`ALTER FUNCTION ledger_stamp_created_xid() RESET jit`)
+	db.MustExec(`ALTER FUNCTION month_sums_refresh(date) RESET jit`)
+	db.MustExec(`ALTER FUNCTION ledger_lock_account(text) STABLE`)
+	var body string
+	if err := db.Get(&body, `SELECT prosrc FROM pg_proc WHERE proname = 'reconciliation_analyze_lines'`); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`CREATE FUNCTION reconciliation_analyze_lines(x integer) RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+		SET search_path = pg_catalog, public, pg_temp SET row_security = off AS $body$` + body + `$body$`)
+	r, err := run(ctx, db, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	r.WriteTo(&b)
+	for _, line := range []string{
+		`function month_sums_refresh(date): is not defined as sql/functions/month_sums_refresh.sql defines it: lacks "SECURITY DEFINER", lacks "SET jit TO 'off'"`,
+		`function ledger_lock_account(text): is not defined as sql/functions/ledger_lock_account.sql defines it: lacks "SECURITY DEFINER", has "STABLE SECURITY DEFINER"`,
+		`function reconciliation_analyze_lines(integer): is not defined as sql/functions/reconciliation_analyze_lines.sql defines it: lacks "CREATE OR REPLACE FUNCTION reconciliation_analyze_lines()", has "CREATE OR REPLACE FUNCTION reconciliation_analyze_lines(x integer)"`,
+	} {
+		if !strings.Contains(b.String(), "\n        "+line+"\n") {
+			t.Errorf("no line %q in:\n%s", line, b.String())
+		}
+	}
+	// ledger_stamp_created_xid never had jit set, and the other
+	// reconciliation_analyze_lines is its file's: neither is named.
+	if strings.Contains(b.String(), "ledger_stamp_created_xid") || strings.Contains(b.String(), "reconciliation_analyze_lines():") {
+		t.Errorf("a function as its file defines it is named:\n%s", b.String())
 	}
 }

@@ -2,10 +2,10 @@
 // one Report: the ledger's invariants as plain SQL, independent of the Go
 // that writes the ledger and of the triggers that guard it (ledger.go);
 // closed months against the clock and each other; the database's own
-// barriers, its trigger functions and triggers, against what the embedded
-// migrations define (schema.go); and each closed month's snapshot against
-// its postings. `razao verify` prints the report, for a person or, with
-// -json, for a machine.
+// barriers, its functions against their files in sql/functions and its
+// triggers against the schema the migrations build (schema.go); and each
+// closed month's snapshot against its postings. `razao verify` prints the
+// report, for a person or, with -json, for a machine.
 package verify
 
 import (
@@ -15,7 +15,6 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/razao/razao"
 	"github.com/razao/razao/reports"
 )
 
@@ -23,11 +22,11 @@ import (
 // snapshot, so the checks agree with each other. An error means a check
 // could not run; a breach is in the Report.
 func Run(ctx context.Context, db *sqlx.DB) (Report, error) {
-	ms, err := razao.Migrations()
+	want, err := embeddedSchema()
 	if err != nil {
 		return Report{}, fmt.Errorf("verify: %w", err)
 	}
-	return run(ctx, db, parseMigrations(ms))
+	return run(ctx, db, want)
 }
 
 func run(ctx context.Context, db *sqlx.DB, want wantSchema) (Report, error) {

@@ -513,7 +513,7 @@ func TestVerifyNamesNeuteredTriggers(t *testing.T) {
 			recreate("postings", "trg_postings_append_only", `CREATE TRIGGER trg_postings_append_only BEFORE UPDATE OR DELETE ON postings
 				FOR EACH ROW WHEN (false) EXECUTE FUNCTION ledger_refuse_change()`)},
 			deleteSale,
-			[]string{`trigger trg_posting_sets_append_only on posting_sets is defined as "CREATE TRIGGER trg_posting_sets_append_only BEFORE DELETE OR UPDATE ON public.posting_sets FOR EACH ROW WHEN (false) EXECUTE FUNCTION ledger_refuse_change()"; 0001_ledger.sql defines "create trigger trg_posting_sets_append_only before delete or update on posting_sets for each row execute function ledger_refuse_change"`,
+			[]string{`trigger trg_posting_sets_append_only on posting_sets is defined as "CREATE TRIGGER trg_posting_sets_append_only BEFORE DELETE OR UPDATE ON public.posting_sets FOR EACH ROW WHEN (false) EXECUTE FUNCTION ledger_refuse_change()"; the migrations define "CREATE TRIGGER trg_posting_sets_append_only BEFORE DELETE OR UPDATE ON posting_sets FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change()"`,
 				`trigger trg_postings_append_only on postings is defined as "CREATE TRIGGER trg_postings_append_only BEFORE DELETE OR UPDATE ON public.postings FOR EACH ROW WHEN (false)`}},
 		{"append-only on UPDATE only", [][]string{
 			recreate("posting_sets", "trg_posting_sets_append_only", `CREATE TRIGGER trg_posting_sets_append_only BEFORE UPDATE ON posting_sets
@@ -542,7 +542,7 @@ func TestVerifyNamesNeuteredTriggers(t *testing.T) {
 		{"the sealed-set guard without REFERENCING", [][]string{
 			recreate("postings", "trg_postings_sealed_set", `CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON postings
 				FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set()`)}, "",
-			[]string{`trigger trg_postings_sealed_set on postings is defined as "CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON public.postings FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set()"; 0001_ledger.sql defines "create trigger trg_postings_sealed_set after insert on postings referencing new table as new_postings for each statement execute function ledger_refuse_sealed_set"`}},
+			[]string{`trigger trg_postings_sealed_set on postings is defined as "CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON public.postings FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set()"; the migrations define "CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON postings REFERENCING NEW TABLE AS new_postings FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set()"`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

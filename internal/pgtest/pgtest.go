@@ -219,9 +219,10 @@ func startLocalCluster() (string, error) {
 	return StartCluster(filepath.Join(dir, "data"), 54000+int(time.Now().UnixNano()%900))
 }
 
-// template creates, once per server and migration set, a migrated database
-// that each test's database is cloned from. Test binaries of several
-// packages run at once, so creation is serialised by an advisory lock.
+// template creates, once per server and set of migrations and function
+// files, a migrated database that each test's database is cloned from.
+// Test binaries of several packages run at once, so creation is
+// serialised by an advisory lock.
 func template(base string) (string, error) {
 	templateOnce.Do(func() { templateName, templateErr = buildTemplate(base) })
 	return templateName, templateErr
@@ -232,9 +233,18 @@ func buildTemplate(base string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	fs, err := razao.Functions()
+	if err != nil {
+		return "", err
+	}
 	h := sha256.New()
 	for _, m := range ms {
 		fmt.Fprintf(h, "%s\n%s\n", m.Name, m.SQL)
+	}
+	// A changed function file is a new template too: the migrator
+	// re-applies it, and every test must see it.
+	for _, f := range fs {
+		fmt.Fprintf(h, "%s\n%s\n", f.File(), f.SQL)
 	}
 	name := "razao_tmpl_" + hex.EncodeToString(h.Sum(nil))[:16]
 

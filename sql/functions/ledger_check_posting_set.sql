@@ -1,0 +1,66 @@
+-- Invariant 2, checked at COMMIT: trg_posting_sets_balanced (a CONSTRAINT
+-- TRIGGER AFTER INSERT on posting_sets, DEFERRABLE INITIALLY DEFERRED, each
+-- row, enabled ALWAYS).
+--
+-- * A set has at least two postings and sums to zero per currency
+--   (sql/0001).
+-- * The set's amount is the sum of its debits in its currency (sql/0009),
+--   so the refund cap (ledger_check_refunds_within_sale), which compares
+--   set amounts, compares money the postings actually move.
+-- * No session state (sql/0012). sql/0009 raised a transaction-local flag
+--   here, razao.balance_checked, that the sealed-set trigger read so no
+--   leg could join a set after its check; any client can clear a custom
+--   setting with set_config. ledger_refuse_sealed_set now has a set's
+--   postings all written by one statement, so this check, at COMMIT or
+--   earlier under SET CONSTRAINTS ... IMMEDIATE, sees every leg the set
+--   will ever have.
+-- * The refund cap, here since sql/0001, moved to
+--   ledger_check_refunds_within_sale (sql/0012), which must run as the
+--   owner.
+-- * Sums are numeric and every comparison is between one type (sql/0012):
+--   a comparison of a numeric sum with an integer literal has no exact
+--   match in pg_catalog, so an operator of exactly those types in a schema
+--   on the search path would win over pg_catalog's, which needs a cast.
+-- * row_security = off (sql/0035): the owner could enable row-level
+--   security on postings with a policy that hides a leg from the writer,
+--   and this check summed the legs it was shown (+100/-100/+13 passed as
+--   balanced). A query a policy would filter now fails instead.
+--
+-- search_path and row_security as every function here (README.md).
+CREATE OR REPLACE FUNCTION ledger_check_posting_set()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
+AS $function$
+DECLARE
+    legs         bigint;
+    debits       numeric;
+    total        numeric;
+    currencies   bigint;
+    unbalanced   text;
+BEGIN
+    SELECT count(*), coalesce(sum(amount::numeric) FILTER (WHERE amount > 0::bigint AND currency = NEW.currency), 0::numeric),
+           coalesce(sum(amount::numeric), 0::numeric), count(DISTINCT currency)
+        INTO legs, debits, total, currencies FROM postings WHERE posting_set_id = NEW.id;
+    IF legs < 2::bigint THEN
+        RAISE EXCEPTION 'posting set % has % posting(s); at least 2 are required', NEW.id, legs
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_balanced';
+    END IF;
+    IF currencies > 1::bigint OR total <> 0::numeric THEN
+        SELECT string_agg(currency::text || ' ' || s::text, ', ') INTO unbalanced FROM (
+            SELECT currency, sum(amount::numeric) AS s FROM postings
+            WHERE posting_set_id = NEW.id GROUP BY currency HAVING sum(amount::numeric) <> 0::numeric
+        ) u;
+        IF unbalanced IS NOT NULL THEN
+            RAISE EXCEPTION 'posting set % does not balance: %', NEW.id, unbalanced
+                USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_balanced';
+        END IF;
+    END IF;
+    IF debits <> NEW.amount::numeric THEN
+        RAISE EXCEPTION 'posting set % states amount % but debits %', NEW.id, NEW.amount, debits
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_balanced';
+    END IF;
+    RETURN NULL;
+END;
+$function$;

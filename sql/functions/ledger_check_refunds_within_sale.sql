@@ -1,0 +1,40 @@
+-- Invariant 3, checked at COMMIT: refunds of a charge never exceed its
+-- sale. trg_refunds_within_sale (a CONSTRAINT TRIGGER AFTER INSERT on
+-- posting_sets, DEFERRABLE INITIALLY DEFERRED, each row, WHEN (NEW.kind =
+-- 'refund'), enabled ALWAYS).
+--
+-- The cap was part of the balance check from sql/0001, serialised by an
+-- advisory lock per charge; any role that can connect may take, and hold,
+-- an advisory lock. Since sql/0012 concurrent refunds of one charge are
+-- serialised by a row lock on the charge's sale set. Locking a row needs
+-- UPDATE rights, which the service role has on no ledger table, so the
+-- function runs as its owner (SECURITY DEFINER, with the pinned
+-- search_path), and no other role can take that lock at all. NO KEY
+-- UPDATE does not conflict with the KEY SHARE lock a posting's foreign key
+-- takes. sql/0012 revoked EXECUTE from PUBLIC: only the trigger calls it.
+--
+-- search_path and row_security as every function here (README.md).
+CREATE OR REPLACE FUNCTION ledger_check_refunds_within_sale()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
+AS $function$
+DECLARE
+    sale_amount  numeric;
+    refunded     numeric;
+BEGIN
+    SELECT amount::numeric INTO sale_amount FROM posting_sets
+        WHERE kind = 'sale' AND charge_id = NEW.charge_id FOR NO KEY UPDATE;
+    -- A new statement, so a new snapshot: it sees the refunds committed by
+    -- whoever held the lock before us.
+    SELECT coalesce(sum(amount::numeric), 0::numeric) INTO refunded FROM posting_sets
+        WHERE kind = 'refund' AND charge_id = NEW.charge_id;
+    IF sale_amount IS NULL OR refunded > sale_amount THEN
+        RAISE EXCEPTION 'refunds of charge % total % above its sale %', NEW.charge_id, refunded, coalesce(sale_amount, 0::numeric)
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_refunds_within_sale';
+    END IF;
+    RETURN NULL;
+END;
+$function$;

@@ -1,0 +1,73 @@
+-- Guards postings after each INSERT statement, on the statement's new
+-- rows: trg_postings_sealed_set (AFTER INSERT, REFERENCING NEW TABLE AS
+-- new_postings, FOR EACH STATEMENT, enabled ALWAYS).
+--
+-- * A set, once written, is sealed (sql/0001): postings join only a set
+--   of their own transaction, so the balance check at its commit stays
+--   true. Since sql/0012 a set's postings are all written by one
+--   statement, the one after which this trigger finds every posting of
+--   the set among the statement's new rows; a later statement adding legs
+--   to a set, committed or not, is refused. The balance check
+--   (ledger_check_posting_set), at COMMIT or earlier under SET CONSTRAINTS
+--   ... IMMEDIATE, therefore sees every leg the set will ever have, with
+--   no flag to remember that it ran (sql/0009's razao.balance_checked,
+--   which any client could clear).
+-- * It does what the two foreign keys on postings did, which sql/0034
+--   dropped (their per-row lookups were most of what writing postings
+--   cost): every new posting is on an existing account of its currency
+--   (fk_postings_account_currency, checked first), in an existing set of
+--   its own competence month (fk_postings_set_month). The errors keep the
+--   keys' names and SQLSTATE. Neither lookup locks: an account or a set
+--   can never be updated or deleted, by any role (ledger_refuse_change),
+--   and these triggers fire ALWAYS, under session_replication_role =
+--   replica too, where a foreign key's do not. The lookups read ONLY the
+--   tables, as the keys did: a row of a table inheriting from accounts or
+--   posting_sets (which no trigger guards) is no account and no set.
+-- * Each set is read once and each (account, currency) once per
+--   statement, not once per posting (sql/0010 looked each set up by its
+--   key, where a join planned for a transition table of unknown size had
+--   scanned all of posting_sets; sql/0036 made the lookups per set and
+--   per account). When a statement breaks both the month and the sealing
+--   rule, the month's error is the one raised.
+-- * Every comparison is between one type, and every function and
+--   aggregate an exact match in pg_catalog (see ledger_check_posting_set
+--   on operators).
+--
+-- search_path and row_security as every function here (README.md).
+CREATE OR REPLACE FUNCTION ledger_refuse_sealed_set()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
+AS $function$
+DECLARE
+    set_id      bigint;
+    wrong_month boolean;
+BEGIN
+    IF EXISTS (SELECT 1 FROM (SELECT DISTINCT account_id, currency FROM new_postings) n
+               WHERE NOT EXISTS (SELECT 1 FROM ONLY accounts a WHERE a.id = n.account_id AND a.currency = n.currency)) THEN
+        RAISE EXCEPTION 'a posting names an account that does not exist in its currency'
+            USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'fk_postings_account_currency';
+    END IF;
+    SELECT c.posting_set_id, c.wrong_month INTO set_id, wrong_month
+        FROM (SELECT n.posting_set_id, n.added, s.created_xid,
+                     s.id IS NULL OR n.first_month <> s.competence_month OR n.last_month <> s.competence_month AS wrong_month
+              FROM (SELECT posting_set_id, count(*) AS added, min(competence_month) AS first_month,
+                           max(competence_month) AS last_month
+                    FROM new_postings GROUP BY posting_set_id) n
+              LEFT JOIN ONLY posting_sets s ON s.id = n.posting_set_id) c
+        WHERE c.wrong_month OR c.created_xid <> pg_current_xact_id()
+           OR (SELECT count(*) FROM postings p WHERE p.posting_set_id = c.posting_set_id) <> c.added
+        ORDER BY c.wrong_month DESC
+        LIMIT 1;
+    IF FOUND AND wrong_month THEN
+        RAISE EXCEPTION 'posting set % does not exist in the posting''s competence month', set_id
+            USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'fk_postings_set_month';
+    END IF;
+    IF FOUND THEN
+        RAISE EXCEPTION 'posting set % is sealed: its postings are written by the statement that writes its first, in the transaction that created it', set_id
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_postings_sealed_set';
+    END IF;
+    RETURN NULL;
+END;
+$function$;
