@@ -284,10 +284,11 @@ func TestRoleDocumentRevokesConnectAndTempFromPublic(t *testing.T) {
 	}
 }
 
-// closed_periods takes only the month after the last closed one, and only
-// once it has ended somewhere: a close years ahead, or after a gap, would
-// leave months no one could ever close (a month is never reopened).
-func TestDatabaseClosesOnlyTheNextEndedMonth(t *testing.T) {
+// closed_periods takes only the month after the last closed one: a close
+// years ahead, or after a gap, would leave months no one could ever close
+// (a month is never reopened). Whether a month has ended is periods' rule
+// (CheckCloseTime), not the barrier's.
+func TestDatabaseClosesOnlyTheNextMonth(t *testing.T) {
 	t.Parallel()
 	e := newBarrierEnv(t) // August closed
 	for _, month := range []string{"2030-01-01", "2026-10-01", "2026-08-01"} {
