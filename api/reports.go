@@ -108,7 +108,7 @@ func (a *API) closePeriod(w http.ResponseWriter, r *http.Request) {
 	// The token's name says who closed the month; the database role would
 	// only say which service connected.
 	t, _ := auth.FromContext(r.Context())
-	if err := periods.Close(r.Context(), a.DB, a.Ledger.Calendar(), m, a.Now(), t.Name); err != nil {
+	if err := periods.Close(r.Context(), a.DB, a.Ledger.Calendar(), m, a.Now(), t.Name, reports.WriteSnapshot); err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}

@@ -168,7 +168,7 @@ func (c *Console) closeMonth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s, _ := sessionFrom(r.Context())
-	if err := periods.Close(r.Context(), c.DB, c.Ledger.Calendar(), m, c.Now(), s.token.Name); err != nil {
+	if err := periods.Close(r.Context(), c.DB, c.Ledger.Calendar(), m, c.Now(), s.token.Name, reports.WriteSnapshot); err != nil {
 		c.failWith(w, r, err)
 		return
 	}

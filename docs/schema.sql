@@ -580,14 +580,26 @@ BEGIN
             to_char(last_closed + interval '1 month', 'YYYY-MM')
             USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_closed_periods_close_lock';
     END IF;
-    -- UTC+14 is the first zone where a month ends.
-    IF now() < ((NEW.month + interval '1 month')::timestamp AT TIME ZONE 'Etc/GMT-14') THEN
-        RAISE EXCEPTION 'month % has not ended yet', to_char(NEW.month, 'YYYY-MM')
-            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_closed_periods_close_lock';
-    END IF;
     NEW.closed_xid := pg_current_xact_id();
     NEW.closed_at := now();
     RETURN NEW;
+END;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.ledger_last_closed_month()
+ RETURNS date
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
+AS $function$
+DECLARE
+    last_closed date;
+BEGIN
+    LOCK TABLE month_close_lock IN ROW EXCLUSIVE MODE;
+    -- Read after the lock: every close before it has committed.
+    SELECT max(month) INTO last_closed FROM closed_periods;
+    RETURN last_closed;
 END;
 $function$
 ;

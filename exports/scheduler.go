@@ -14,6 +14,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/razao/razao/metrics"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -167,13 +168,13 @@ func (s *Scheduler) runOne(ctx context.Context, slot time.Time, kind reports.Exp
 		return err
 	}
 	// A month's file is written once, so only for a closed month
-	// (postings.MonthClosedSQL): an open one can still change. The run
-	// waits (and is retried every tick).
-	var closed bool
-	if err := s.db.GetContext(ctx, &closed, `SELECT `+postings.MonthClosedSQL("$1::date"), month.First()); err != nil {
+	// (periods.Closed): an open one can still change. The run waits (and
+	// is retried every tick).
+	last, err := periods.LastClosed(ctx, s.db)
+	if err != nil {
 		return fmt.Errorf("export %s: %w", month, err)
 	}
-	if !closed {
+	if !periods.Closed(month, last) {
 		_, err := s.db.ExecContext(ctx, `UPDATE export_runs SET status = 'waiting', attempts = attempts - 1,
 			last_error = $2, finished_at = now() WHERE id = $1`, id, "month "+month.String()+" is not closed yet")
 		s.metrics.ExportRun(string(kind), "waiting")

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/razao/razao/postings"
 )
 
 // Period is one competence month and its status.
@@ -37,10 +35,10 @@ type Period struct {
 // The months with activity are found by a skip scan of
 // ix_posting_sets_competence_month: one index probe per month, whatever the
 // ledger's size.
-func List(ctx context.Context, q sqlx.QueryerContext, cal postings.Calendar, now time.Time) ([]Period, error) {
+func List(ctx context.Context, q sqlx.QueryerContext, cal Calendar, now time.Time) ([]Period, error) {
 	var rows []struct {
 		Month    time.Time      `db:"month"`
-		Closed   bool           `db:"closed"`
+		Last     sql.NullTime   `db:"last_closed"`
 		ClosedAt sql.NullTime   `db:"closed_at"`
 		ClosedBy sql.NullString `db:"closed_by"`
 		Snapshot bool           `db:"snapshot"`
@@ -61,7 +59,7 @@ func List(ctx context.Context, q sqlx.QueryerContext, cal postings.Calendar, now
 		), span AS (
 			SELECT min(month) AS lo FROM known
 		)
-		SELECT g.month, `+postings.MonthClosedSQL("g.month")+` AS closed, c.closed_at, c.closed_by,
+		SELECT g.month, (SELECT max(month) FROM closed_periods) AS last_closed, c.closed_at, c.closed_by,
 			s.month IS NOT NULL AS snapshot,
 			EXISTS (SELECT 1 FROM active a WHERE a.month = g.month) AS activity
 		FROM span, LATERAL (SELECT d::date AS month FROM generate_series(span.lo, $2::date, interval '1 month') d) g
@@ -74,11 +72,12 @@ func List(ctx context.Context, q sqlx.QueryerContext, cal postings.Calendar, now
 	out := make([]Period, len(rows))
 	next := true // the first open month is the next to close
 	for i, r := range rows {
-		m := postings.MonthOf(r.Month.UTC())
+		m := MonthOf(r.Month.UTC())
 		p := Period{Month: m.String(), Status: "open", Snapshot: r.Snapshot, Activity: r.Activity}
 		// A month before the last closed one is closed with it (sql/0035),
 		// its own close only if a close named it.
-		if r.Closed {
+		closed := Closed(m, MonthOrZero(r.Last))
+		if closed {
 			p.Status = "closed"
 		}
 		if r.ClosedAt.Valid {
@@ -89,8 +88,8 @@ func List(ctx context.Context, q sqlx.QueryerContext, cal postings.Calendar, now
 		// Months close in order, from the first listed (the ledger's first
 		// from go-live on, or the one after the last closed), and only once
 		// over: Close's own rules.
-		if !r.Closed && next {
-			p.Closable, next = !now.Before(m.End(cal.Location())), false
+		if !closed && next {
+			p.Closable, next = CheckCloseTime(cal, m, now) == nil, false
 		}
 		out[i] = p
 	}

@@ -2,7 +2,6 @@ package postings_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -10,19 +9,8 @@ import (
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
 )
-
-func TestCompetenceIsTheSaoPauloDate(t *testing.T) {
-	t.Parallel()
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	paid := ledgertest.SaoPaulo(2026, 8, 31, 22, 30)
-	if paid.UTC().Month() != time.September {
-		t.Fatalf("precondition: %v should be September in UTC", paid.UTC())
-	}
-	if got := cal.Month(paid).String(); got != "2026-08" {
-		t.Fatalf("competence month = %s, want 2026-08", got)
-	}
-}
 
 func TestSeptemberRefundLeavesAugustUnchanged(t *testing.T) {
 	t.Parallel()
@@ -57,7 +45,7 @@ func TestLateEventForClosedMonthBookedInFirstOpenMonth(t *testing.T) {
 	ledgertest.Post(t, l, s, err)
 	for _, m := range []string{"2026-08", "2026-09"} {
 		month, _ := postings.ParseMonth(m)
-		if err := periods.Close(ctx, db, l.Calendar(), month, now, ""); err != nil {
+		if err := periods.Close(ctx, db, l.Calendar(), month, now, "", reports.WriteSnapshot); err != nil {
 			t.Fatalf("close %s: %v", m, err)
 		}
 	}
@@ -73,22 +61,5 @@ func TestLateEventForClosedMonthBookedInFirstOpenMonth(t *testing.T) {
 	}
 	if !eventAt.Equal(paidAt) {
 		t.Fatalf("event_at = %v, want the original %v", eventAt, paidAt)
-	}
-}
-
-// A refused month says why: missing, not YYYY-MM, or before 1900 (it used
-// to say "want YYYY-MM" of "0001-01", which is YYYY-MM).
-func TestParseMonthSaysWhyItRefuses(t *testing.T) {
-	for in, want := range map[string]string{
-		"":        "invalid month: a month is required, as YYYY-MM",
-		"2026-13": `invalid month: "2026-13" is not a month written YYYY-MM (months 01 to 12)`,
-		"2026-00": `invalid month: "2026-00" is not a month written YYYY-MM (months 01 to 12)`,
-		"2026-8":  `invalid month: "2026-8" is not a month written YYYY-MM (months 01 to 12)`,
-		"0001-01": `invalid month: "0001-01" is before 1900`,
-	} {
-		_, err := postings.ParseMonth(in)
-		if !errors.Is(err, postings.ErrInvalidMonth) || err.Error() != want {
-			t.Errorf("ParseMonth(%q) = %v, want %q", in, err, want)
-		}
 	}
 }

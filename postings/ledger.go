@@ -17,14 +17,12 @@ import (
 	"github.com/razao/razao/internal/pgarray"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/periods"
 )
 
-// WriteTx is the isolation every transaction that writes posting sets or
-// closes a month states: READ COMMITTED, the one level the ledger's triggers
-// accept (sql/0012), whatever the database's default_transaction_isolation
-// says. At it each statement sees what committed before it started, so a
-// transaction that waited for a lock reads the ledger as it is now.
-func WriteTx() *sql.TxOptions { return &sql.TxOptions{Isolation: sql.LevelReadCommitted} }
+// WriteTx is the isolation of every transaction that writes posting sets
+// (periods.WriteTx).
+func WriteTx() *sql.TxOptions { return periods.WriteTx() }
 
 // Ledger writes posting sets. It is safe for concurrent use, and several
 // processes may write to one database at once: every rule that matters is
@@ -113,6 +111,13 @@ func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Pos
 	if err != nil {
 		return nil, err
 	}
+	// Read once, under the close lock held from here to the commit: every
+	// month this transaction books follows from it, and no close moves it
+	// before the sets are in.
+	last, err := periods.LockForPosting(ctx, tx)
+	if err != nil {
+		return nil, fmt.Errorf("post %s: %w", keys(sets), err)
+	}
 	in := make([]pending, len(sets))
 	for i := range sets {
 		s := &sets[i]
@@ -120,12 +125,11 @@ func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Pos
 		if err != nil {
 			return nil, err
 		}
-		if !s.Competence.IsZero() {
-			if err := l.checkOpen(ctx, tx, MonthOf(s.Competence)); err != nil {
-				return nil, err
-			}
+		competence, err := l.competence(*s, last)
+		if err != nil {
+			return nil, err
 		}
-		in[i] = pending{set: s, competence: l.competence(*s), hash: s.contentHash(), legs: legs}
+		in[i] = pending{set: s, competence: competence, hash: s.contentHash(), legs: legs}
 	}
 	stmt, err := l.insert.In(ctx, tx)
 	if err != nil {
@@ -189,11 +193,18 @@ type pending struct {
 	legs       resolvedLegs
 }
 
-func (l *Ledger) competence(s Set) time.Time {
+// competence is the date s is booked on when last is the last closed
+// month: its stated competence, refused when that month is closed
+// (ErrClosedMonth); otherwise its event's date in the ledger's zone, moved
+// to the first open month when that is closed (periods.Competence).
+func (l *Ledger) competence(s Set, last periods.Month) (time.Time, error) {
 	if !s.Competence.IsZero() {
-		return s.Competence
+		if m := periods.MonthOf(s.Competence); periods.Closed(m, last) {
+			return time.Time{}, fmt.Errorf("%w: %s", ErrClosedMonth, m)
+		}
+		return s.Competence, nil
 	}
-	return l.cal.Date(s.EventAt)
+	return periods.Competence(l.cal.Date(s.EventAt), last), nil
 }
 
 type resolvedLegs struct {
@@ -275,58 +286,33 @@ func (l *Ledger) account(ctx context.Context, tx *sqlx.Tx, code string) (account
 	return accounts.Ensure(ctx, tx, code)
 }
 
-// MonthClosedSQL is an SQL condition, true when the month whose first day
-// is month (an SQL expression of type date) is closed: when it or a later
-// month is, for a close closes every month up to it (sql/0035; the
-// database refuses a set in any of them, trg_posting_sets_written_open).
-func MonthClosedSQL(month string) string {
-	return `EXISTS (SELECT 1 FROM closed_periods WHERE month >= ` + month + `)`
-}
-
-// checkOpen refuses month m when it is closed (MonthClosedSQL).
-func (l *Ledger) checkOpen(ctx context.Context, q sqlx.QueryerContext, m Month) error {
-	var closed bool
-	if err := sqlx.GetContext(ctx, q, &closed, `SELECT `+MonthClosedSQL("$1::date"), m.First()); err != nil {
-		return fmt.Errorf("check month %s: %w", m, err)
-	}
-	if closed {
-		return fmt.Errorf("%w: %s", ErrClosedMonth, m)
-	}
-	return nil
-}
-
 // insertSetsSQL writes sets and their postings in one statement, "if
-// absent" per set, booking a late event on the first day of the first open
-// month (months close in order, so that is the month after the last closed
-// one). Postings find their set by idempotency key. No conflict target: a
+// absent" per set, each on the competence date it is given (the month
+// rules are periods'). Postings find their set by idempotency key. No conflict target: a
 // concurrent writer of the same business event may win on
 // uq_sale_per_charge rather than on the key. The legs written are counted
 // per set once, in a join: a subquery per set scanned every posting of
 // the statement for each set, sets × postings rows.
 const insertSetsSQL = `
-WITH last_closed AS (
-	SELECT max(month) AS month FROM closed_periods
-), input AS (
+WITH input AS (
 	SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::date[], $7::timestamptz[],
-		$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::boolean[], $14::text[], $19::text[], $20::text[])
-		AS u (n, kind, key, amount, currency, competence, event_at, charge_id, refund_id, partner, inbox_id, description, auto, hash,
+		$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[], $18::text[], $19::text[])
+		AS u (n, kind, key, amount, currency, competence, event_at, charge_id, refund_id, partner, inbox_id, description, hash,
 			return_id, refund_nature)
 ), s AS (
 	INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at,
 		charge_id, refund_id, partner, inbox_id, description, content_hash, return_id, refund_nature)
-	SELECT i.kind, i.key, i.amount, i.currency,
-		CASE WHEN i.auto AND lc.month IS NOT NULL AND i.competence < (lc.month + interval '1 month')::date
-			THEN (lc.month + interval '1 month')::date ELSE i.competence END,
+	SELECT i.kind, i.key, i.amount, i.currency, i.competence,
 		i.event_at, NULLIF(i.charge_id, ''), NULLIF(i.refund_id, ''), NULLIF(i.partner, ''), NULLIF(i.inbox_id, 0),
 		i.description, i.hash, NULLIF(i.return_id, ''), NULLIF(i.refund_nature, '')
-	FROM input i, last_closed lc
+	FROM input i
 	ORDER BY i.n
 	ON CONFLICT DO NOTHING
 	RETURNING id, idempotency_key, competence, competence_month
 ), p AS (
 	INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
 	SELECT s.id, l.account_id, l.currency, l.amount, s.competence_month
-	FROM unnest($15::text[], $16::bigint[], $17::text[], $18::bigint[]) WITH ORDINALITY AS l (key, account_id, currency, amount, ord)
+	FROM unnest($14::text[], $15::bigint[], $16::text[], $17::bigint[]) WITH ORDINALITY AS l (key, account_id, currency, amount, ord)
 	JOIN s ON s.idempotency_key = l.key
 	ORDER BY l.ord
 	RETURNING posting_set_id
@@ -345,7 +331,6 @@ func insertSets(ctx context.Context, stmt *sqlx.Stmt, in []pending) (map[string]
 		amounts, inboxes                                           []int64
 		comps                                                      []string
 		events                                                     []string
-		autos                                                      []bool
 		legKeys, legCurs                                           []string
 		legAccounts, legAmounts                                    []int64
 	)
@@ -355,7 +340,7 @@ func insertSets(ctx context.Context, stmt *sqlx.Stmt, in []pending) (map[string]
 		ns, kinds, ks, amounts, curs = append(ns, int64(i)), append(kinds, string(s.Kind)), append(ks, s.IdempotencyKey), append(amounts, s.Amount), append(curs, s.Currency)
 		comps, events = append(comps, p.competence.Format(time.DateOnly)), append(events, s.EventAt.Format(time.RFC3339Nano))
 		charges, refunds, partners, inboxes = append(charges, s.ChargeID), append(refunds, s.RefundID), append(partners, s.Partner), append(inboxes, s.InboxID)
-		descs, autos, hashes = append(descs, s.Description), append(autos, s.Competence.IsZero()), append(hashes, p.hash)
+		descs, hashes = append(descs, s.Description), append(hashes, p.hash)
 		returns, natures = append(returns, s.ReturnID), append(natures, s.Nature)
 		for j := range p.legs.accountIDs {
 			legKeys, legAccounts = append(legKeys, s.IdempotencyKey), append(legAccounts, p.legs.accountIDs[j])
@@ -371,7 +356,7 @@ func insertSets(ctx context.Context, stmt *sqlx.Stmt, in []pending) (map[string]
 	}
 	err := stmt.SelectContext(ctx, &rows,
 		pq.Array(ns), pgarray.Text(kinds), pgarray.Text(ks), pq.Array(amounts), pgarray.Text(curs), pgarray.Text(comps), pgarray.Text(events),
-		pgarray.Text(charges), pgarray.Text(refunds), pgarray.Text(partners), pq.Array(inboxes), pgarray.Text(descs), pq.Array(autos), pgarray.Text(hashes),
+		pgarray.Text(charges), pgarray.Text(refunds), pgarray.Text(partners), pq.Array(inboxes), pgarray.Text(descs), pgarray.Text(hashes),
 		pgarray.Text(legKeys), pq.Array(legAccounts), pgarray.Text(legCurs), pq.Array(legAmounts), pgarray.Text(returns), pgarray.Text(natures))
 	if err != nil {
 		return nil, err

@@ -26,7 +26,7 @@ import (
 // (each credit is its own window's) and books them through the inbox
 // under the webhook's own keys, so the refund is booked once, in the
 // competence of its settlement (the first open month when that one is
-// closed: the delivery path's rule, postings.insertSetsSQL), whichever of
+// closed: periods.Competence), whichever of
 // the sweep, a window run and the webhook comes first.
 
 // sweepInvalidType is the event type a sweep's unreadable Pix is keyed

@@ -13,6 +13,7 @@ import (
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
+	"github.com/razao/razao/reports"
 )
 
 // today is the start of now's day in the ledger's time zone: the end of
@@ -169,7 +170,7 @@ func TestSweepBooksARefundOfAClosedMonthInTheFirstOpenMonth(t *testing.T) {
 	e.paid("closed6", 900, it)
 	e.psp.add(it)
 	lastMonth := postings.MonthOf(goLive)
-	if err := periods.Close(context.Background(), e.db, e.ledger.Calendar(), lastMonth, now, ""); err != nil {
+	if err := periods.Close(context.Background(), e.db, e.ledger.Calendar(), lastMonth, now, "", reports.WriteSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.rec.RunDue(context.Background(), map[string]time.Time{}); err != nil {

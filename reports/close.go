@@ -26,7 +26,9 @@ func WriteSnapshot(ctx context.Context, tx *sqlx.Tx, m postings.Month) error {
 	if _, err := tx.ExecContext(ctx, `SET LOCAL jit = off`); err != nil {
 		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
-	return writeSnapshot(ctx, tx, m)
+	// A month whose figures do not fit int64 cannot be snapshotted, so it
+	// is not closed: said so, not a bare 500.
+	return postings.SumError(writeSnapshot(ctx, tx, m), "the month's snapshot")
 }
 
 func writeSnapshot(ctx context.Context, q sqlx.ExtContext, m postings.Month) error {

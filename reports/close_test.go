@@ -53,7 +53,7 @@ func TestClosedMonthNeverChanges(t *testing.T) {
 		t.Fatalf("August reported closed before closing: %+v", open.tb)
 	}
 
-	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), ""); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), "", reports.WriteSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	postSeptember(t, l)
@@ -139,7 +139,7 @@ func TestCloseMonthRefusals(t *testing.T) {
 	}
 	// In order: each case depends on the ones before.
 	for _, tt := range tests {
-		err := periods.Close(ctx, db, l.Calendar(), tt.month, tt.now, "")
+		err := periods.Close(ctx, db, l.Calendar(), tt.month, tt.now, "", reports.WriteSnapshot)
 		if (tt.err == nil && err != nil) || !errors.Is(err, tt.err) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.err)
 		}
@@ -206,7 +206,7 @@ func TestSnapshotsAreFinal(t *testing.T) {
 	l, db := ledgertest.New(t)
 	ctx := context.Background()
 	postAugust(t, l)
-	if err := periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, ""); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "", reports.WriteSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct{ name, sql, refusedBy string }{

@@ -90,7 +90,7 @@ func TestIncomeStatementShowsPixPartsAsLinesOfTheirOwn(t *testing.T) {
 		}
 	}
 	check(false)
-	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), ""); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), "", reports.WriteSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	check(true)

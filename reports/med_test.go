@@ -79,7 +79,7 @@ func TestIncomeStatementShowsMEDReturnsAsALineOfTheirOwn(t *testing.T) {
 		}
 	}
 	check(false)
-	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), ""); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), "", reports.WriteSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	check(true)
@@ -107,7 +107,7 @@ func TestMonthClosedBeforeMEDLineKeepsThemInOther(t *testing.T) {
 	l, db := ledgertest.New(t)
 	ctx := context.Background()
 	postMEDMonth(t, l)
-	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), ""); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), "", reports.WriteSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	asBefore(t, db, `UPDATE month_snapshots SET med_returns = NULL, other = other - 2000 WHERE month = '2026-08-01'`)

@@ -109,7 +109,7 @@ func TestMonthSumsGiveThePostingsFigures(t *testing.T) {
 	sameBooks(t, "after the delta was folded in", readBooks(t, db, months...), want)
 
 	ctx := context.Background()
-	if err := periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "test"); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "test", reports.WriteSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	// The snapshot, written from the sums, is what the postings say.

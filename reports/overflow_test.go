@@ -108,7 +108,7 @@ func TestReportsRefuseFiguresBeyondInt64(t *testing.T) {
 			t.Fatalf("journal csv: %d lines, %v", n, err)
 		}
 		// A month whose figures cannot be snapshotted is not closed.
-		err = periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "")
+		err = periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "", reports.WriteSnapshot)
 		wantOverflow(t, "close", err, "")
 		var closed int
 		if err := db.Get(&closed, `SELECT count(*) FROM closed_periods`); err != nil || closed != 0 {

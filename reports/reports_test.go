@@ -314,7 +314,7 @@ func TestAccountSeriesSameAcrossClose(t *testing.T) {
 	}
 	before := read()
 	for _, m := range []postings.Month{aug2026, sep2026} {
-		if err := periods.Close(ctx, db, l.Calendar(), m, afterSeptember, ""); err != nil {
+		if err := periods.Close(ctx, db, l.Calendar(), m, afterSeptember, "", reports.WriteSnapshot); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -345,7 +345,7 @@ func TestBalancesSameAcrossClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, ""); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "", reports.WriteSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	after, err := reports.Balances(ctx, db)

@@ -75,7 +75,7 @@ func TestMonthSumsAfterALogicalRestore(t *testing.T) {
 	}
 	want := fromPostings(t, dst, aug2026)[0].Income
 	// Closing the month seals what the sums say, for good.
-	if err := periods.Close(ctx, dst, cal, aug2026, afterSeptember, "probe"); err != nil {
+	if err := periods.Close(ctx, dst, cal, aug2026, afterSeptember, "probe", reports.WriteSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	sealed, err := reports.CheckSnapshots(ctx, dst)

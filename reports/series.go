@@ -10,6 +10,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -99,18 +100,17 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 	var st struct {
 		Base    sql.NullTime   `db:"base"`
 		Snapped pq.StringArray `db:"snapped"`
-		Closed  pq.StringArray `db:"closed"`
+		Last    sql.NullTime   `db:"last_closed"`
 	}
 	err = sqlx.GetContext(ctx, q, &st, `SELECT
 		(SELECT max(month) FROM month_snapshots WHERE month < $1) AS base,
 		ARRAY(SELECT to_char(month, 'YYYY-MM') FROM month_snapshots WHERE month BETWEEN $1 AND $2) AS snapped,
-		ARRAY(SELECT to_char(d, 'YYYY-MM') FROM generate_series($1::date::timestamp, $2::date::timestamp, interval '1 month') d
-			WHERE `+postings.MonthClosedSQL("d::date")+`) AS closed`,
+		(SELECT max(month) FROM closed_periods) AS last_closed`,
 		from.First(), to.First())
 	if err != nil {
 		return Series{}, fmt.Errorf("series %s: read periods: %w", code, err)
 	}
-	snapped, closed := set(st.Snapped), set(st.Closed)
+	snapped, last := set(st.Snapped), periods.MonthOrZero(st.Last)
 	var snapMonths []string
 	var live []postings.Month
 	for m := from; !to.Before(m); m = m.Next() {
@@ -203,7 +203,7 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 		cumulative = sum.add(cumulative, change, "cumulative change of", acct.Code)
 		historical := sum.add(opening, change, "historical balance of", acct.Code)
 		s.Points = append(s.Points, SeriesPoint{
-			Month: m.String(), Closed: closed[m.String()], Opening: opening, Debits: mv[0], Credits: mv[1],
+			Month: m.String(), Closed: periods.Closed(m, last), Opening: opening, Debits: mv[0], Credits: mv[1],
 			Change: change, Cumulative: cumulative, Historical: historical,
 		})
 		opening = historical

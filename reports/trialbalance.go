@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -96,22 +97,24 @@ func trialBalance(ctx context.Context, q sqlx.QueryerContext, m postings.Month) 
 
 // monthState is what a report needs to know about a month before reading it.
 type monthState struct {
-	Closed   bool `db:"closed"`
-	Snapshot bool `db:"snapshot"`
+	Closed   bool         `db:"-"`
+	Last     sql.NullTime `db:"last_closed"`
+	Snapshot bool         `db:"snapshot"`
 	// Base is the latest snapshotted month before the month, if any.
 	Base sql.NullTime `db:"base"`
 }
 
-// readMonthState reads month m's state (closed: postings.MonthClosedSQL).
+// readMonthState reads month m's state (closed: periods.Closed).
 func readMonthState(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (monthState, error) {
 	var st monthState
 	err := sqlx.GetContext(ctx, q, &st, `SELECT
-		`+postings.MonthClosedSQL("$1::date")+` AS closed,
+		(SELECT max(month) FROM closed_periods) AS last_closed,
 		EXISTS (SELECT 1 FROM month_snapshots WHERE month = $1) AS snapshot,
 		(SELECT max(month) FROM month_snapshots WHERE month < $1) AS base`, m.First())
 	if err != nil {
 		return monthState{}, fmt.Errorf("month %s: read state: %w", m, err)
 	}
+	st.Closed = periods.Closed(m, periods.MonthOrZero(st.Last))
 	return st, nil
 }
 

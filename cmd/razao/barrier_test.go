@@ -15,6 +15,7 @@ import (
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reports"
 )
 
 // The database barrier, tried as an attacker connected as the service
@@ -49,7 +50,7 @@ func newBarrierEnv(t *testing.T) *barrierEnv {
 		t.Fatal(err)
 	}
 	e.saleID = p.ID
-	if err := periods.Close(context.Background(), svc, e.l.Calendar(), postings.Month{Year: 2026, Month: 8}, sep10, ""); err != nil {
+	if err := periods.Close(context.Background(), svc, e.l.Calendar(), postings.Month{Year: 2026, Month: 8}, sep10, "", reports.WriteSnapshot); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -227,6 +228,7 @@ func TestUnrelatedRoleCannotFreezeTheLedger(t *testing.T) {
 		`PREPARE p AS SELECT * FROM public.month_close_lock FOR UPDATE`,
 		`PREPARE q AS SELECT * FROM public.posting_sets`,
 		`SELECT public.ledger_lock_account('liabilities:commission-payable:p1')`,
+		`SELECT public.ledger_last_closed_month()`,
 		`SELECT 1 FROM public.posting_sets FOR NO KEY UPDATE`,
 	} {
 		tx, _ := conn.BeginTxx(ctx, nil)
@@ -251,7 +253,7 @@ func TestUnrelatedRoleCannotFreezeTheLedger(t *testing.T) {
 	if _, err := partners.Payout(ctx, e.svc, e.l, partners.PayoutRequest{Partner: "p1", IdempotencyKey: "po-1", Amount: 10, At: sep10}); err != nil {
 		t.Fatalf("payout while an unrelated role holds advisory locks: %v", err)
 	}
-	if err := periods.Close(ctx, e.svc, e.l.Calendar(), postings.Month{Year: 2026, Month: 9}, sep10.AddDate(0, 1, 0), ""); err != nil {
+	if err := periods.Close(ctx, e.svc, e.l.Calendar(), postings.Month{Year: 2026, Month: 9}, sep10.AddDate(0, 1, 0), "", reports.WriteSnapshot); err != nil {
 		t.Fatalf("close while an unrelated role holds advisory locks: %v", err)
 	}
 }
@@ -282,10 +284,11 @@ func TestRoleDocumentRevokesConnectAndTempFromPublic(t *testing.T) {
 	}
 }
 
-// closed_periods takes only the month after the last closed one, and only
-// once it has ended somewhere: a close years ahead, or after a gap, would
-// leave months no one could ever close (a month is never reopened).
-func TestDatabaseClosesOnlyTheNextEndedMonth(t *testing.T) {
+// closed_periods takes only the month after the last closed one: a close
+// years ahead, or after a gap, would leave months no one could ever close
+// (a month is never reopened). Whether a month has ended is periods' rule
+// (CheckCloseTime), not the barrier's.
+func TestDatabaseClosesOnlyTheNextMonth(t *testing.T) {
 	t.Parallel()
 	e := newBarrierEnv(t) // August closed
 	for _, month := range []string{"2030-01-01", "2026-10-01", "2026-08-01"} {
@@ -384,14 +387,14 @@ func TestCloseGivesUpWhilePostingsHoldTheLockTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	sep := postings.Month{Year: 2026, Month: 9}
-	err := periods.Close(context.Background(), e.svc, e.l.Calendar(), sep, sep10.AddDate(0, 1, 0), "")
+	err := periods.Close(context.Background(), e.svc, e.l.Calendar(), sep, sep10.AddDate(0, 1, 0), "", reports.WriteSnapshot)
 	if !errors.Is(err, periods.ErrCloseBusy) {
 		t.Fatalf("close while a posting transaction holds the lock: %v, want ErrCloseBusy", err)
 	}
 	if err := gate.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if err := periods.Close(context.Background(), e.svc, e.l.Calendar(), sep, sep10.AddDate(0, 1, 0), ""); err != nil {
+	if err := periods.Close(context.Background(), e.svc, e.l.Calendar(), sep, sep10.AddDate(0, 1, 0), "", reports.WriteSnapshot); err != nil {
 		t.Fatalf("close once the postings committed: %v", err)
 	}
 }

@@ -16,9 +16,13 @@
 --   transaction_isolation cannot be changed once a transaction has run a
 --   query, so it cannot be faked here.
 -- * Months close in order: only the month after the last closed one (any
---   month for the first close), and not a month that has not ended
---   anywhere on Earth yet (UTC+14; razao checks its configured zone
---   first).
+--   month for the first close). That is the barrier, whoever writes. The
+--   rest of the month-close rule (once ended in the ledger's zone, never
+--   before go-live, the first close at the first month with activity) is
+--   periods.CheckCloseTime and CheckCloseOrder, pure functions of values;
+--   until 0045 this trigger also refused a month not yet ended at UTC+14,
+--   a second idea of "ended" with its own clock. `razao verify` still names
+--   a closed month that has not ended.
 -- * closed_xid and closed_at are the closing transaction's own, whatever
 --   the INSERT says: verify judges commit order by closed_xid (sql/0011
 --   added the column, sql/0012 stamps it).
@@ -43,11 +47,6 @@ BEGIN
     IF last_closed IS NOT NULL AND NEW.month <> (last_closed + interval '1 month')::date THEN
         RAISE EXCEPTION 'month % cannot be closed: the next month to close is %', to_char(NEW.month, 'YYYY-MM'),
             to_char(last_closed + interval '1 month', 'YYYY-MM')
-            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_closed_periods_close_lock';
-    END IF;
-    -- UTC+14 is the first zone where a month ends.
-    IF now() < ((NEW.month + interval '1 month')::timestamp AT TIME ZONE 'Etc/GMT-14') THEN
-        RAISE EXCEPTION 'month % has not ended yet', to_char(NEW.month, 'YYYY-MM')
             USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_closed_periods_close_lock';
     END IF;
     NEW.closed_xid := pg_current_xact_id();

@@ -16,6 +16,9 @@
 --   service role does not have); sql/0007 took an advisory lock instead,
 --   which any role could take and hold; sql/0012 made it a table, which
 --   needs INSERT on it: only the owner and the service role have it.
+--   razao's own posting transaction has taken it already, before it dated
+--   its sets (ledger_last_closed_month); here it is taken again for any
+--   other writer, at no cost to razao's.
 -- * Once per statement, not per row (sql/0034): a worker writes a batch
 --   of sets in one statement; the month check and created_xid's moved to
 --   the statement's end (ledger_check_new_sets).
