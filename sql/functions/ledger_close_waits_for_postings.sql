@@ -20,9 +20,9 @@
 --   rest of the month-close rule (once ended in the ledger's zone, never
 --   before go-live, the first close at the first month with activity) is
 --   periods.CheckCloseTime and CheckCloseOrder, pure functions of values;
---   until 0045 this trigger also refused a month not yet ended at UTC+14,
---   a second idea of "ended" with its own clock. `razao verify` still names
---   a closed month that has not ended.
+--   before this file was its only definition, it also refused a month not
+--   yet ended at UTC+14, a second idea of "ended" with its own clock.
+--   `razao verify` still names a closed month that has not ended.
 -- * closed_xid and closed_at are the closing transaction's own, whatever
 --   the INSERT says: verify judges commit order by closed_xid (sql/0011
 --   added the column, sql/0012 stamps it).
