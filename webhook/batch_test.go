@@ -14,7 +14,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/charges"
-	"github.com/razao/razao/webhook"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/webhook/scheme"
 )
 
@@ -83,7 +83,7 @@ func TestBatchDecidesEachDeliveryAfterTheOnesBefore(t *testing.T) {
 		e.store(paidEvent("x-pay", "order-x", 100)),                           // unknown charge
 		e.store(scheme.Event{Kind: scheme.KindFailed, Type: "charge.failed", EventID: "c-fail", ChargeID: "order-c", OccurredAt: batchAt}),
 	}
-	w := webhook.NewWorker(e.proc, time.Hour)
+	w := inbox.NewWorker(e.proc, time.Hour)
 	if n, err := w.RunOnce(context.Background()); n != len(ids) || err != nil {
 		t.Fatalf("worker picked %d (%v), want %d", n, err, len(ids))
 	}
@@ -139,7 +139,7 @@ func TestUndecodableDeliveryFailsAloneAndSparesItsBatch(t *testing.T) {
 	e.store(paidEvent("p1", "order-1", 4990))
 	bad := e.storeRaw("bad", "paid", "order-2", `{"Kind": 7}`) // a stored event that no longer decodes
 	e.store(paidEvent("p2", "order-2", 2000))
-	w := webhook.NewWorker(e.proc, time.Hour)
+	w := inbox.NewWorker(e.proc, time.Hour)
 	if n, err := w.RunOnce(context.Background()); n != 3 || err != nil {
 		t.Fatalf("worker picked %d (%v), want 3", n, err)
 	}
@@ -193,7 +193,7 @@ func TestBatchStuckOnALockGivesUpAndTheWorkerFinishes(t *testing.T) {
 	}
 	lock.Rollback()
 	e.makeDue()
-	if n, err := webhook.NewWorker(e.proc, time.Hour).RunOnce(context.Background()); n != 1 || err != nil {
+	if n, err := inbox.NewWorker(e.proc, time.Hour).RunOnce(context.Background()); n != 1 || err != nil {
 		t.Fatalf("worker picked %d (%v), want 1", n, err)
 	}
 	e.assertPaidOnce("order-1")
@@ -274,7 +274,7 @@ func TestBatchFailureFallsBackToOneDeliveryAtATime(t *testing.T) {
 		}
 		return nil
 	}
-	if n, err := webhook.NewWorker(e.proc, time.Hour).RunOnce(context.Background()); n != 3 || err != nil {
+	if n, err := inbox.NewWorker(e.proc, time.Hour).RunOnce(context.Background()); n != 3 || err != nil {
 		t.Fatalf("worker picked %d (%v), want 3", n, err)
 	}
 	if failures != 4 {

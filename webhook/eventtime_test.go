@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
@@ -184,7 +185,7 @@ func TestStoredDeliveryOutsideTheWindowIsADivergenceAtOnce(t *testing.T) {
 			VALUES ($1, 'std', 'standard', 'loja-1', 'charge.paid', $2, 'paid', $2, $3::jsonb, '\x7b7d', '{}', 'pending')`,
 			"std|charge.paid|"+charge, charge, ev)
 	}
-	if _, err := webhook.NewWorker(e.proc, time.Second).RunOnce(context.Background()); err != nil {
+	if _, err := inbox.NewWorker(e.proc, time.Second).RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'divergent' AND attempts <= 1`); n != 3 {

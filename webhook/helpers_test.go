@@ -24,6 +24,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
@@ -46,8 +47,8 @@ type env struct {
 	db      *sqlx.DB
 	url     string
 	applier *charges.Applier
-	proc    *webhook.Processor
-	inbox   *webhook.Inbox
+	proc    *inbox.Processor
+	inbox   *inbox.Inbox
 	router  http.Handler
 	handler *webhook.Handler
 	// running: the workers run (groupCommit); else each request is
@@ -64,7 +65,7 @@ func (e *env) groupCommitLoops(loops int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { e.inbox.RunBatcher(ctx, loops); done <- struct{}{} }()
-	w := webhook.NewWorker(e.proc, time.Second)
+	w := inbox.NewWorker(e.proc, time.Second)
 	w.Listen(e.url)
 	go func() { w.Run(ctx); done <- struct{}{} }()
 	e.running = true
@@ -81,7 +82,7 @@ func (e *env) groupCommitLoops(loops int) {
 func (e *env) drain() {
 	e.t.Helper()
 	for {
-		n, err := e.proc.ProcessDue(context.Background(), webhook.MaxBatch)
+		n, err := e.proc.ProcessDue(context.Background(), inbox.MaxBatch)
 		if err != nil {
 			// A test of an unreachable database sees it in its answers.
 			e.t.Logf("drain: %v", err)
@@ -119,7 +120,7 @@ func (e *env) waitSnoozed(n int) {
 	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		got := e.count(`SELECT count(*) FROM inbox WHERE status = 'pending' AND last_error = $1`, webhook.SnoozedError)
+		got := e.count(`SELECT count(*) FROM inbox WHERE status = 'pending' AND last_error = $1`, inbox.SnoozedError)
 		if got >= int64(n) {
 			return
 		}
@@ -162,7 +163,7 @@ func newEnvWithEndpoints(t testing.TB, db *sqlx.DB, url string, cfgs ...webhook.
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	applier := charges.NewApplier(db, postings.New(db, cal))
-	proc := webhook.NewProcessor(db, applier, log)
+	proc := inbox.NewProcessor(db, applier, log)
 	var eps []*webhook.Endpoint
 	for _, c := range cfgs {
 		ep, err := webhook.NewEndpoint(c, func(string) string { return "" })
@@ -171,11 +172,11 @@ func newEnvWithEndpoints(t testing.TB, db *sqlx.DB, url string, cfgs ...webhook.
 		}
 		eps = append(eps, ep)
 	}
-	inbox := webhook.NewInbox(db, proc)
-	h := webhook.NewHandler(eps, inbox, proc, func() time.Time { return clock }, log)
+	in := inbox.NewInbox(db, proc)
+	h := webhook.NewHandler(eps, in, func() time.Time { return clock }, log)
 	r := mux.NewRouter()
 	r.Handle("/webhooks/{endpoint}", h)
-	return &env{t: t, db: db, url: url, applier: applier, proc: proc, inbox: inbox, router: r, handler: h}
+	return &env{t: t, db: db, url: url, applier: applier, proc: proc, inbox: in, router: r, handler: h}
 }
 
 // charge registers a charge the way the app does.

@@ -49,7 +49,7 @@ func preauthRouter(t testing.TB) http.Handler {
 		eps = append(eps, ep)
 	}
 	r := mux.NewRouter()
-	r.Handle("/webhooks/{endpoint}", webhook.NewHandler(eps, nil, nil, func() time.Time { return clock }, log))
+	r.Handle("/webhooks/{endpoint}", webhook.NewHandler(eps, nil, func() time.Time { return clock }, log))
 	return r
 }
 

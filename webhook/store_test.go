@@ -22,7 +22,7 @@ func TestStoredVerifiedDeliveryIsBookedByTheOnePath(t *testing.T) {
 	ev := scheme.Event{Kind: scheme.KindPaid, Type: "charge.paid", EventID: "recon-1", ChargeID: "order-1",
 		Amount: 4990, HasAmount: true, OccurredAt: clock}
 	for i, wantDuplicate := range []bool{false, true} {
-		stored, err := e.inbox.Store(context.Background(), ep, []scheme.Event{ev}, []byte(`{"from":"statement"}`), []byte(`{}`))
+		stored, err := e.inbox.Store(context.Background(), &ep.Endpoint, []scheme.Event{ev}, []byte(`{"from":"statement"}`), []byte(`{}`))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/razao/razao/webhook"
+	"github.com/razao/razao/inbox"
 )
 
 // makeDue stands in for the passing of back-off time.
@@ -23,7 +23,7 @@ func TestWorkerRetriesAFailedDeliveryUntilApplied(t *testing.T) {
 	e.charge("order-1", 4990, "partner-42", 1000)
 	e.applier.AfterSale = func() error { return errors.New("database hiccup") }
 	e.postHodle(hodlePaid("track-1", "order-1", "49.90"))
-	w := webhook.NewWorker(e.proc, time.Hour)
+	w := inbox.NewWorker(e.proc, time.Hour)
 	if n, _ := w.RunOnce(context.Background()); n != 0 {
 		t.Fatalf("worker picked %d deliveries still in back-off", n)
 	}
@@ -47,7 +47,7 @@ func TestDeliveryFailingPastTheLimitBecomesDivergence(t *testing.T) {
 	e.proc.MaxAttempts = 3
 	e.applier.AfterSale = func() error { return errors.New("always failing") }
 	e.postHodle(hodlePaid("track-1", "order-1", "49.90"))
-	w := webhook.NewWorker(e.proc, time.Hour)
+	w := inbox.NewWorker(e.proc, time.Hour)
 	for i := 0; i < 5; i++ {
 		e.makeDue()
 		w.RunOnce(context.Background())
@@ -87,7 +87,7 @@ func TestConcurrentWorkersApplyEachDeliveryOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			webhook.NewWorker(e.proc, time.Hour).RunOnce(context.Background())
+			inbox.NewWorker(e.proc, time.Hour).RunOnce(context.Background())
 		}()
 	}
 	wg.Wait()
@@ -146,7 +146,7 @@ func TestRefundParkedTooLongBecomesDivergence(t *testing.T) {
 	e.charge("order-1", 4990, "", 0)
 	e.postHodle(hodleRefund("rf-1", "order-1", "10.00"))
 	e.db.MustExec(`UPDATE inbox SET received_at = now() - interval '73 hours'`)
-	if _, err := webhook.NewWorker(e.proc, time.Hour).RunOnce(context.Background()); err != nil {
+	if _, err := inbox.NewWorker(e.proc, time.Hour).RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var reason string

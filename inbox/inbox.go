@@ -1,4 +1,4 @@
-package webhook
+package inbox
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"strings"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -18,6 +16,18 @@ import (
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/webhook/scheme"
 )
+
+// Endpoint is what the inbox knows of the endpoint a delivery came
+// through: its name, the first part of every delivery's key; the
+// merchant whose charges its events may act on; its scheme, whose
+// payment references and checks apply; and the most events one delivery
+// may carry (a delivery with more is malformed).
+type Endpoint struct {
+	Name     string
+	Merchant string
+	MaxItems int
+	Scheme   scheme.Scheme
+}
 
 // Inbox stores authentic deliveries, each exactly once per delivery key,
 // due at once for the workers (see Worker), and answers after the commit.
@@ -36,7 +46,7 @@ type Inbox struct {
 func NewInbox(db *sqlx.DB, proc *Processor) *Inbox {
 	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL), insertSharedStmt: sqlstmt.New(db, insertSharedSQL),
 		redeliverStmt: sqlstmt.New(db, redeliverSQL), proc: proc}
-	in.group = batch.New(maxBatch, in.insertAll)
+	in.group = batch.New(MaxBatch, in.insertAll)
 	return in
 }
 
@@ -55,35 +65,6 @@ type Stored struct {
 	Key       string
 	Duplicate bool
 	Ignored   bool // stored for audit only: no charge reacts to it
-}
-
-// keptHeaders are the headers worth keeping for audit and reconciliation.
-// Anything that may carry a secret (X-Webhook-Secret, Authorization,
-// cookies, the query string) is left out on purpose.
-var keptHeaders = []string{"Content-Type", "User-Agent", "X-Hodle-Timestamp", "X-Hodle-Signature",
-	"X-Webhook-Signature", "Webhook-Id", "Webhook-Timestamp", "Webhook-Signature", "X-Request-Id"}
-
-// auditHeaders is the kept headers as a JSON object, written in the order
-// of keptHeaders (jsonb keeps its own order): on every delivery, marshalling
-// a map sorted its keys by reflection.
-func auditHeaders(h http.Header) []byte {
-	b := append(make([]byte, 0, 256), '{')
-	for _, name := range keptHeaders {
-		v := h.Get(name)
-		if v == "" {
-			continue
-		}
-		if len(v) > 512 {
-			v = v[:512]
-		}
-		// jsonb refuses a NUL: the audit copy marks it instead.
-		value, _ := json.Marshal(strings.ReplaceAll(v, "\x00", "\uFFFD"))
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = append(append(append(append(b, '"'), name...), `":`...), value...)
-	}
-	return append(b, '}')
 }
 
 // Key is (endpoint, event type, the PSP's stable event id): what makes
@@ -187,14 +168,18 @@ type putRequest struct {
 	repair []json.RawMessage
 }
 
-// maxBatch bounds the deliveries of one group commit, and of one
+// MaxBatch bounds the deliveries of one group commit, and of one
 // processing transaction.
-const maxBatch = 64
+const MaxBatch = 64
 
 // RunBatcher group-commits concurrent deliveries, with loops batches in
 // flight at once, until ctx ends; from then on each delivery is stored
 // alone. It runs once per Inbox.
 func (in *Inbox) RunBatcher(ctx context.Context, loops int) { in.group.Run(ctx, loops) }
+
+// Batching reports whether RunBatcher has started its batch loops: until
+// then each Store commits its delivery alone.
+func (in *Inbox) Batching() bool { return in.group.Started() }
 
 // insertAll stores a batch, follows up its redeliveries and rings the
 // workers' doorbell; its requests are answered once it returns.
@@ -442,6 +427,20 @@ func (in *Inbox) insert(ctx context.Context, batch []*putRequest) error {
 		}
 	}
 	return nil
+}
+
+// StoreMalformed keeps an authentic delivery through ep whose payload
+// could not be read or was refused (see Check), with a malformed
+// divergence for finance, so that the PSP can stop retrying: keyed by
+// deliveryID (the scheme's id of the delivery; its body's hash without
+// one), a second copy being a duplicate. It returns once the delivery is
+// committed.
+func (in *Inbox) StoreMalformed(ctx context.Context, ep *Endpoint, deliveryID string, body, headers []byte, cause error) (Stored, error) {
+	s, err := in.putMalformed(ctx, ep, deliveryID, body, headers, cause)
+	if err == nil {
+		in.proc.committed() // a divergence.opened event
+	}
+	return s, err
 }
 
 // putMalformed keeps an authentic delivery whose payload could not be

@@ -31,4 +31,4 @@
 // the only reader of due rows. A redelivery of an applied payment
 // re-ensures its access grant before its answer, in a short transaction of
 // its own (Inbox.Store).
-package webhook
+package inbox
