@@ -1,4 +1,4 @@
-package webhook_test
+package inbox_test
 
 import (
 	"regexp"
