@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -203,7 +202,7 @@ func (p *Processor) repairGrant(ctx context.Context, raw json.RawMessage) error 
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return fmt.Errorf("repair grant: decode: %w", err)
 	}
-	if missing, err := p.grantMissing(ctx, ev); err != nil || !missing {
+	if missing, err := charges.GrantMissing(ctx, p.db, ev.ChargeID, ev.PSPRef); err != nil || !missing {
 		return err
 	}
 	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
@@ -272,18 +271,6 @@ func (p *Processor) Requeue(ctx context.Context, id int64, note string, now time
 	// it now rather than at their next poll.
 	p.announce(ctx)
 	return d, nil
-}
-
-// grantMissing reports whether the paid charge a delivery names lacks its
-// grant: a plain read, so a storm of duplicates of a processed payment
-// does not queue on the charge's row lock only to find the grant there.
-func (p *Processor) grantMissing(ctx context.Context, ev scheme.Event) (bool, error) {
-	var missing bool
-	err := p.db.GetContext(ctx, &missing, `SELECT EXISTS (
-		SELECT 1 FROM charges c WHERE (c.id = $1 OR ($1 = '' AND c.psp_ref = NULLIF($2, '')))
-		  AND c.state IN ('paid', 'partially_refunded', 'refunded')
-		  AND NOT EXISTS (SELECT 1 FROM access_grants g WHERE g.charge_id = c.id))`, ev.ChargeID, ev.PSPRef)
-	return missing, err
 }
 
 // txResult is what a processing transaction leaves its caller to do.
@@ -661,64 +648,3 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
-
-// unbookableDivergence is the divergence of an event razao read but cannot
-// book (scheme.KindUnbookable), with what the PSP said of it; the ledger's
-// side is added before it is opened (addLedgerSides).
-func unbookableDivergence(inboxID int64, ev scheme.Event) *divergences.Delivery {
-	reason, detail := divergences.ReasonMalformed, "an event razao cannot book ("+ev.Type+")"
-	if ev.Problem != nil {
-		reason, detail = divergences.Reason(ev.Problem.Reason), ev.Problem.Detail
-	}
-	if !slices.Contains(divergences.Reasons, reason) {
-		// A reason of a newer scheme than this database knows.
-		reason = divergences.ReasonMalformed
-	}
-	side := &divergences.StatementSide{PSPID: ev.PSPRef, ChargeRef: ev.ChargeID, RefundID: ev.RefundID}
-	if ev.HasAmount {
-		side.Amount = ev.Amount
-	}
-	return &divergences.Delivery{InboxID: inboxID, ChargeID: ev.ChargeID, Reason: reason, Detail: detail, PSP: side}
-}
-
-// ledgerSidesSQL is, for each unbookable event ($1 its charge id, $2 its
-// payment reference for a charge it names only by that, $3 its refund id),
-// what the ledger booked of it: the refund under that id, or, for a
-// payment, the charge's sale.
-const ledgerSidesSQL = `
-	SELECT u.n, coalesce(s.refund_id, '') AS refund_id, s.amount
-	FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u (c, p, r, n)
-	JOIN LATERAL (SELECT id FROM charges WHERE (u.c <> '' AND id = u.c) OR (u.c = '' AND u.p <> '' AND paid_ref = u.p) LIMIT 1) ch ON true
-	JOIN posting_sets s ON s.charge_id = ch.id
-		AND CASE WHEN u.r = '' THEN s.kind = 'sale' ELSE s.kind = 'refund' AND s.refund_id = u.r END`
-
-// addLedgerSides sets on the divergences of unbookable events what the
-// ledger has of them, in one statement.
-func addLedgerSides(ctx context.Context, tx *sqlx.Tx, decided []*delivery) error {
-	var which []*delivery
-	var chargeIDs, refs, refunds []string
-	for _, d := range decided {
-		if d.div == nil || d.ev.Kind != scheme.KindUnbookable {
-			continue
-		}
-		which = append(which, d)
-		chargeIDs, refunds = append(chargeIDs, d.ev.ChargeID), append(refunds, d.ev.RefundID)
-		refs = append(refs, paymentRef(d.Scheme, scheme.Event{Kind: scheme.KindPaid, PSPRef: d.ev.PSPRef, EventID: d.ev.EventID}))
-	}
-	if len(which) == 0 {
-		return nil
-	}
-	var rows []struct {
-		N        int64  `db:"n"`
-		RefundID string `db:"refund_id"`
-		Amount   int64  `db:"amount"`
-	}
-	if err := tx.SelectContext(ctx, &rows, ledgerSidesSQL, pgarray.Text(chargeIDs), pgarray.Text(refs), pgarray.Text(refunds)); err != nil {
-		return fmt.Errorf("the ledger's side of %d unbookable events: %w", len(which), err)
-	}
-	for _, r := range rows {
-		amount := r.Amount
-		which[r.N-1].div.Ledger = &divergences.LedgerSide{RefundID: r.RefundID, Amount: &amount}
-	}
-	return nil
-}
