@@ -228,28 +228,6 @@ func (r *putRequest) redelivers() bool {
 	return false
 }
 
-// redeliverSQL does, in one statement, what PSPs' redeliveries of stored
-// deliveries ask: one still pending is made due now (unless a worker holds
-// it: then it is being applied); one that gave up after its attempts (a
-// processing_failed divergence) is requeued, due now with its attempts
-// reset, and its divergence resolved (divergences.RequeueCTE); and it returns the stored events of
-// the applied payments among them, by key, whose grants are to be
-// re-ensured. It returns a row per delivery made due, with NULLs.
-var redeliverSQL = `
-	WITH found AS (
-		SELECT i.id, i.status, i.kind, i.event, i.endpoint, i.event_type, i.event_id FROM inbox i
-		JOIN unnest($1::text[], $2::text[], $3::text[]) AS k (ep, t, e)
-			ON i.endpoint = k.ep AND i.event_type = k.t AND i.event_id = k.e
-	), due AS (
-		UPDATE inbox SET next_attempt_at = now()
-		WHERE id IN (SELECT id FROM inbox WHERE id IN (SELECT id FROM found WHERE status = 'pending')
-			AND next_attempt_at > now() FOR UPDATE SKIP LOCKED)
-		RETURNING id
-	), ` + divergences.RequeueCTE(`SELECT id FROM found WHERE status = 'divergent'`) + `
-	SELECT endpoint, event_type, event_id, event FROM found WHERE status = 'processed' AND kind = 'paid'
-	UNION ALL SELECT NULL, NULL, NULL, NULL FROM due
-	UNION ALL SELECT NULL, NULL, NULL, NULL FROM requeued`
-
 // redeliver follows up the batch's redeliveries (see redeliverSQL), one
 // statement for all of them, and gives each request the grant repairs it
 // asks for. It reports whether it made a delivery due.
@@ -318,50 +296,6 @@ func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
 		r.err = err
 	}
 }
-
-// insertSQL stores deliveries of one event each, each unless one with
-// its key is stored, with its body and audit headers in its row.
-const insertSQL = `
-	INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
-		event, body, headers, status, next_attempt_at)
-	SELECT k, ep, sc, me, t, i, kd, NULLIF(r, ''), e::jsonb, b, h::jsonb, s, now()
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		$8::text[], $9::text[], $10::bytea[], $11::text[], $12::text[]) AS u (k, ep, sc, me, t, i, kd, r, e, b, h, s)
-	ON CONFLICT (endpoint, event_type, event_id) DO NOTHING
-	RETURNING id, endpoint, event_type, event_id`
-
-// insertSharedSQL is insertSQL for a batch where some deliveries carry
-// several events: a bcb-pix callback makes an inbox row per Pix and per
-// devolução, and each row kept the whole callback (2,200 rows each with
-// the callback's 254 KB were 560 MB, and a 503). Such a delivery stores
-// its body and audit headers once, in inbox_bodies, and its rows refer to
-// that row ($13 gives each entry's body, 0 for one inline). A shared body
-// none of whose events is new (a redelivery) is not kept. Its id is drawn
-// before the rows are written so that they can refer to it in the same
-// statement; the foreign key is checked at the statement's end, once both
-// are written. The body id is a scalar subquery, not a join, so that rows
-// are inserted in the order given: of several entries with one key, the
-// first is stored. Batches of single events, the common case, keep to
-// insertSQL, which is cheaper.
-const insertSharedSQL = `
-	WITH bodies AS (
-		SELECT nextval(pg_get_serial_sequence('inbox_bodies', 'id')) AS id, b, h, n
-		FROM unnest($14::bytea[], $15::text[]) WITH ORDINALITY AS u (b, h, n)
-	), stored AS (
-		INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
-			event, body, headers, body_id, status, next_attempt_at)
-		SELECT k, ep, sc, me, t, i, kd, NULLIF(r, ''), e::jsonb, CASE WHEN bn = 0 THEN b END, h::jsonb,
-			(SELECT id FROM bodies WHERE n = u.bn), s, now()
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-			$8::text[], $9::text[], $10::bytea[], $11::text[], $12::text[], $13::bigint[])
-			AS u (k, ep, sc, me, t, i, kd, r, e, b, h, s, bn)
-		ON CONFLICT (endpoint, event_type, event_id) DO NOTHING
-		RETURNING id, endpoint, event_type, event_id, body_id
-	), kept AS (
-		INSERT INTO inbox_bodies (id, body, headers)
-		SELECT id, b, h::jsonb FROM bodies WHERE id IN (SELECT body_id FROM stored)
-	)
-	SELECT id, endpoint, event_type, event_id FROM stored`
 
 // insert writes the entries of every request in one statement in
 // autocommit: one round trip, one commit. The rows are read to the end
@@ -460,10 +394,7 @@ func (in *Inbox) putMalformed(ctx context.Context, ep *Endpoint, deliveryID stri
 	}
 	defer tx.Rollback()
 	var id int64
-	err = tx.GetContext(ctx, &id, `
-		INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body, headers, status, last_error, processed_at)
-		VALUES ($1, $2, $3, $4, 'malformed', $5, 'malformed', '{}', $6, $7, 'divergent', $8, now())
-		ON CONFLICT (endpoint, event_type, event_id) DO NOTHING RETURNING id`,
+	err = tx.GetContext(ctx, &id, insertMalformedSQL,
 		key.String(), ep.Name, ep.Scheme.Name(), ep.Merchant, deliveryID, body, string(headers), cause.Error())
 	if err != nil {
 		if isNoRows(err) {

@@ -90,21 +90,6 @@ const SnoozedError = "snoozed: its charge was held by another transaction"
 // another batch, done within milliseconds.
 const snoozeFor = 50 * time.Millisecond
 
-// claimDueSQL claims the deliveries due now, in the order of the partial
-// index ix_inbox_due exactly (status = 'pending', by next_attempt_at), so
-// that the claim reads a batch's worth of index entries however long the
-// backlog, and skips the rows other workers hold.
-const claimDueSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
-	WHERE status = 'pending' AND next_attempt_at <= now()
-	ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED`
-
-// claimIDsSQL claims the pending deliveries among ids, due or not: a
-// batch that failed is tried again a delivery at a time. "status || ”"
-// keeps the planner on the primary key: with "status = 'pending'" it may
-// pick the partial index and read the whole backlog to find a few ids.
-const claimIDsSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
-	WHERE id = ANY($1) AND status || '' = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`
-
 // claim runs one of the claim statements in tx.
 type claim func(ctx context.Context, tx *sqlx.Tx) ([]inboxRow, error)
 
@@ -236,10 +221,7 @@ func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error
 		ID  int64  `db:"id"`
 		Ref string `db:"charge_ref"`
 	}
-	err = tx.SelectContext(ctx, &expired, `UPDATE inbox SET status = 'divergent', processed_at = now()
-		WHERE id IN (SELECT id FROM inbox WHERE status = 'parked' AND received_at < now() - $1 * interval '1 second'
-			ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED)
-		RETURNING id, coalesce(charge_ref, '') AS charge_ref`, limit.Seconds())
+	err = tx.SelectContext(ctx, &expired, expireParkedSQL, limit.Seconds())
 	if err != nil {
 		return fmt.Errorf("expire parked refunds: %w", err)
 	}
@@ -552,29 +534,6 @@ func outcomeEvents(ctx context.Context, tx *sqlx.Tx, decided []*delivery) ([]eve
 	return drafts, nil
 }
 
-// finishSQL appends the deliveries' events, marks the deliveries with
-// their final status, snoozes the ones whose charge was held elsewhere and
-// makes the refunds parked before the given payments due again. The rows
-// it marks are not the rows it releases: a delivery being marked was
-// pending in the statement's snapshot, and one it parks waits for a
-// payment not given.
-var finishSQL = `
-	WITH appended AS (` + events.AppendSQL(5) + `
-	), done AS (
-		UPDATE inbox i SET status = u.status, processed_at = now(), attempts = i.attempts + 1
-		FROM unnest($1::bigint[], $2::text[]) AS u (id, status) WHERE i.id = u.id
-	), snoozed AS (
-		UPDATE inbox SET next_attempt_at = now() + ` + fmt.Sprintf("interval '%d milliseconds'", snoozeFor.Milliseconds()) + `,
-			last_error = '` + SnoozedError + `'
-		WHERE id = ANY($4)
-	), released AS (
-		UPDATE inbox SET status = 'pending', next_attempt_at = now()
-		WHERE status = 'parked' AND charge_ref IN (
-			SELECT unnest(ARRAY[c.id, c.psp_ref]) FROM charges c WHERE c.id = ANY($3))
-		RETURNING 1
-	)
-	SELECT count(*) FROM released`
-
 // finish appends the events, marks every delivery with its final status,
 // snoozes the busy ones and releases the refunds parked before the
 // payments they booked, in one statement. It returns how many it released.
@@ -621,9 +580,7 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 	}
 	defer tx.Rollback()
 	var attempts int
-	err = tx.GetContext(ctx, &attempts, `UPDATE inbox SET attempts = attempts + 1, last_error = left($2, 2000),
-		next_attempt_at = now() + least(600, power(2, least(attempts, 10))) * (0.5 + random() / 2) * interval '1 second'
-		WHERE id = $1 AND status = 'pending' RETURNING attempts`, id, cause.Error())
+	err = tx.GetContext(ctx, &attempts, recordFailureSQL, id, cause.Error())
 	if isNoRows(err) {
 		return nil
 	}
@@ -631,7 +588,7 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 		return err
 	}
 	if attempts >= p.MaxAttempts {
-		if _, err := tx.ExecContext(ctx, `UPDATE inbox SET status = 'divergent', processed_at = now() WHERE id = $1`, id); err != nil {
+		if _, err := tx.ExecContext(ctx, giveUpSQL, id); err != nil {
 			return err
 		}
 		if err := divergences.OpenForDelivery(ctx, tx, divergences.Delivery{InboxID: id, Reason: divergences.ReasonProcessingFailed,
