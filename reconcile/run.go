@@ -47,7 +47,8 @@ type Options struct {
 	DB     *sqlx.DB
 	Inbox  *inbox.Inbox
 	Ledger *postings.Ledger
-	// Hooks are the configured webhook endpoints; Endpoints name theirs.
+	// Hooks are the configured webhook endpoints as the inbox knows them
+	// (webhook.InboxEndpoints); Endpoints name theirs.
 	Hooks     []*inbox.Endpoint
 	Endpoints []EndpointConfig
 	Getenv    func(string) string
