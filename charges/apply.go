@@ -188,66 +188,15 @@ func NewApplier(db *sqlx.DB, ledger *postings.Ledger) *Applier {
 	return &Applier{Ledger: ledger,
 		lock:              sqlstmt.New(db, lockChargesSQL),
 		lockSkip:          sqlstmt.New(db, lockChargesSQL+` SKIP LOCKED`),
-		exist:             sqlstmt.New(db, `SELECT id, psp_ref FROM charges WHERE id = ANY($1) OR psp_ref = ANY($2)`),
+		exist:             sqlstmt.New(db, existChargesSQL),
 		readGrantsRefunds: sqlstmt.New(db, readGrantsRefundsSQL),
 		write:             sqlstmt.New(db, writeChargesSQL),
 	}
 }
 
-// lockChargesSQL locks charges by id or PSP reference in id order.
-const lockChargesSQL = `SELECT ` + chargeColumns + ` FROM charges
-	WHERE id = ANY($1) OR psp_ref = ANY($2) ORDER BY id FOR UPDATE`
-
 // StatementRefundType is the inbox event type of a refund read from a
 // statement file, under the file's own refund id (reconcile's CSV lines).
 const StatementRefundType = "statement:refunded"
-
-// readGrantsRefundsSQL reads which charges have their grant and the
-// refunds booked against them: whether each was booked from a statement
-// file's line ($2 is StatementRefundType) and its other id, if paired.
-const readGrantsRefundsSQL = `
-	SELECT charge_id, '' AS refund_id, 0::bigint AS amount, NULL::timestamptz AS at, false AS statement, '' AS alias_id
-	FROM access_grants WHERE charge_id = ANY($1)
-	UNION ALL
-	SELECT s.charge_id, s.refund_id, s.amount, s.event_at, coalesce(i.event_type = $2, false), coalesce(a.alias_id, '')
-	FROM posting_sets s
-	LEFT JOIN inbox i ON i.id = s.inbox_id
-	LEFT JOIN refund_aliases a ON a.charge_id = s.charge_id AND a.refund_id = s.refund_id
-	WHERE s.kind = 'refund' AND s.charge_id = ANY($1)
-	ORDER BY 1, 4`
-
-// writeChargesSQL writes the changed charges and the new grants in one
-// statement; either array may be empty.
-const writeChargesSQL = `
-	WITH changed AS (
-		UPDATE charges c SET state = u.state, paid_amount = u.paid_amount, fee = u.fee,
-			commission = u.commission, paid_at = u.paid_at, paid_ref = u.paid_ref, refunded_amount = u.refunded_amount,
-			failed_at = u.failed_at, updated_at = now()
-		FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::timestamptz[], $7::text[],
-			$8::bigint[], $9::timestamptz[]) AS u (id, state, paid_amount, fee, commission, paid_at, paid_ref, refunded_amount, failed_at)
-		WHERE c.id = u.id
-	)
-	INSERT INTO access_grants (charge_id, access)
-	SELECT * FROM unnest($10::text[], $11::text[]) ON CONFLICT DO NOTHING`
-
-// exec runs the prepared statement s in tx.
-func exec(ctx context.Context, tx *sqlx.Tx, s *sqlstmt.Stmt, args ...any) error {
-	stmt, err := s.In(ctx, tx)
-	if err != nil {
-		return err
-	}
-	_, err = stmt.ExecContext(ctx, args...)
-	return err
-}
-
-// query runs the prepared statement s in tx and scans its rows into dest.
-func query(ctx context.Context, tx *sqlx.Tx, dest any, s *sqlstmt.Stmt, args ...any) error {
-	stmt, err := s.In(ctx, tx)
-	if err != nil {
-		return err
-	}
-	return stmt.SelectContext(ctx, dest, args...)
-}
 
 func diverge(chargeID string, reason divergences.Reason, format string, args ...any) Outcome {
 	return Outcome{Result: Divergence, ChargeID: chargeID, Reason: reason, Detail: fmt.Sprintf(format, args...)}
@@ -519,8 +468,7 @@ func (l *Locked) writeAliases(ctx context.Context, tx *sqlx.Tx) error {
 	for i, a := range l.aliases {
 		charges[i], refunds[i], aliases[i], inbox[i] = a.ChargeID, a.RefundID, a.AliasID, a.InboxID
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO refund_aliases (charge_id, refund_id, alias_id, inbox_id)
-		SELECT c, r, a, nullif(i, 0) FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS u (c, r, a, i)`,
+	_, err := tx.ExecContext(ctx, insertAliasesSQL,
 		pq.Array(charges), pq.Array(refunds), pq.Array(aliases), pq.Array(inbox))
 	if err != nil {
 		return fmt.Errorf("pair refunds %v with %v: %w", refunds, aliases, err)

@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/razao/razao/webhook"
+	"github.com/razao/razao/inbox"
 )
 
 // BenchmarkReconcileStatement reconciles a CSV statement of n lines
@@ -93,7 +92,7 @@ func BenchmarkReconcileStatement(b *testing.B) {
 		// The delivery path books what was stored, as the service's
 		// workers do.
 		applyStart := time.Now()
-		w := webhook.NewWorker(proc, time.Hour)
+		w := inbox.NewWorker(proc, time.Hour)
 		for {
 			k, err := w.RunOnce(ctx)
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
@@ -21,7 +22,7 @@ import (
 // centavos, date) whose charges each benchmark inserts itself.
 type benchEnv struct {
 	db   *sqlx.DB
-	proc *webhook.Processor
+	proc *inbox.Processor
 	r    *Reconciler
 	ep   *endpoint
 	// at is the statements' time: three hours ago, whole seconds.
@@ -33,13 +34,13 @@ func newBenchEnv(b *testing.B, log *slog.Logger) *benchEnv {
 	db, dbURL := pgtest.NewWithURL(b)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
 	ledger := postings.New(db, cal)
-	proc := webhook.NewProcessor(db, charges.NewApplier(db, ledger), log)
+	proc := inbox.NewProcessor(db, charges.NewApplier(db, ledger), log)
 	hook, err := webhook.NewEndpoint(webhook.EndpointConfig{Name: "hodle", Scheme: "hodle", Merchant: "m",
 		Secrets: []string{"example-secret-for-local-tests-only"}}, func(string) string { return "" })
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := New(Options{DB: db, DatabaseURL: dbURL, Log: log, Inbox: webhook.NewInbox(db, proc), Ledger: ledger, Hooks: []*webhook.Endpoint{hook},
+	r, err := New(Options{DB: db, DatabaseURL: dbURL, Log: log, Inbox: inbox.NewInbox(db, proc), Ledger: ledger, Hooks: []*inbox.Endpoint{&hook.Endpoint},
 		Endpoints: []EndpointConfig{{Endpoint: "hodle", Source: "csv", CSV: CSVMapping{PSPID: "trackId", ChargeRef: "externalId",
 			Amount: "amount", AmountUnit: "centavos", Time: "date"}}}})
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/reconcile/bcbpix"
-	"github.com/razao/razao/webhook"
 )
 
 // EndpointConfig is one webhook endpoint's statement source, as read from
@@ -72,7 +72,7 @@ const maxRefundHorizon = maxWindow - 2*24*time.Hour
 // endpoint is a checked EndpointConfig with what runs need.
 type endpoint struct {
 	cfg      EndpointConfig
-	hook     *webhook.Endpoint
+	hook     *inbox.Endpoint
 	csv      *csvMapping
 	api      statementAPI
 	schedule cron.Schedule // nil: not scheduled
@@ -82,7 +82,7 @@ func (e *endpoint) info() endpointInfo {
 	return endpointInfo{name: e.hook.Name, scheme: e.hook.Scheme.Name(), merchant: e.hook.Merchant, finalAfter: e.cfg.FinalAfter}
 }
 
-func buildEndpoint(cfg EndpointConfig, hooks map[string]*webhook.Endpoint, loc *time.Location, getenv func(string) string,
+func buildEndpoint(cfg EndpointConfig, hooks map[string]*inbox.Endpoint, loc *time.Location, getenv func(string) string,
 	wait func(context.Context, time.Duration) error) (*endpoint, error) {
 	hook, ok := hooks[cfg.Endpoint]
 	if !ok {

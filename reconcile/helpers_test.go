@@ -23,6 +23,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
@@ -54,8 +55,8 @@ type env struct {
 	t      *testing.T
 	db     *sqlx.DB
 	url    string
-	inbox  *webhook.Inbox
-	proc   *webhook.Processor
+	inbox  *inbox.Inbox
+	proc   *inbox.Processor
 	ledger *postings.Ledger
 	hooks  []*webhook.Endpoint
 	router http.Handler
@@ -123,7 +124,7 @@ func newEnvSince(t *testing.T, db *sqlx.DB, dbURL string, since time.Time) *env 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e.ledger = postings.New(db, cal)
 	applier := charges.NewApplier(db, e.ledger)
-	e.proc = webhook.NewProcessor(db, applier, log)
+	e.proc = inbox.NewProcessor(db, applier, log)
 	for _, c := range hookConfigs {
 		ep, err := webhook.NewEndpoint(c, func(string) string { return "" })
 		if err != nil {
@@ -131,8 +132,8 @@ func newEnvSince(t *testing.T, db *sqlx.DB, dbURL string, since time.Time) *env 
 		}
 		e.hooks = append(e.hooks, ep)
 	}
-	e.inbox = webhook.NewInbox(db, e.proc)
-	h := webhook.NewHandler(e.hooks, e.inbox, e.proc, func() time.Time { return now }, log)
+	e.inbox = inbox.NewInbox(db, e.proc)
+	h := webhook.NewHandler(e.hooks, e.inbox, func() time.Time { return now }, log)
 	r := mux.NewRouter()
 	r.Handle("/webhooks/{endpoint}", h)
 	r.Handle("/webhooks/{endpoint}/pix", h)
@@ -163,7 +164,7 @@ func (e *env) reconciler(secret string) *reconcile.Reconciler {
 // reconcilerOn is reconciler with its own pool and metrics.
 func (e *env) reconcilerOn(db *sqlx.DB, secret string, m *reconcile.Metrics) *reconcile.Reconciler {
 	e.t.Helper()
-	rec, err := reconcile.New(reconcile.Options{DB: db, DatabaseURL: e.url, Metrics: m, Inbox: e.inbox, Ledger: e.ledger, Hooks: e.hooks,
+	rec, err := reconcile.New(reconcile.Options{DB: db, DatabaseURL: e.url, Metrics: m, Inbox: e.inbox, Ledger: e.ledger, Hooks: webhook.InboxEndpoints(e.hooks),
 		Endpoints: e.cfgs, Getenv: func(k string) string {
 			if k == secretEnv {
 				return secret
@@ -187,11 +188,11 @@ func (e *env) charge(id string, amount int64, pspRef string) {
 }
 
 // drain applies what the inbox holds due, as the service's workers do a
-// moment after a delivery is stored (the one path: webhook.Worker), so
+// moment after a delivery is stored (the one path: inbox.Worker), so
 // that what a test reads next is what the ledger shows once they have.
 func (e *env) drain() {
 	e.t.Helper()
-	w := webhook.NewWorker(e.proc, time.Hour)
+	w := inbox.NewWorker(e.proc, time.Hour)
 	for {
 		n, err := w.RunOnce(context.Background())
 		if err != nil {

@@ -15,10 +15,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile/bcbpix"
-	"github.com/razao/razao/webhook"
 )
 
 // statementAPI is what a run needs of the Pix API.
@@ -45,10 +45,11 @@ func (r *Reconciler) Pix(ctx context.Context, endpoint, e2eid string) (json.RawM
 // Options is what a Reconciler is built from.
 type Options struct {
 	DB     *sqlx.DB
-	Inbox  *webhook.Inbox
+	Inbox  *inbox.Inbox
 	Ledger *postings.Ledger
-	// Hooks are the configured webhook endpoints; Endpoints name theirs.
-	Hooks     []*webhook.Endpoint
+	// Hooks are the configured webhook endpoints as the inbox knows them
+	// (webhook.InboxEndpoints); Endpoints name theirs.
+	Hooks     []*inbox.Endpoint
 	Endpoints []EndpointConfig
 	Getenv    func(string) string
 	Now       func() time.Time
@@ -68,7 +69,7 @@ type Options struct {
 // Reconciler runs reconciliations for the configured endpoints.
 type Reconciler struct {
 	db      *sqlx.DB
-	inbox   *webhook.Inbox
+	inbox   *inbox.Inbox
 	ledger  *postings.Ledger
 	eps     map[string]*endpoint
 	order   []string
@@ -97,7 +98,7 @@ type Reconciler struct {
 
 // New checks the reconciliation config against the webhook endpoints.
 func New(o Options) (*Reconciler, error) {
-	hooks := map[string]*webhook.Endpoint{}
+	hooks := map[string]*inbox.Endpoint{}
 	for _, h := range o.Hooks {
 		hooks[h.Name] = h
 	}

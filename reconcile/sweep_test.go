@@ -14,6 +14,7 @@ import (
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/reports"
+	"github.com/razao/razao/webhook"
 )
 
 // today is the start of now's day in the ledger's time zone: the end of
@@ -38,7 +39,7 @@ func newSweepEnv(t *testing.T, since time.Time) *env {
 // reconcilerAt is a reconciler of the env's config whose clock reads
 // clock.
 func (e *env) reconcilerAt(clock time.Time) (*reconcile.Reconciler, error) {
-	return reconcile.New(reconcile.Options{DB: e.db, DatabaseURL: e.url, Inbox: e.inbox, Ledger: e.ledger, Hooks: e.hooks,
+	return reconcile.New(reconcile.Options{DB: e.db, DatabaseURL: e.url, Inbox: e.inbox, Ledger: e.ledger, Hooks: webhook.InboxEndpoints(e.hooks),
 		Endpoints: e.cfgs, Getenv: func(k string) string {
 			if k == secretEnv {
 				return fakeClientSecret

@@ -19,24 +19,24 @@ func BenchmarkDelivery(b *testing.B) {
 	e := newEnv(b)
 	// As razao.Open does: a pool that keeps its connections, or every
 	// burst pays for new PostgreSQL backends.
-	e.db.SetMaxOpenConns(32)
-	e.db.SetMaxIdleConns(32)
+	e.DB.SetMaxOpenConns(32)
+	e.DB.SetMaxIdleConns(32)
 	if os.Getenv("NO_GROUP_COMMIT") == "" {
-		e.groupCommit()
+		e.GroupCommit()
 	}
 	const preload = 200_000
-	e.db.MustExec(`INSERT INTO charges (id, amount, partner, commission_bp, access, request_hash)
+	e.DB.MustExec(`INSERT INTO charges (id, amount, partner, commission_bp, access, request_hash)
 		SELECT 'bench-' || g, 4990, 'partner-42', 1000, 'x', 'h' FROM generate_series(1, $1) g`, 2*preload)
 	// Paid charges have their grants: an empty grants table at ANALYZE
 	// time plans a scan of it that lasts as long as the plan.
-	e.db.MustExec(`INSERT INTO charges (id, amount, access, request_hash, state, paid_amount, fee, paid_at)
+	e.DB.MustExec(`INSERT INTO charges (id, amount, access, request_hash, state, paid_amount, fee, paid_at)
 		SELECT 'old-' || g, 4990, 'x', 'h', 'paid', 4990, 0, now() FROM generate_series(1, $1) g`, preload)
-	e.db.MustExec(`INSERT INTO access_grants (charge_id, access) SELECT 'old-' || g, 'x' FROM generate_series(1, $1) g`, preload)
-	e.db.MustExec(`INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body, status)
+	e.DB.MustExec(`INSERT INTO access_grants (charge_id, access) SELECT 'old-' || g, 'x' FROM generate_series(1, $1) g`, preload)
+	e.DB.MustExec(`INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body, status)
 		SELECT 'old|charge.paid|' || g, 'std', 'standard', 'loja-1', 'charge.paid', 'old-' || g, 'paid', '{}', '\x00', 'processed'
 		FROM generate_series(1, $1) g`, preload)
 	preloadLedger(b, e, preload)
-	e.db.MustExec(`ANALYZE`)
+	e.DB.MustExec(`ANALYZE`)
 	var seq atomic.Int64
 	b.SetParallelism(4) // 8 PSP connections on 2 cores
 	b.ResetTimer()
@@ -44,19 +44,19 @@ func BenchmarkDelivery(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := fmt.Sprintf("bench-%d", seq.Add(1))
-			r := e.postStandard("msg-"+id, "charge.paid", map[string]any{"charge_id": id, "amount": 4990})
+			r := e.PostStandard("msg-"+id, "charge.paid", map[string]any{"charge_id": id, "amount": 4990})
 			if r.Code != 200 || r.Body.Status != "accepted" {
 				b.Errorf("delivery %s: %d %+v", id, r.Code, r.Body)
 				return
 			}
 		}
 	})
-	e.settled()
+	e.Settled()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "deliveries/s")
 	b.StopTimer()
-	b.ReportMetric(float64(e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND content_hash <> 'preload'`))/
-		float64(e.count(`SELECT count(DISTINCT created_xid) FROM posting_sets WHERE content_hash <> 'preload'`)), "deliveries/tx")
-	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'pending'`); n != 0 {
+	b.ReportMetric(float64(e.Count(`SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND content_hash <> 'preload'`))/
+		float64(e.Count(`SELECT count(DISTINCT created_xid) FROM posting_sets WHERE content_hash <> 'preload'`)), "deliveries/tx")
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE status = 'pending'`); n != 0 {
 		b.Errorf("%d deliveries left unprocessed", n)
 	}
 }
@@ -71,17 +71,17 @@ func preloadLedger(b *testing.B, e *env, n int) {
 		"postings":     {"trg_postings_append_only", "trg_postings_no_truncate", "trg_postings_sealed_set"},
 	}
 	for table := range triggers {
-		e.db.MustExec(`ALTER TABLE ` + table + ` DISABLE TRIGGER USER`)
+		e.DB.MustExec(`ALTER TABLE ` + table + ` DISABLE TRIGGER USER`)
 	}
-	e.db.MustExec(`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, charge_id, content_hash)
+	e.DB.MustExec(`INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, charge_id, content_hash)
 		SELECT 'sale', 'sale:old-' || g, 4990, 'BRL', date '2025-01-01' + (g % 600), now(), 'old-' || g, 'preload'
 		FROM generate_series(1, $1) g`, n)
-	e.db.MustExec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
+	e.DB.MustExec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
 		SELECT s.id, a.id, 'BRL', CASE WHEN a.code = 'assets:cash' THEN s.amount ELSE -s.amount END, s.competence_month
 		FROM posting_sets s CROSS JOIN accounts a WHERE a.code IN ('assets:cash', 'income:revenue')`)
 	for table, names := range triggers {
 		for _, name := range names {
-			e.db.MustExec(`ALTER TABLE ` + table + ` ENABLE ALWAYS TRIGGER ` + name)
+			e.DB.MustExec(`ALTER TABLE ` + table + ` ENABLE ALWAYS TRIGGER ` + name)
 		}
 	}
 }

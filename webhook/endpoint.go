@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/webhook/scheme"
 )
 
@@ -42,14 +43,12 @@ type EndpointConfig struct {
 
 // Endpoint is a configured endpoint ready to authenticate deliveries.
 type Endpoint struct {
-	Name     string
-	mtls     *clientAuth // nil: the endpoint takes no client certificate
-	Merchant string
-	MaxBody  int64
-	// MaxItems is the most events one delivery may carry; a delivery with
-	// more is kept as malformed (400).
-	MaxItems int
-	Scheme   scheme.Scheme
+	// Endpoint is what the inbox keys and checks its deliveries by: its
+	// Name, Merchant and Scheme, and MaxItems, the most events one
+	// delivery may carry (a delivery with more is kept as malformed, 400).
+	inbox.Endpoint
+	mtls    *clientAuth // nil: the endpoint takes no client certificate
+	MaxBody int64
 	// NoSecret says the endpoint has no secret yet (Hodle shows it only
 	// after its registration test): it answers that test and refuses
 	// everything else with 401. Unset names the variables that were empty.
@@ -89,7 +88,7 @@ func NewEndpoint(cfg EndpointConfig, getenv func(string) string) (*Endpoint, err
 	if items < 1 || items > maxMaxItems {
 		return nil, fmt.Errorf("%w: endpoint %s: max_items must be 1..%d", ErrConfig, cfg.Name, maxMaxItems)
 	}
-	ep := &Endpoint{Name: cfg.Name, Merchant: cfg.Merchant, MaxBody: max, MaxItems: items, Unset: unset}
+	ep := &Endpoint{Endpoint: inbox.Endpoint{Name: cfg.Name, Merchant: cfg.Merchant, MaxItems: items}, MaxBody: max, Unset: unset}
 	sc := scheme.Config{Secrets: secrets, PublicKey: cfg.PublicKey}
 	switch {
 	case len(secrets) == 0 && cfg.Scheme == "bcb-pix" && len(unset) > 0:
@@ -145,6 +144,17 @@ func Merchants(eps []*Endpoint) []string {
 			seen[ep.Merchant] = true
 			out = append(out, ep.Merchant)
 		}
+	}
+	return out
+}
+
+// InboxEndpoints is the endpoints as the inbox knows them, in their
+// order: what a source that stores deliveries for them (reconciliation)
+// is given.
+func InboxEndpoints(eps []*Endpoint) []*inbox.Endpoint {
+	out := make([]*inbox.Endpoint, len(eps))
+	for i, ep := range eps {
+		out[i] = &ep.Endpoint
 	}
 	return out
 }

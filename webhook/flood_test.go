@@ -17,8 +17,8 @@ import (
 func TestLargeUnauthenticatedBodiesWaitForOneOfTwoSlots(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.charge("order-1", 4990, "partner-42", 1000)
-	srv := httptest.NewServer(e.router)
+	e.Charge("order-1", 4990, "partner-42", 1000)
+	srv := httptest.NewServer(e.Router)
 	defer srv.Close()
 	const size = 100 << 10
 	forged := func(body io.Reader) *http.Request {
@@ -58,14 +58,14 @@ func TestLargeUnauthenticatedBodiesWaitForOneOfTwoSlots(t *testing.T) {
 	}
 	// The pipe's writes return once the client has taken the bytes, not
 	// once the server has: wait until both bodies hold their slots.
-	for deadline := time.Now().Add(30 * time.Second); e.handler.LargeSlotsTaken() < 2; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); e.Handler.LargeSlotsTaken() < 2; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the two held bodies never took the gate's slots (%d taken)", e.handler.LargeSlotsTaken())
+			t.Fatalf("the two held bodies never took the gate's slots (%d taken)", e.Handler.LargeSlotsTaken())
 		}
 	}
 	third := send(forged(bytes.NewReader(bytes.Repeat([]byte("y"), size))))
 
-	if r := e.postStandard("msg-1", "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990}); r.Code != 200 {
+	if r := e.PostStandard("msg-1", "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990}); r.Code != 200 {
 		t.Fatalf("a genuine delivery during the flood: %d %+v", r.Code, r.Body)
 	}
 	select {
@@ -87,7 +87,7 @@ func TestLargeUnauthenticatedBodiesWaitForOneOfTwoSlots(t *testing.T) {
 			t.Fatalf("forged body %d never answered", i)
 		}
 	}
-	if n := e.count(`SELECT count(*) FROM inbox`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM inbox`); n != 1 {
 		t.Fatalf("%d inbox rows, want the genuine delivery's only", n)
 	}
 }

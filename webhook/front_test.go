@@ -15,8 +15,6 @@ import (
 	"github.com/razao/razao/webhook/scheme"
 )
 
-const failedBody = `{"event":"DEPOSIT_ASSET_FAILED","data":{"eventId":"event-1","externalId":"order-1"}}`
-
 func TestFrontRefusesWhatItCannotTrust(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -64,16 +62,16 @@ func TestFrontRefusesWhatItCannotTrust(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if r := e.post(tc.path, tc.header, tc.body); r.Code != tc.want {
+			if r := e.Post(tc.path, tc.header, tc.body); r.Code != tc.want {
 				t.Fatalf("status %d (%+v), want %d", r.Code, r.Body, tc.want)
 			}
 		})
 	}
-	if n := e.count(`SELECT count(*) FROM inbox WHERE endpoint = 'hodle'`); n != 0 {
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE endpoint = 'hodle'`); n != 0 {
 		t.Fatalf("%d hodle deliveries stored from refused requests", n)
 	}
 	t.Run("wrong method", func(t *testing.T) {
-		if r := e.do(http.MethodGet, "/webhooks/hodle", good, nil); r.Code != http.StatusMethodNotAllowed {
+		if r := e.Do(http.MethodGet, "/webhooks/hodle", good, nil); r.Code != http.StatusMethodNotAllowed {
 			t.Fatalf("GET: %d, want 405", r.Code)
 		}
 	})
@@ -87,14 +85,14 @@ func TestAuthenticButMalformedIsKeptAs400(t *testing.T) {
 		`{"event":"DEPOSIT_ASSET_REFUNDED","data":{"eventId":"","externalId":"order-1"}}`,
 		`{"event":"DEPOSIT_ASSET_SUCCESS","data":{"trackId":"t-1","valueInBrl":"49.901"}}`,
 	} {
-		if r := e.postHodle(body); r.Code != http.StatusBadRequest || r.Body.Status != "malformed" {
+		if r := e.PostHodle(body); r.Code != http.StatusBadRequest || r.Body.Status != "malformed" {
 			t.Fatalf("%s: got %d %+v, want 400 malformed", body, r.Code, r.Body)
 		}
 	}
-	if n := e.count(`SELECT count(*) FROM divergences WHERE reason = 'malformed'`); n != 3 {
+	if n := e.Count(`SELECT count(*) FROM divergences WHERE reason = 'malformed'`); n != 3 {
 		t.Fatalf("%d malformed divergences, want 3", n)
 	}
-	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'divergent' AND length(body) > 0`); n != 3 {
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE status = 'divergent' AND length(body) > 0`); n != 3 {
 		t.Fatalf("%d malformed deliveries kept with their body, want 3", n)
 	}
 }
@@ -106,11 +104,11 @@ func TestSeedTable(t *testing.T) {
 	t.Run("original body accepted, then duplicate", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		e.charge("order-1", 4990, "", 0)
-		if r := e.postHodle(failedBody); r.Code != 200 || r.Body.Status != "accepted" {
+		e.Charge("order-1", 4990, "", 0)
+		if r := e.PostHodle(failedBody); r.Code != 200 || r.Body.Status != "accepted" {
 			t.Fatalf("first: %d %+v", r.Code, r.Body)
 		}
-		if r := e.postHodle(failedBody); r.Code != 200 || r.Body.Status != "duplicate" {
+		if r := e.PostHodle(failedBody); r.Code != 200 || r.Body.Status != "duplicate" {
 			t.Fatalf("second: %d %+v", r.Code, r.Body)
 		}
 	})
@@ -118,19 +116,19 @@ func TestSeedTable(t *testing.T) {
 	t.Run("two concurrent deliveries: one inbox row, accepted and duplicate", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		e.charge("order-1", 4990, "", 0)
+		e.Charge("order-1", 4990, "", 0)
 		// The gate: hold the unique key's slot with an uncommitted row of
 		// the same key, so both requests wait on it before either commits.
-		gate := e.db.MustBegin()
+		gate := e.DB.MustBegin()
 		gate.MustExec(`INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body)
 			VALUES ('hodle|DEPOSIT_ASSET_FAILED|event-1', 'hodle', 'hodle', 'loja-1', 'DEPOSIT_ASSET_FAILED', 'event-1', 'failed', '{}', '')`)
 		replies := make([]reply, 2)
 		var wg sync.WaitGroup
 		for i := range replies {
 			wg.Add(1)
-			go func() { defer wg.Done(); replies[i] = e.postHodle(failedBody) }()
+			go func() { defer wg.Done(); replies[i] = e.PostHodle(failedBody) }()
 		}
-		e.waitHeld(0, 2) // both sessions wait on a lock
+		e.WaitHeld(0, 2) // both sessions wait on a lock
 		gate.Rollback()
 		wg.Wait()
 		got := map[string]int{}
@@ -143,7 +141,7 @@ func TestSeedTable(t *testing.T) {
 		if got["accepted"] != 1 || got["duplicate"] != 1 {
 			t.Fatalf("statuses %v, want one accepted and one duplicate", got)
 		}
-		if n := e.count(`SELECT count(*) FROM inbox`); n != 1 {
+		if n := e.Count(`SELECT count(*) FROM inbox`); n != 1 {
 			t.Fatalf("%d inbox rows, want 1", n)
 		}
 	})
@@ -155,7 +153,7 @@ func TestSeedTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := newEnvWithDB(t, dead, "")
-		if r := e.postHodle(failedBody); r.Code != http.StatusServiceUnavailable || r.Body.Status == "accepted" {
+		if r := e.PostHodle(failedBody); r.Code != http.StatusServiceUnavailable || r.Body.Status == "accepted" {
 			t.Fatalf("got %d %+v, want 503 and no claim", r.Code, r.Body)
 		}
 	})
@@ -163,12 +161,12 @@ func TestSeedTable(t *testing.T) {
 	t.Run("WEBHOOK_TEST: 200 and zero rows written anywhere", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		r := e.post("/webhooks/hodle", http.Header{"Content-Type": {"application/json"}}, []byte(`{"event":"WEBHOOK_TEST","data":{}}`))
+		r := e.Post("/webhooks/hodle", http.Header{"Content-Type": {"application/json"}}, []byte(`{"event":"WEBHOOK_TEST","data":{}}`))
 		if r.Code != 200 || r.Body.Status != "test" {
 			t.Fatalf("got %d %+v, want 200 test", r.Code, r.Body)
 		}
 		for _, table := range []string{"inbox", "divergences", "outbox", "charges", "posting_sets", "postings", "access_grants"} {
-			if n := e.count(`SELECT count(*) FROM ` + table); n != 0 {
+			if n := e.Count(`SELECT count(*) FROM ` + table); n != 0 {
 				t.Errorf("%d rows in %s", n, table)
 			}
 		}
@@ -181,10 +179,10 @@ func TestSeedTable(t *testing.T) {
 func TestUnstorableDeliveryIsMalformedAndSparesItsBatch(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.groupCommit()
+	e.GroupCommit()
 	const n = 30
 	for i := 0; i < n; i++ {
-		e.charge(fmt.Sprintf("order-%d", i), 4990, "", 0)
+		e.Charge(fmt.Sprintf("order-%d", i), 4990, "", 0)
 	}
 	bad := []string{
 		`{"event":"DEPOSIT_ASSET_FAILED","data":{"eventId":"bad\u0000","externalId":"order-1"}}`,
@@ -199,10 +197,10 @@ func TestUnstorableDeliveryIsMalformedAndSparesItsBatch(t *testing.T) {
 			defer wg.Done()
 			<-start
 			if i >= n {
-				replies[i] = e.post("/webhooks/hodle", hodleHeaders(clock.Unix(), []byte(bad[i-n]), hodleSecret), []byte(bad[i-n]))
+				replies[i] = e.Post("/webhooks/hodle", hodleHeaders(clock.Unix(), []byte(bad[i-n]), hodleSecret), []byte(bad[i-n]))
 				return
 			}
-			replies[i] = e.postHodle(hodlePaid(fmt.Sprintf("track-%d", i), fmt.Sprintf("order-%d", i), "49.90"))
+			replies[i] = e.PostHodle(hodlePaid(fmt.Sprintf("track-%d", i), fmt.Sprintf("order-%d", i), "49.90"))
 		}()
 	}
 	close(start)
@@ -216,7 +214,7 @@ func TestUnstorableDeliveryIsMalformedAndSparesItsBatch(t *testing.T) {
 			t.Errorf("delivery %d: %d %+v, want %d", i, r.Code, r.Body, want)
 		}
 	}
-	if got := e.count(`SELECT count(*) FROM divergences WHERE reason = 'malformed'`); got != int64(len(bad)) {
+	if got := e.Count(`SELECT count(*) FROM divergences WHERE reason = 'malformed'`); got != int64(len(bad)) {
 		t.Fatalf("%d malformed kept, want %d", got, len(bad))
 	}
 }

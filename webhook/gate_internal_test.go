@@ -81,7 +81,7 @@ func TestStalledLargeBodiesGiveUpTheirSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := NewHandler([]*Endpoint{ep}, nil, nil, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h := NewHandler([]*Endpoint{ep}, nil, time.Now, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	h.large.readWithin = 100 * time.Millisecond
 	h.large.wait = 30 * time.Second // far beyond readWithin: only a freed slot lets the third in
 	r := mux.NewRouter()

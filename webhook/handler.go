@@ -5,29 +5,24 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 
-	"github.com/razao/razao/charges"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/metrics"
-	"github.com/razao/razao/money"
-	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook/scheme"
 )
 
 // Handler serves POST /webhooks/{endpoint}.
 type Handler struct {
 	endpoints map[string]*Endpoint
-	inbox     *Inbox
-	proc      *Processor
+	inbox     *inbox.Inbox
 	now       func() time.Time
 	log       *slog.Logger
 	large     *gate
@@ -36,14 +31,15 @@ type Handler struct {
 	Metrics *metrics.Metrics
 }
 
-// NewHandler returns the webhook handler for the configured endpoints.
-// now is the clock the timestamp windows are checked against.
-func NewHandler(endpoints []*Endpoint, inbox *Inbox, proc *Processor, now func() time.Time, log *slog.Logger) *Handler {
+// NewHandler returns the webhook handler for the configured endpoints,
+// storing what they deliver in in. now is the clock the timestamp windows
+// are checked against.
+func NewHandler(endpoints []*Endpoint, in *inbox.Inbox, now func() time.Time, log *slog.Logger) *Handler {
 	m := make(map[string]*Endpoint, len(endpoints))
 	for _, ep := range endpoints {
 		m[ep.Name] = ep
 	}
-	return &Handler{endpoints: m, inbox: inbox, proc: proc, now: now, log: log, large: newGate(), refusals: newRefusalLog(log)}
+	return &Handler{endpoints: m, inbox: in, now: now, log: log, large: newGate(), refusals: newRefusalLog(log)}
 }
 
 // Response is the JSON body of every webhook answer.
@@ -88,16 +84,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	evs, err := scheme.ParseDelivery(ep.Scheme, req)
 	if err == nil {
-		err = checkEvents(ep, evs)
-	}
-	if err == nil && ep.Scheme.Name() == bcbPixScheme {
-		evs = judgeEach(evs, h.proc.applier.Ledger.Calendar(), h.proc.applier.Ledger.Limit(), req.Now)
-	}
-	if err == nil {
-		err = checkTimes(evs, h.proc.applier.Ledger.Calendar(), req.Now)
-	}
-	if err == nil {
-		err = checkAmounts(evs, h.proc.applier.Ledger.Limit())
+		evs, err = h.inbox.Check(&ep.Endpoint, evs, req.Now)
 	}
 	if err != nil {
 		h.malformed(w, r.Context(), ep, req, err)
@@ -113,17 +100,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) malformed(w http.ResponseWriter, ctx context.Context, ep *Endpoint, req scheme.Request, cause error) {
-	if _, err := h.inbox.putMalformed(ctx, ep, ep.Scheme.DeliveryID(req), req.Body, auditHeaders(req.Header), cause); err != nil {
+	if _, err := h.inbox.StoreMalformed(ctx, &ep.Endpoint, ep.Scheme.DeliveryID(req), req.Body, auditHeaders(req.Header), cause); err != nil {
 		h.log.ErrorContext(ctx, "inbox unavailable", "endpoint", ep.Name, "error", err)
 		h.reply(w, ep.Name, "unavailable", http.StatusServiceUnavailable, Response{Status: "unavailable"})
 		return
 	}
-	h.proc.committed() // a divergence.opened event
 	h.reply(w, ep.Name, "malformed", http.StatusBadRequest, Response{Status: "malformed", Error: cause.Error()})
 }
 
 func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint, evs []scheme.Event, body, headers []byte) {
-	stored, err := h.inbox.Store(ctx, ep, evs, body, headers)
+	stored, err := h.inbox.Store(ctx, &ep.Endpoint, evs, body, headers)
 	switch {
 	case err != nil && errors.Is(err, ctx.Err()):
 		// The PSP hung up while its batch was stored: the delivery may
@@ -151,76 +137,6 @@ func (h *Handler) store(w http.ResponseWriter, ctx context.Context, ep *Endpoint
 	h.reply(w, ep.Name, resp.Status, http.StatusOK, resp)
 }
 
-// maxIDLength bounds the ids a delivery is keyed and looked up by: longer
-// ones would not fit a btree index entry, and no PSP sends them.
-const maxIDLength = 256
-
-// checkEvents refuses a delivery the inbox could not store, or whose
-// events would fail every time they are applied, so that it is kept as
-// malformed (400) instead of failing to store (503) or being answered 200
-// and then failing attempt after attempt: too many events for the
-// endpoint, an id too long for the index or with text PostgreSQL refuses,
-// or a refund id too long for the posting-set keys derived from it.
-func checkEvents(ep *Endpoint, evs []scheme.Event) error {
-	if len(evs) > ep.MaxItems {
-		return fmt.Errorf("%w: the delivery carries %d events (for bcb-pix: each Pix and each devolução), more than this endpoint's max_items of %d; send them in smaller callbacks",
-			scheme.ErrMalformed, len(evs), ep.MaxItems)
-	}
-	for _, ev := range evs {
-		for _, f := range []struct{ name, v string }{{"event id", ev.EventID}, {"event type", ev.Type},
-			{"charge id", ev.ChargeID}, {"PSP reference", ev.PSPRef}, {"refund id", ev.RefundID}} {
-			if err := checkText(f.v); err != nil {
-				return fmt.Errorf("%w: %s %w", scheme.ErrMalformed, f.name, err)
-			}
-		}
-		for name, v := range ev.Extra {
-			if strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v) {
-				return fmt.Errorf("%w: %s holds a NUL or invalid UTF-8", scheme.ErrMalformed, name)
-			}
-		}
-		if err := checkSetKeys(ev); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkText refuses an id the inbox cannot store: longer than
-// maxIDLength, or with a NUL or invalid UTF-8, which PostgreSQL's text
-// (and jsonb) refuse.
-func checkText(v string) error {
-	switch {
-	case len(v) > maxIDLength:
-		return fmt.Errorf("longer than %d bytes", maxIDLength)
-	case strings.IndexByte(v, 0) >= 0:
-		return errors.New("holds a NUL character")
-	case !utf8.ValidString(v):
-		return errors.New("is not valid UTF-8")
-	}
-	return nil
-}
-
-// longestChargeID stands for whichever charge an event's ids find: the
-// posting-set keys of a refund derive from its charge's id, which can be
-// as long as charges.MaxIDLength.
-var longestChargeID = strings.Repeat("x", charges.MaxIDLength)
-
-// checkSetKeys refuses a refund whose posting sets' idempotency keys,
-// which name its PSP refund id in full so that the journal reads plainly,
-// would be longer than postings.MaxKeyLength for some charge.
-func checkSetKeys(ev scheme.Event) error {
-	if ev.RefundID == "" {
-		return nil
-	}
-	for _, k := range postings.RefundKeys(longestChargeID, ev.RefundID) {
-		if len(k) > postings.MaxKeyLength {
-			return fmt.Errorf("%w: refund id of %d bytes: the posting-set keys derived from it would exceed %d bytes (refund ids of up to %d bytes fit)",
-				scheme.ErrMalformed, len(ev.RefundID), postings.MaxKeyLength, len(ev.RefundID)-(len(k)-postings.MaxKeyLength))
-		}
-	}
-	return nil
-}
-
 // allTests reports whether a delivery carries only registration tests.
 func allTests(evs []scheme.Event) bool {
 	for _, ev := range evs {
@@ -231,42 +147,33 @@ func allTests(evs []scheme.Event) bool {
 	return len(evs) > 0
 }
 
-// checkTimes refuses events dated outside the ledger's window (before its
-// go-live date, past our clock plus postings.MaxAhead — the scheme's 300 s
-// tolerance plus 5 minutes — or at a UTC offset no zone has), so the
-// delivery is kept as malformed (400) at intake, for every scheme alike,
-// instead of being booked in a month nobody can close or failing in the
-// database ten times. The ledger refuses the same times again when it
-// books; the window is its calendar's.
-func checkTimes(evs []scheme.Event, cal postings.Calendar, now time.Time) error {
-	for _, ev := range evs {
-		if ev.OccurredAt.IsZero() {
-			continue // the scheme carries no time: the delivery's receipt dates it
-		}
-		if err := cal.CheckEventTime(ev.OccurredAt, now); err != nil {
-			return fmt.Errorf("%w: %s: %w", scheme.ErrMalformed, ev.Type, err)
-		}
-	}
-	return nil
-}
+// keptHeaders are the headers worth keeping for audit and reconciliation.
+// Anything that may carry a secret (X-Webhook-Secret, Authorization,
+// cookies, the query string) is left out on purpose.
+var keptHeaders = []string{"Content-Type", "User-Agent", "X-Hodle-Timestamp", "X-Hodle-Signature",
+	"X-Webhook-Signature", "Webhook-Id", "Webhook-Timestamp", "Webhook-Signature", "X-Request-Id"}
 
-// checkAmounts refuses events stating an amount or fee above the ledger's
-// limit: authentic but malformed (400, kept, a divergence), never a
-// delivery that fails on every retry or, worse, a sum no report can add.
-func checkAmounts(evs []scheme.Event, limit money.Limit) error {
-	for _, ev := range evs {
-		if ev.HasAmount {
-			if err := limit.Check("amount", ev.Amount); err != nil {
-				return fmt.Errorf("%w: %w", scheme.ErrMalformed, err)
-			}
+// auditHeaders is the kept headers as a JSON object, written in the order
+// of keptHeaders (jsonb keeps its own order): on every delivery, marshalling
+// a map sorted its keys by reflection.
+func auditHeaders(h http.Header) []byte {
+	b := append(make([]byte, 0, 256), '{')
+	for _, name := range keptHeaders {
+		v := h.Get(name)
+		if v == "" {
+			continue
 		}
-		if ev.HasFee {
-			if err := limit.Check("fee", ev.Fee); err != nil {
-				return fmt.Errorf("%w: %w", scheme.ErrMalformed, err)
-			}
+		if len(v) > 512 {
+			v = v[:512]
 		}
+		// jsonb refuses a NUL: the audit copy marks it instead.
+		value, _ := json.Marshal(strings.ReplaceAll(v, "\x00", "\uFFFD"))
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(append(append(append(b, '"'), name...), `":`...), value...)
 	}
-	return nil
+	return append(b, '}')
 }
 
 // overall folds the events' statuses: accepted wins over ignored, which

@@ -16,22 +16,22 @@ import (
 func BenchmarkBCBPixCallback(b *testing.B) {
 	const items = 2000
 	e := newEnvWith(b, pixEndpoint(items))
-	e.groupCommit()
+	e.GroupCommit()
 	var answering time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
 		body, ids := pixCallback(fmt.Sprintf("r%dc", i), i, items)
-		e.chargesFor(ids)
+		e.ChargesFor(ids)
 		b.StartTimer()
 		start := time.Now()
-		r := e.postPix("pix", body)
+		r := e.PostPix("pix", body)
 		answering += time.Since(start)
 		b.StopTimer()
 		if r.Code != 200 || r.Body.Status != "accepted" {
 			b.Fatalf("callback: %d %s %q", r.Code, r.Body.Status, r.Body.Error)
 		}
-		e.settled()
+		e.Settled()
 		b.StartTimer()
 	}
 	b.StopTimer()

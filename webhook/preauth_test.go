@@ -49,7 +49,7 @@ func preauthRouter(t testing.TB) http.Handler {
 		eps = append(eps, ep)
 	}
 	r := mux.NewRouter()
-	r.Handle("/webhooks/{endpoint}", webhook.NewHandler(eps, nil, nil, func() time.Time { return clock }, log))
+	r.Handle("/webhooks/{endpoint}", webhook.NewHandler(eps, nil, func() time.Time { return clock }, log))
 	return r
 }
 
@@ -112,16 +112,16 @@ func TestLargeTestEventIsATestOnlyOnceSigned(t *testing.T) {
 	b.WriteString(`"}}`)
 	body := b.Bytes()
 	forgery := hodleHeaders(clock.Unix(), body, "another-secret")
-	if r := e.post("/webhooks/hodle", forgery, body); r.Code != http.StatusUnauthorized {
+	if r := e.Post("/webhooks/hodle", forgery, body); r.Code != http.StatusUnauthorized {
 		t.Fatalf("unsigned large test event: %d %+v, want 401", r.Code, r.Body)
 	}
-	if r := e.hodleAt("hodle", string(body)); r.Code != 200 || r.Body.Status != "test" {
+	if r := e.HodleAt("hodle", string(body)); r.Code != 200 || r.Body.Status != "test" {
 		t.Fatalf("signed large test event: %d %+v, want 200 test", r.Code, r.Body)
 	}
-	if r := e.post("/webhooks/hodle", http.Header{"Content-Type": {"application/json"}}, []byte(`{"event":"WEBHOOK_TEST","data":{}}`)); r.Code != 200 || r.Body.Status != "test" {
+	if r := e.Post("/webhooks/hodle", http.Header{"Content-Type": {"application/json"}}, []byte(`{"event":"WEBHOOK_TEST","data":{}}`)); r.Code != 200 || r.Body.Status != "test" {
 		t.Fatalf("the published test event, unsigned: %d %+v, want 200 test", r.Code, r.Body)
 	}
-	if n := e.count(`SELECT (SELECT count(*) FROM inbox) + (SELECT count(*) FROM divergences) + (SELECT count(*) FROM outbox)`); n != 0 {
+	if n := e.Count(`SELECT (SELECT count(*) FROM inbox) + (SELECT count(*) FROM divergences) + (SELECT count(*) FROM outbox)`); n != 0 {
 		t.Fatalf("%d rows written for test events", n)
 	}
 }

@@ -286,7 +286,7 @@ func (cfg *serveConfig) checkReconciliation(file fileConfig, cal postings.Calend
 	if len(cfg.reconciliation) == 0 {
 		return nil
 	}
-	_, err := reconcile.New(reconcile.Options{Ledger: postings.New(nil, cal), Hooks: cfg.endpoints,
+	_, err := reconcile.New(reconcile.Options{Ledger: postings.New(nil, cal), Hooks: webhook.InboxEndpoints(cfg.endpoints),
 		Endpoints: cfg.reconciliation, Getenv: getenv})
 	if err != nil {
 		return fmt.Errorf("config: %w", err)

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/razao/razao/webhook"
+	"github.com/razao/razao/inbox"
 )
 
 // cmdInbox operates on stored deliveries: "retry -note TEXT ID" gives a
@@ -45,7 +45,7 @@ func cmdInbox(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// divergences.Requeue refuses it too; this says which flag is missing.
 		return fmt.Errorf("invalid resolution note: -note is required, the delivery's divergence is resolved with it (%s)", usage)
 	}
-	proc := webhook.NewProcessor(conn, nil, slog.New(slog.NewTextHandler(stderr, nil)))
+	proc := inbox.NewProcessor(conn, nil, slog.New(slog.NewTextHandler(stderr, nil)))
 	d, err := proc.Requeue(ctx, id, note, time.Now())
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
@@ -21,7 +22,7 @@ import (
 
 // newReconciler builds the service's reconciler from the config's
 // reconciliation section (nil without one).
-func newReconciler(cfg serveConfig, db *sqlx.DB, inbox *webhook.Inbox, ledger *postings.Ledger, now func() time.Time,
+func newReconciler(cfg serveConfig, db *sqlx.DB, in *inbox.Inbox, ledger *postings.Ledger, now func() time.Time,
 	log *slog.Logger, m *metrics.Metrics) (*reconcile.Reconciler, error) {
 	if len(cfg.reconciliation) == 0 {
 		return nil, nil
@@ -30,7 +31,7 @@ func newReconciler(cfg serveConfig, db *sqlx.DB, inbox *webhook.Inbox, ledger *p
 	if err != nil {
 		return nil, err
 	}
-	return reconcile.New(reconcile.Options{DB: db, DatabaseURL: cfg.db.url, Inbox: inbox, Ledger: ledger, Hooks: cfg.endpoints,
+	return reconcile.New(reconcile.Options{DB: db, DatabaseURL: cfg.db.url, Inbox: in, Ledger: ledger, Hooks: webhook.InboxEndpoints(cfg.endpoints),
 		Endpoints: cfg.reconciliation, Getenv: cfg.getenv, Now: now, Log: log, Metrics: rm})
 }
 
@@ -150,8 +151,8 @@ func cliReconciler(cfg serveConfig, db *sqlx.DB, stderr io.Writer) (*reconcile.R
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ledger := postings.New(db, cal.WithGoLive(cfg.goLive)).WithLimit(cfg.maxAmount)
-	proc := webhook.NewProcessor(db, charges.NewApplier(db, ledger), log)
-	return newReconciler(cfg, db, webhook.NewInbox(db, proc), ledger, time.Now, log, nil)
+	proc := inbox.NewProcessor(db, charges.NewApplier(db, ledger), log)
+	return newReconciler(cfg, db, inbox.NewInbox(db, proc), ledger, time.Now, log, nil)
 }
 
 func newBar(stderr io.Writer, file string) *progressbar.ProgressBar {

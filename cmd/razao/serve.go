@@ -26,6 +26,7 @@ import (
 	"github.com/razao/razao/console"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/exports"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/httplog"
 	"github.com/razao/razao/internal/logsink"
 	"github.com/razao/razao/internal/reqid"
@@ -120,14 +121,14 @@ type server struct {
 	db       *sqlx.DB
 	log      *slog.Logger
 	http     *http.Server
-	worker   *webhook.Worker
+	worker   *inbox.Worker
 	hub      *events.Hub
 	notifier *events.Notifier
 	applier  *charges.Applier
 	exports  *exports.Scheduler    // nil without a schedule
 	recon    *reconcile.Reconciler // nil without a reconciliation section
-	inbox    *webhook.Inbox
-	proc     *webhook.Processor
+	inbox    *inbox.Inbox
+	proc     *inbox.Processor
 	certs    *certReloader    // nil: plain HTTP
 	poll     time.Duration    // how often certs checks its files
 	reload   <-chan os.Signal // SIGHUP: certs reloads
@@ -182,7 +183,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	applier := charges.NewApplier(db, ledger)
 	notifier := events.NewNotifier(db, logger)
 	m := metrics.New(db)
-	proc := webhook.NewProcessor(db, applier, logger)
+	proc := inbox.NewProcessor(db, applier, logger)
 	proc.OnCommit = notifier.Kick
 	proc.Metrics = m
 	s := &server{
@@ -208,8 +209,8 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	s.hub.MaxReaders = cfg.events.DBConnections
 	s.hub.MaxBytesPerSecond = cfg.events.MaxBytesPerSecond
 	m.EventStreams(s.hub.Wakes, s.hub.Reads, s.hub.PacedReads)
-	s.inbox = webhook.NewInbox(db, proc)
-	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, proc, now, logger)
+	s.inbox = inbox.NewInbox(db, proc)
+	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, now, logger)
 	hooks.Metrics = m
 	if s.recon, err = newReconciler(cfg, db, s.inbox, ledger, now, logger, m); err != nil {
 		db.Close()
@@ -247,8 +248,8 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 
 // newWorker is the replica's claim loops, ringing the other replicas'
 // doorbells through the database.
-func newWorker(proc *webhook.Processor, cfg serveConfig) *webhook.Worker {
-	w := webhook.NewWorker(proc, cfg.workerInterval)
+func newWorker(proc *inbox.Processor, cfg serveConfig) *inbox.Worker {
+	w := inbox.NewWorker(proc, cfg.workerInterval)
 	w.Listen(cfg.db.url)
 	return w
 }

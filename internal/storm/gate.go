@@ -7,8 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
-
-	"github.com/razao/razao/webhook"
+	"github.com/razao/razao/inbox"
 )
 
 // Gate holds the row locks of some charges from a connection of its own,
@@ -69,7 +68,7 @@ func (g *Gate) Held(ctx context.Context, db *sqlx.DB) (int, error) {
 func (g *Gate) Snoozed(ctx context.Context, db *sqlx.DB) (int, error) {
 	var n int
 	err := db.GetContext(ctx, &n, `SELECT count(*) FROM inbox WHERE charge_ref = ANY($1) AND status = 'pending' AND last_error = $2`,
-		pq.Array(g.ids), webhook.SnoozedError)
+		pq.Array(g.ids), inbox.SnoozedError)
 	return n, err
 }
 

@@ -11,8 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
-
-	"github.com/razao/razao/webhook"
+	"github.com/razao/razao/inbox"
 )
 
 // GracefulShutdown checks SIGTERM on every replica with deliveries in
@@ -213,9 +212,9 @@ func Stranded(ctx context.Context, db *sqlx.DB, ids []string) ([]string, error) 
 	var out []string
 	for _, r := range rows {
 		switch {
-		case r.Status == string(webhook.StatusProcessed), r.Status == string(webhook.StatusPending):
-		case r.Status == string(webhook.StatusParked) && r.Kind == "refunded" && r.PaymentPending:
-		case r.Status == string(webhook.StatusParked):
+		case r.Status == string(inbox.StatusProcessed), r.Status == string(inbox.StatusPending):
+		case r.Status == string(inbox.StatusParked) && r.Kind == "refunded" && r.PaymentPending:
+		case r.Status == string(inbox.StatusParked):
 			out = append(out, fmt.Sprintf("held %s %s (inbox %d) of charge %s is parked and no payment of its charge is pending to release it",
 				r.Kind, r.EventID, r.ID, r.Charge))
 		default:

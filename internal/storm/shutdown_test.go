@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/internal/storm"
 	"github.com/razao/razao/postings"
@@ -23,8 +24,8 @@ import (
 type held struct {
 	t     *testing.T
 	db    *sqlx.DB
-	proc  *webhook.Processor
-	inbox *webhook.Inbox
+	proc  *inbox.Processor
+	inbox *inbox.Inbox
 	ep    *webhook.Endpoint
 }
 
@@ -35,13 +36,13 @@ func newHeld(t *testing.T) *held {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc := webhook.NewProcessor(db, charges.NewApplier(db, postings.New(db, cal)), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	proc := inbox.NewProcessor(db, charges.NewApplier(db, postings.New(db, cal)), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ep, err := webhook.NewEndpoint(webhook.EndpointConfig{Name: "psp", Scheme: "standard", Merchant: "loja-1",
 		Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &held{t: t, db: db, proc: proc, inbox: webhook.NewInbox(db, proc), ep: ep}
+	h := &held{t: t, db: db, proc: proc, inbox: inbox.NewInbox(db, proc), ep: ep}
 	if _, _, err := charges.Register(context.Background(), db, charges.NewCharge{ID: "gate-1", Amount: 5000,
 		Partner: "partner-gate", CommissionBP: 1000, Access: "course:storm"}); err != nil {
 		t.Fatal(err)
@@ -51,7 +52,7 @@ func newHeld(t *testing.T) *held {
 
 func (h *held) store(ev scheme.Event) {
 	h.t.Helper()
-	if _, err := h.inbox.Store(context.Background(), h.ep, []scheme.Event{ev}, []byte(`{}`), []byte(`{}`)); err != nil {
+	if _, err := h.inbox.Store(context.Background(), &h.ep.Endpoint, []scheme.Event{ev}, []byte(`{}`), []byte(`{}`)); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -104,7 +105,7 @@ func TestRefundParkedBesideItsPendingPaymentIsNotStranded(t *testing.T) {
 	h.store(refund)
 	h.process()
 	h.store(payment)
-	if st := h.status("gate-refund"); st != string(webhook.StatusParked) {
+	if st := h.status("gate-refund"); st != string(inbox.StatusParked) {
 		t.Fatalf("refund claimed before its payment is %s, want parked", st)
 	}
 	if s := h.stranded(); len(s) != 0 {
@@ -115,7 +116,7 @@ func TestRefundParkedBesideItsPendingPaymentIsNotStranded(t *testing.T) {
 	h.process()
 	h.process()
 	for _, id := range []string{"gate-pay", "gate-refund"} {
-		if st := h.status(id); st != string(webhook.StatusProcessed) {
+		if st := h.status(id); st != string(inbox.StatusProcessed) {
 			t.Fatalf("%s is %s after a replica applied what was due, want processed", id, st)
 		}
 	}

@@ -8,7 +8,7 @@
 // tuples and autovacuum runs. -autovacuum default resets the inbox's
 // autovacuum settings to the server's, to compare with the migrations'.
 //
-// It runs razao's own webhook.Inbox, Processor and Worker in process, on a
+// It runs razao's own inbox.Inbox, Processor and Worker in process, on a
 // fresh database razao_backlog_<pid> on a loopback server, or on a
 // throwaway cluster of its own with -cluster (dropped at the end unless
 // -keep), through a database/sql connector that times the workers' claim
@@ -43,6 +43,7 @@ import (
 
 	"github.com/razao/razao"
 	"github.com/razao/razao/charges"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
@@ -72,7 +73,7 @@ func run() int {
 	steady := fs.Duration("steady", 10*time.Minute, fmt.Sprintf("steady stream after the drain (0 skips it; at most %v)", maxSteady))
 	rate := fs.Int("rate", 300, fmt.Sprintf("deliveries a second of the steady stream (at most %d)", maxRate))
 	sample := fs.Duration("sample", 30*time.Second, "report interval of the steady stream")
-	workers := fs.Int("workers", webhook.DefaultWorkers, "claim loops (the service's default)")
+	workers := fs.Int("workers", inbox.DefaultWorkers, "claim loops (the service's default)")
 	autovac := fs.String("autovacuum", "table", "table: the inbox's settings from the migrations; default: reset to the server's")
 	keep := fs.Bool("keep", false, "keep the database")
 	cluster := fs.Bool("cluster", false, "run on a throwaway PostgreSQL cluster of its own (scripts/localpg.sh: PostgreSQL's defaults, autovacuum on; fsync off) instead of -database-url")
@@ -195,8 +196,8 @@ type bench struct {
 	db    *sqlx.DB // the service's pool, its claims timed
 	plain *sqlx.DB // the tool's own reads
 	url   string
-	inbox *webhook.Inbox
-	proc  *webhook.Processor
+	inbox *inbox.Inbox
+	proc  *inbox.Processor
 	ep    *webhook.Endpoint
 	seq   atomic.Int64 // charges used so far
 	probe *sql.Conn    // holds the claim prepared, as a worker's connection does
@@ -322,8 +323,8 @@ func (b *bench) setUp(ctx context.Context) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b.proc = webhook.NewProcessor(b.db, charges.NewApplier(b.db, postings.New(b.db, cal)), log)
-	b.inbox = webhook.NewInbox(b.db, b.proc)
+	b.proc = inbox.NewProcessor(b.db, charges.NewApplier(b.db, postings.New(b.db, cal)), log)
+	b.inbox = inbox.NewInbox(b.db, b.proc)
 	b.ep, err = webhook.NewEndpoint(webhook.EndpointConfig{Name: "std", Scheme: "standard", Merchant: "loja-1",
 		Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}}, func(string) string { return "" })
 	return err
@@ -335,7 +336,7 @@ func (b *bench) store(ctx context.Context) error {
 	id := fmt.Sprintf("bl-%d", b.seq.Add(1))
 	ev := scheme.Event{Kind: scheme.KindPaid, Type: "charge.paid", EventID: "msg-" + id, ChargeID: id, Amount: 4990, HasAmount: true}
 	body := []byte(`{"type":"charge.paid","data":{"charge_id":"` + id + `","amount":4990}}`)
-	st, err := b.inbox.Store(ctx, b.ep, []scheme.Event{ev}, body, []byte(`{}`))
+	st, err := b.inbox.Store(ctx, &b.ep.Endpoint, []scheme.Event{ev}, body, []byte(`{}`))
 	if err != nil {
 		return err
 	}
@@ -375,7 +376,7 @@ func (b *bench) drain(ctx, svc context.Context, wg *sync.WaitGroup) error {
 	}
 	fmt.Printf("\nbacklog: %d deliveries stored in %.1fs (%.0f/s), workers paused\n", b.backlog, stored.Seconds(), float64(b.backlog)/stored.Seconds())
 
-	w := webhook.NewWorker(b.proc, time.Second)
+	w := inbox.NewWorker(b.proc, time.Second)
 	w.Workers = b.workers
 	w.Listen(b.url)
 	released := time.Now()

@@ -1,4 +1,4 @@
-package webhook_test
+package inbox_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 func TestStoredVerifiedDeliveryIsBookedByTheOnePath(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.charge("order-1", 4990, "partner-42", 1000)
+	e.Charge("order-1", 4990, "partner-42", 1000)
 	ep, err := webhook.NewEndpoint(defaultEndpoints[2], func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -22,14 +22,14 @@ func TestStoredVerifiedDeliveryIsBookedByTheOnePath(t *testing.T) {
 	ev := scheme.Event{Kind: scheme.KindPaid, Type: "charge.paid", EventID: "recon-1", ChargeID: "order-1",
 		Amount: 4990, HasAmount: true, OccurredAt: clock}
 	for i, wantDuplicate := range []bool{false, true} {
-		stored, err := e.inbox.Store(context.Background(), ep, []scheme.Event{ev}, []byte(`{"from":"statement"}`), []byte(`{}`))
+		stored, err := e.Inbox.Store(context.Background(), &ep.Endpoint, []scheme.Event{ev}, []byte(`{"from":"statement"}`), []byte(`{}`))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(stored) != 1 || stored[0].Duplicate != wantDuplicate {
 			t.Fatalf("store %d: %+v, want duplicate %v", i, stored, wantDuplicate)
 		}
-		e.drain()
+		e.Drain()
 	}
 	e.assertPaidOnce("order-1")
 }

@@ -1,4 +1,4 @@
-package webhook
+package inbox
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"strings"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -18,6 +16,18 @@ import (
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/webhook/scheme"
 )
+
+// Endpoint is what the inbox knows of the endpoint a delivery came
+// through: its name, the first part of every delivery's key; the
+// merchant whose charges its events may act on; its scheme, whose
+// payment references and checks apply; and the most events one delivery
+// may carry (a delivery with more is malformed).
+type Endpoint struct {
+	Name     string
+	Merchant string
+	MaxItems int
+	Scheme   scheme.Scheme
+}
 
 // Inbox stores authentic deliveries, each exactly once per delivery key,
 // due at once for the workers (see Worker), and answers after the commit.
@@ -36,7 +46,7 @@ type Inbox struct {
 func NewInbox(db *sqlx.DB, proc *Processor) *Inbox {
 	in := &Inbox{db: db, insertStmt: sqlstmt.New(db, insertSQL), insertSharedStmt: sqlstmt.New(db, insertSharedSQL),
 		redeliverStmt: sqlstmt.New(db, redeliverSQL), proc: proc}
-	in.group = batch.New(maxBatch, in.insertAll)
+	in.group = batch.New(MaxBatch, in.insertAll)
 	return in
 }
 
@@ -55,35 +65,6 @@ type Stored struct {
 	Key       string
 	Duplicate bool
 	Ignored   bool // stored for audit only: no charge reacts to it
-}
-
-// keptHeaders are the headers worth keeping for audit and reconciliation.
-// Anything that may carry a secret (X-Webhook-Secret, Authorization,
-// cookies, the query string) is left out on purpose.
-var keptHeaders = []string{"Content-Type", "User-Agent", "X-Hodle-Timestamp", "X-Hodle-Signature",
-	"X-Webhook-Signature", "Webhook-Id", "Webhook-Timestamp", "Webhook-Signature", "X-Request-Id"}
-
-// auditHeaders is the kept headers as a JSON object, written in the order
-// of keptHeaders (jsonb keeps its own order): on every delivery, marshalling
-// a map sorted its keys by reflection.
-func auditHeaders(h http.Header) []byte {
-	b := append(make([]byte, 0, 256), '{')
-	for _, name := range keptHeaders {
-		v := h.Get(name)
-		if v == "" {
-			continue
-		}
-		if len(v) > 512 {
-			v = v[:512]
-		}
-		// jsonb refuses a NUL: the audit copy marks it instead.
-		value, _ := json.Marshal(strings.ReplaceAll(v, "\x00", "\uFFFD"))
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = append(append(append(append(b, '"'), name...), `":`...), value...)
-	}
-	return append(b, '}')
 }
 
 // Key is (endpoint, event type, the PSP's stable event id): what makes
@@ -187,14 +168,18 @@ type putRequest struct {
 	repair []json.RawMessage
 }
 
-// maxBatch bounds the deliveries of one group commit, and of one
+// MaxBatch bounds the deliveries of one group commit, and of one
 // processing transaction.
-const maxBatch = 64
+const MaxBatch = 64
 
 // RunBatcher group-commits concurrent deliveries, with loops batches in
 // flight at once, until ctx ends; from then on each delivery is stored
 // alone. It runs once per Inbox.
 func (in *Inbox) RunBatcher(ctx context.Context, loops int) { in.group.Run(ctx, loops) }
+
+// Batching reports whether RunBatcher has started its batch loops: until
+// then each Store commits its delivery alone.
+func (in *Inbox) Batching() bool { return in.group.Started() }
 
 // insertAll stores a batch, follows up its redeliveries and rings the
 // workers' doorbell; its requests are answered once it returns.
@@ -242,28 +227,6 @@ func (r *putRequest) redelivers() bool {
 	}
 	return false
 }
-
-// redeliverSQL does, in one statement, what PSPs' redeliveries of stored
-// deliveries ask: one still pending is made due now (unless a worker holds
-// it: then it is being applied); one that gave up after its attempts (a
-// processing_failed divergence) is requeued, due now with its attempts
-// reset, and its divergence resolved (divergences.RequeueCTE); and it returns the stored events of
-// the applied payments among them, by key, whose grants are to be
-// re-ensured. It returns a row per delivery made due, with NULLs.
-var redeliverSQL = `
-	WITH found AS (
-		SELECT i.id, i.status, i.kind, i.event, i.endpoint, i.event_type, i.event_id FROM inbox i
-		JOIN unnest($1::text[], $2::text[], $3::text[]) AS k (ep, t, e)
-			ON i.endpoint = k.ep AND i.event_type = k.t AND i.event_id = k.e
-	), due AS (
-		UPDATE inbox SET next_attempt_at = now()
-		WHERE id IN (SELECT id FROM inbox WHERE id IN (SELECT id FROM found WHERE status = 'pending')
-			AND next_attempt_at > now() FOR UPDATE SKIP LOCKED)
-		RETURNING id
-	), ` + divergences.RequeueCTE(`SELECT id FROM found WHERE status = 'divergent'`) + `
-	SELECT endpoint, event_type, event_id, event FROM found WHERE status = 'processed' AND kind = 'paid'
-	UNION ALL SELECT NULL, NULL, NULL, NULL FROM due
-	UNION ALL SELECT NULL, NULL, NULL, NULL FROM requeued`
 
 // redeliver follows up the batch's redeliveries (see redeliverSQL), one
 // statement for all of them, and gives each request the grant repairs it
@@ -334,50 +297,6 @@ func (in *Inbox) insertBatch(ctx context.Context, batch []*putRequest) {
 	}
 }
 
-// insertSQL stores deliveries of one event each, each unless one with
-// its key is stored, with its body and audit headers in its row.
-const insertSQL = `
-	INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
-		event, body, headers, status, next_attempt_at)
-	SELECT k, ep, sc, me, t, i, kd, NULLIF(r, ''), e::jsonb, b, h::jsonb, s, now()
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-		$8::text[], $9::text[], $10::bytea[], $11::text[], $12::text[]) AS u (k, ep, sc, me, t, i, kd, r, e, b, h, s)
-	ON CONFLICT (endpoint, event_type, event_id) DO NOTHING
-	RETURNING id, endpoint, event_type, event_id`
-
-// insertSharedSQL is insertSQL for a batch where some deliveries carry
-// several events: a bcb-pix callback makes an inbox row per Pix and per
-// devolução, and each row kept the whole callback (2,200 rows each with
-// the callback's 254 KB were 560 MB, and a 503). Such a delivery stores
-// its body and audit headers once, in inbox_bodies, and its rows refer to
-// that row ($13 gives each entry's body, 0 for one inline). A shared body
-// none of whose events is new (a redelivery) is not kept. Its id is drawn
-// before the rows are written so that they can refer to it in the same
-// statement; the foreign key is checked at the statement's end, once both
-// are written. The body id is a scalar subquery, not a join, so that rows
-// are inserted in the order given: of several entries with one key, the
-// first is stored. Batches of single events, the common case, keep to
-// insertSQL, which is cheaper.
-const insertSharedSQL = `
-	WITH bodies AS (
-		SELECT nextval(pg_get_serial_sequence('inbox_bodies', 'id')) AS id, b, h, n
-		FROM unnest($14::bytea[], $15::text[]) WITH ORDINALITY AS u (b, h, n)
-	), stored AS (
-		INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
-			event, body, headers, body_id, status, next_attempt_at)
-		SELECT k, ep, sc, me, t, i, kd, NULLIF(r, ''), e::jsonb, CASE WHEN bn = 0 THEN b END, h::jsonb,
-			(SELECT id FROM bodies WHERE n = u.bn), s, now()
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-			$8::text[], $9::text[], $10::bytea[], $11::text[], $12::text[], $13::bigint[])
-			AS u (k, ep, sc, me, t, i, kd, r, e, b, h, s, bn)
-		ON CONFLICT (endpoint, event_type, event_id) DO NOTHING
-		RETURNING id, endpoint, event_type, event_id, body_id
-	), kept AS (
-		INSERT INTO inbox_bodies (id, body, headers)
-		SELECT id, b, h::jsonb FROM bodies WHERE id IN (SELECT body_id FROM stored)
-	)
-	SELECT id, endpoint, event_type, event_id FROM stored`
-
 // insert writes the entries of every request in one statement in
 // autocommit: one round trip, one commit. The rows are read to the end
 // (ReadyForQuery, after COMMIT) before anyone is told they are stored.
@@ -444,6 +363,20 @@ func (in *Inbox) insert(ctx context.Context, batch []*putRequest) error {
 	return nil
 }
 
+// StoreMalformed keeps an authentic delivery through ep whose payload
+// could not be read or was refused (see Check), with a malformed
+// divergence for finance, so that the PSP can stop retrying: keyed by
+// deliveryID (the scheme's id of the delivery; its body's hash without
+// one), a second copy being a duplicate. It returns once the delivery is
+// committed.
+func (in *Inbox) StoreMalformed(ctx context.Context, ep *Endpoint, deliveryID string, body, headers []byte, cause error) (Stored, error) {
+	s, err := in.putMalformed(ctx, ep, deliveryID, body, headers, cause)
+	if err == nil {
+		in.proc.committed() // a divergence.opened event
+	}
+	return s, err
+}
+
 // putMalformed keeps an authentic delivery whose payload could not be
 // read, with a divergence for finance, so the PSP can stop retrying.
 func (in *Inbox) putMalformed(ctx context.Context, ep *Endpoint, deliveryID string, body, headers []byte, cause error) (Stored, error) {
@@ -461,10 +394,7 @@ func (in *Inbox) putMalformed(ctx context.Context, ep *Endpoint, deliveryID stri
 	}
 	defer tx.Rollback()
 	var id int64
-	err = tx.GetContext(ctx, &id, `
-		INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body, headers, status, last_error, processed_at)
-		VALUES ($1, $2, $3, $4, 'malformed', $5, 'malformed', '{}', $6, $7, 'divergent', $8, now())
-		ON CONFLICT (endpoint, event_type, event_id) DO NOTHING RETURNING id`,
+	err = tx.GetContext(ctx, &id, insertMalformedSQL,
 		key.String(), ep.Name, ep.Scheme.Name(), ep.Merchant, deliveryID, body, string(headers), cause.Error())
 	if err != nil {
 		if isNoRows(err) {

@@ -1,4 +1,4 @@
-package webhook_test
+package inbox_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // assertPaidOnce checks the exact effect of one confirmation of a 4990
 // charge with a 10% commission to partner-42.
 func (e *env) assertPaidOnce(charge string) {
-	e.t.Helper()
+	e.T.Helper()
 	for _, c := range []struct {
 		what  string
 		query string
@@ -25,12 +25,12 @@ func (e *env) assertPaidOnce(charge string) {
 		{"charge.paid event", `SELECT count(*) FROM outbox WHERE topic = 'charge.paid' AND charge_id = $1`},
 		{"access.granted event", `SELECT count(*) FROM outbox WHERE topic = 'access.granted' AND charge_id = $1`},
 	} {
-		if n := e.count(c.query, charge); n != 1 {
-			e.t.Errorf("%d %s for %s, want exactly 1", n, c.what, charge)
+		if n := e.Count(c.query, charge); n != 1 {
+			e.T.Errorf("%d %s for %s, want exactly 1", n, c.what, charge)
 		}
 	}
 	payable, _ := accounts.PartnerPayable("partner-42")
-	e.wantBalances(map[string]int64{accounts.Cash: 4990, accounts.Revenue: -4990, accounts.CommissionExpense: 499, payable: -499})
+	e.WantBalances(map[string]int64{accounts.Cash: 4990, accounts.Revenue: -4990, accounts.CommissionExpense: 499, payable: -499})
 }
 
 // The gate: a separate connection holds the charge's row lock while n
@@ -56,10 +56,10 @@ func TestGateConcurrentConfirmationsApplyOnce(t *testing.T) {
 func gateConcurrentConfirmations(t *testing.T, n int, sameID, batched bool) {
 	e := newEnv(t)
 	if batched {
-		e.groupCommit()
+		e.GroupCommit()
 	}
-	e.charge("order-1", 4990, "partner-42", 1000)
-	gate := e.holdCharge("order-1")
+	e.Charge("order-1", 4990, "partner-42", 1000)
+	gate := e.HoldCharge("order-1")
 
 	replies := make([]reply, n)
 	var wg sync.WaitGroup
@@ -71,7 +71,7 @@ func gateConcurrentConfirmations(t *testing.T, n int, sameID, batched bool) {
 			if !sameID {
 				msgID = fmt.Sprintf("msg-%d", i)
 			}
-			replies[i] = e.postStandard(msgID, "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990})
+			replies[i] = e.PostStandard(msgID, "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990})
 		}()
 	}
 	// With one event id, one delivery is stored and waits on the charge;
@@ -81,13 +81,13 @@ func gateConcurrentConfirmations(t *testing.T, n int, sameID, batched bool) {
 		stored = 1
 	}
 	wg.Wait()             // answered with the charge still locked
-	e.waitSnoozed(stored) // each claimed, and snoozed: its charge is held
-	if e.count(`SELECT count(*) FROM posting_sets`) != 0 {
+	e.WaitSnoozed(stored) // each claimed, and snoozed: its charge is held
+	if e.Count(`SELECT count(*) FROM posting_sets`) != 0 {
 		t.Fatal("a sale was written while the charge was locked")
 	}
 	gate.Rollback()
 	wg.Wait()
-	e.settled()
+	e.Settled()
 	statuses := map[string]int{}
 	for i, r := range replies {
 		if r.Code != 200 {
@@ -101,13 +101,13 @@ func gateConcurrentConfirmations(t *testing.T, n int, sameID, batched bool) {
 	e.assertPaidOnce("order-1")
 	// Under other webhook-ids they are other notifications of a payment:
 	// one pays, each of the others is a second payment for finance.
-	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'processed'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE status = 'processed'`); n != 1 {
 		t.Fatalf("%d deliveries processed, want 1", n)
 	}
-	if n := e.count(`SELECT count(*) FROM divergences WHERE reason = 'second_payment'`); n != int64(stored-1) {
+	if n := e.Count(`SELECT count(*) FROM divergences WHERE reason = 'second_payment'`); n != int64(stored-1) {
 		t.Fatalf("%d second payments, want %d", n, stored-1)
 	}
-	if n := e.count(`SELECT count(*) FROM inbox WHERE status NOT IN ('processed', 'divergent')`); n != 0 {
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE status NOT IN ('processed', 'divergent')`); n != 0 {
 		t.Fatalf("%d deliveries neither processed nor divergent", n)
 	}
 }
@@ -124,40 +124,40 @@ func TestCrashAfterSaleLeavesNothingThenRedeliveryAppliesOnce(t *testing.T) {
 
 func crashAfterSale(t *testing.T, batched bool) {
 	e := newEnv(t)
-	e.charge("order-1", 4990, "partner-42", 1000)
-	crash := e.failAfterSale("simulated crash after the sale")
+	e.Charge("order-1", 4990, "partner-42", 1000)
+	crash := e.FailAfterSale("simulated crash after the sale")
 	if batched {
-		e.groupCommit()
+		e.GroupCommit()
 	}
 	body := hodlePaid("track-1", "order-1", "49.90")
-	if r := e.postHodle(body); r.Code != 200 || r.Body.Status != "accepted" {
+	if r := e.PostHodle(body); r.Code != 200 || r.Body.Status != "accepted" {
 		t.Fatalf("first delivery: %d %+v (stored, so 200)", r.Code, r.Body)
 	}
-	e.eventually("the failed attempt recorded", `SELECT count(*) FROM inbox WHERE attempts = 1 AND last_error <> ''`, 1)
+	e.Eventually("the failed attempt recorded", `SELECT count(*) FROM inbox WHERE attempts = 1 AND last_error <> ''`, 1)
 	for _, table := range []string{"posting_sets", "postings", "access_grants", "outbox"} {
-		if n := e.count(`SELECT count(*) FROM ` + table); n != 0 {
+		if n := e.Count(`SELECT count(*) FROM ` + table); n != 0 {
 			t.Errorf("%d rows in %s after the crash, want 0", n, table)
 		}
 	}
 
 	crash.Store(false)
-	if r := e.postHodle(body); r.Code != 200 || r.Body.Status != "duplicate" {
+	if r := e.PostHodle(body); r.Code != 200 || r.Body.Status != "duplicate" {
 		t.Fatalf("redelivery: %d %+v", r.Code, r.Body)
 	}
-	e.eventually("the redelivery applied", `SELECT count(*) FROM inbox WHERE status = 'processed'`, 1)
+	e.Eventually("the redelivery applied", `SELECT count(*) FROM inbox WHERE status = 'processed'`, 1)
 	e.assertPaidOnce("order-1")
 
 	// Repair: the grant is not ledger data; losing it must be repairable
 	// by a redelivery without crediting the commission again. The repair
 	// is done before the answer: answered, the PSP will not ask again.
-	e.db.MustExec(`DELETE FROM access_grants`)
-	if r := e.postHodle(body); r.Code != 200 {
+	e.DB.MustExec(`DELETE FROM access_grants`)
+	if r := e.PostHodle(body); r.Code != 200 {
 		t.Fatalf("repair redelivery: %d", r.Code)
 	}
-	if n := e.count(`SELECT count(*) FROM access_grants WHERE charge_id = 'order-1'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM access_grants WHERE charge_id = 'order-1'`); n != 1 {
 		t.Fatalf("grant not repaired: %d", n)
 	}
-	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'commission'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM posting_sets WHERE kind = 'commission'`); n != 1 {
 		t.Fatalf("%d commissions after repair, want 1", n)
 	}
 }
@@ -169,10 +169,10 @@ func crashAfterSale(t *testing.T, batched bool) {
 func TestGroupCommitKeepsExactlyOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.groupCommit()
+	e.GroupCommit()
 	const charges, copies = 20, 5
 	for i := 0; i < charges; i++ {
-		e.charge(fmt.Sprintf("order-%d", i), 4990, "partner-42", 1000)
+		e.Charge(fmt.Sprintf("order-%d", i), 4990, "partner-42", 1000)
 	}
 	replies := make([]reply, charges*copies)
 	var wg sync.WaitGroup
@@ -183,15 +183,15 @@ func TestGroupCommitKeepsExactlyOnce(t *testing.T) {
 			defer wg.Done()
 			<-start
 			id := fmt.Sprintf("order-%d", i%charges)
-			replies[i] = e.postStandard("msg-"+id, "charge.paid", map[string]any{"charge_id": id, "amount": 4990})
+			replies[i] = e.PostStandard("msg-"+id, "charge.paid", map[string]any{"charge_id": id, "amount": 4990})
 		}()
 	}
 	close(start)
 	wg.Wait()
-	e.settled()
+	e.Settled()
 	// The group commits were processed as batches: some transaction
 	// wrote the sales of several charges.
-	if n := e.count(`SELECT count(DISTINCT created_xid) FROM posting_sets WHERE kind = 'sale'`); n >= charges {
+	if n := e.Count(`SELECT count(DISTINCT created_xid) FROM posting_sets WHERE kind = 'sale'`); n >= charges {
 		t.Errorf("%d transactions wrote %d sales: no batch held two", n, charges)
 	}
 	statuses := map[string]int{}
@@ -204,13 +204,13 @@ func TestGroupCommitKeepsExactlyOnce(t *testing.T) {
 	if statuses["accepted"] != charges || statuses["duplicate"] != charges*(copies-1) {
 		t.Fatalf("statuses %v, want %d accepted and %d duplicate", statuses, charges, charges*(copies-1))
 	}
-	if n := e.count(`SELECT count(*) FROM inbox`); n != charges {
+	if n := e.Count(`SELECT count(*) FROM inbox`); n != charges {
 		t.Fatalf("%d inbox rows, want %d", n, charges)
 	}
-	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'sale'`); n != charges {
+	if n := e.Count(`SELECT count(*) FROM posting_sets WHERE kind = 'sale'`); n != charges {
 		t.Fatalf("%d sales, want %d", n, charges)
 	}
-	if n := e.count(`SELECT count(*) FROM inbox WHERE status <> 'processed'`); n != 0 {
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE status <> 'processed'`); n != 0 {
 		t.Fatalf("%d deliveries not processed", n)
 	}
 }
@@ -221,17 +221,17 @@ func TestGroupCommitKeepsExactlyOnce(t *testing.T) {
 func TestDuplicateStormOfAppliedPaymentDrainsWithASmallPool(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.db.SetMaxOpenConns(4)
-	e.charge("order-1", 4990, "partner-42", 1000)
+	e.DB.SetMaxOpenConns(4)
+	e.Charge("order-1", 4990, "partner-42", 1000)
 	body := hodlePaid("track-1", "order-1", "49.90")
-	e.postHodle(body)
+	e.PostHodle(body)
 	const n = 100
 	replies := make([]reply, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range replies {
 		wg.Add(1)
-		go func() { defer wg.Done(); <-start; replies[i] = e.postHodle(body) }()
+		go func() { defer wg.Done(); <-start; replies[i] = e.PostHodle(body) }()
 	}
 	close(start)
 	done := make(chan struct{})
@@ -256,9 +256,9 @@ func TestDuplicateStormOfAppliedPaymentDrainsWithASmallPool(t *testing.T) {
 func TestPSPHangingUpMidBatchLosesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.groupCommit()
-	e.charge("order-1", 4990, "partner-42", 1000)
-	holder := e.db.MustBegin()
+	e.GroupCommit()
+	e.Charge("order-1", 4990, "partner-42", 1000)
+	holder := e.DB.MustBegin()
 	holder.MustExec(`INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body)
 		VALUES ('std|charge.paid|msg-1', 'std', 'standard', 'loja-1', 'charge.paid', 'msg-1', 'paid', '{}', '')`)
 
@@ -267,9 +267,9 @@ func TestPSPHangingUpMidBatchLosesNothing(t *testing.T) {
 	ctx, hangUp := context.WithCancel(context.Background())
 	answered := make(chan reply, 1)
 	go func() {
-		answered <- e.doContext(ctx, "POST", "/webhooks/std", standardHeaders("msg-1", clock.Unix(), body), body)
+		answered <- e.DoContext(ctx, "POST", "/webhooks/std", standardHeaders("msg-1", clock.Unix(), body), body)
 	}()
-	e.waitHeld(0, 1) // the batch's INSERT waits on the holder's key
+	e.WaitHeld(0, 1) // the batch's INSERT waits on the holder's key
 	hangUp()
 	if r := <-answered; r.Code != 503 {
 		t.Fatalf("the PSP that hung up was answered %d %+v, want 503", r.Code, r.Body)
@@ -277,14 +277,14 @@ func TestPSPHangingUpMidBatchLosesNothing(t *testing.T) {
 	holder.Rollback()
 
 	deadline := time.Now().Add(30 * time.Second) // a safety net
-	for e.count(`SELECT count(*) FROM inbox WHERE status = 'processed'`) == 0 {
+	for e.Count(`SELECT count(*) FROM inbox WHERE status = 'processed'`) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the held batch never applied the delivery")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	e.assertPaidOnce("order-1")
-	if r := e.post("/webhooks/std", standardHeaders("msg-1", clock.Unix(), body), body); r.Code != 200 || r.Body.Status != "duplicate" {
+	if r := e.Post("/webhooks/std", standardHeaders("msg-1", clock.Unix(), body), body); r.Code != 200 || r.Body.Status != "duplicate" {
 		t.Fatalf("redelivery: %d %+v, want 200 duplicate", r.Code, r.Body)
 	}
 	e.assertPaidOnce("order-1")
@@ -304,33 +304,33 @@ func TestPSPHangingUpMidBatchLosesNothing(t *testing.T) {
 func TestFailedRedeliveryFollowUpIsNot2xx(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.groupCommit()
-	e.charge("order-1", 4990, "partner-42", 1000)
+	e.GroupCommit()
+	e.Charge("order-1", 4990, "partner-42", 1000)
 	body := hodlePaid("track-1", "order-1", "49.90")
-	if r := e.postHodle(body); r.Code != 200 || r.Body.Status != "accepted" {
+	if r := e.PostHodle(body); r.Code != 200 || r.Body.Status != "accepted" {
 		t.Fatalf("delivery: %d %+v", r.Code, r.Body)
 	}
-	e.eventually("the payment applied", `SELECT count(*) FROM inbox WHERE status = 'processed'`, 1)
-	e.db.MustExec(`DELETE FROM access_grants`)
+	e.Eventually("the payment applied", `SELECT count(*) FROM inbox WHERE status = 'processed'`, 1)
+	e.DB.MustExec(`DELETE FROM access_grants`)
 
 	// Another replica of the same service, whose processor gives up soon.
-	stuck := newEnvWithDB(t, e.db, e.url)
-	stuck.proc.Timeout = 300 * time.Millisecond
-	stuck.groupCommit()
-	lock := e.db.MustBegin()
+	stuck := newEnvWithDB(t, e.DB, e.URL)
+	stuck.Proc.Timeout = 300 * time.Millisecond
+	stuck.GroupCommit()
+	lock := e.DB.MustBegin()
 	lock.MustExec(`LOCK TABLE access_grants IN ACCESS EXCLUSIVE MODE`)
-	r := stuck.postHodle(body)
+	r := stuck.PostHodle(body)
 	lock.Rollback()
 	if r.Code != 503 {
 		t.Fatalf("redelivery whose grant repair failed: %d %+v, want 503", r.Code, r.Body)
 	}
-	if r := e.postHodle(body); r.Code != 200 || r.Body.Status != "duplicate" {
+	if r := e.PostHodle(body); r.Code != 200 || r.Body.Status != "duplicate" {
 		t.Fatalf("next redelivery: %d %+v", r.Code, r.Body)
 	}
-	if n := e.count(`SELECT count(*) FROM access_grants WHERE charge_id = 'order-1'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM access_grants WHERE charge_id = 'order-1'`); n != 1 {
 		t.Fatalf("grant not repaired: %d", n)
 	}
-	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'commission'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM posting_sets WHERE kind = 'commission'`); n != 1 {
 		t.Fatalf("%d commissions after the repair, want 1", n)
 	}
 }

@@ -1,4 +1,4 @@
-package webhook
+package inbox
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -90,21 +89,6 @@ const SnoozedError = "snoozed: its charge was held by another transaction"
 // its bell when the time is up. Short, because the holder is usually
 // another batch, done within milliseconds.
 const snoozeFor = 50 * time.Millisecond
-
-// claimDueSQL claims the deliveries due now, in the order of the partial
-// index ix_inbox_due exactly (status = 'pending', by next_attempt_at), so
-// that the claim reads a batch's worth of index entries however long the
-// backlog, and skips the rows other workers hold.
-const claimDueSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
-	WHERE status = 'pending' AND next_attempt_at <= now()
-	ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED`
-
-// claimIDsSQL claims the pending deliveries among ids, due or not: a
-// batch that failed is tried again a delivery at a time. "status || ”"
-// keeps the planner on the primary key: with "status = 'pending'" it may
-// pick the partial index and read the whole backlog to find a few ids.
-const claimIDsSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
-	WHERE id = ANY($1) AND status || '' = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`
 
 // claim runs one of the claim statements in tx.
 type claim func(ctx context.Context, tx *sqlx.Tx) ([]inboxRow, error)
@@ -203,7 +187,7 @@ func (p *Processor) repairGrant(ctx context.Context, raw json.RawMessage) error 
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return fmt.Errorf("repair grant: decode: %w", err)
 	}
-	if missing, err := p.grantMissing(ctx, ev); err != nil || !missing {
+	if missing, err := charges.GrantMissing(ctx, p.db, ev.ChargeID, ev.PSPRef); err != nil || !missing {
 		return err
 	}
 	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
@@ -237,10 +221,7 @@ func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error
 		ID  int64  `db:"id"`
 		Ref string `db:"charge_ref"`
 	}
-	err = tx.SelectContext(ctx, &expired, `UPDATE inbox SET status = 'divergent', processed_at = now()
-		WHERE id IN (SELECT id FROM inbox WHERE status = 'parked' AND received_at < now() - $1 * interval '1 second'
-			ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED)
-		RETURNING id, coalesce(charge_ref, '') AS charge_ref`, limit.Seconds())
+	err = tx.SelectContext(ctx, &expired, expireParkedSQL, limit.Seconds())
 	if err != nil {
 		return fmt.Errorf("expire parked refunds: %w", err)
 	}
@@ -272,18 +253,6 @@ func (p *Processor) Requeue(ctx context.Context, id int64, note string, now time
 	// it now rather than at their next poll.
 	p.announce(ctx)
 	return d, nil
-}
-
-// grantMissing reports whether the paid charge a delivery names lacks its
-// grant: a plain read, so a storm of duplicates of a processed payment
-// does not queue on the charge's row lock only to find the grant there.
-func (p *Processor) grantMissing(ctx context.Context, ev scheme.Event) (bool, error) {
-	var missing bool
-	err := p.db.GetContext(ctx, &missing, `SELECT EXISTS (
-		SELECT 1 FROM charges c WHERE (c.id = $1 OR ($1 = '' AND c.psp_ref = NULLIF($2, '')))
-		  AND c.state IN ('paid', 'partially_refunded', 'refunded')
-		  AND NOT EXISTS (SELECT 1 FROM access_grants g WHERE g.charge_id = c.id))`, ev.ChargeID, ev.PSPRef)
-	return missing, err
 }
 
 // txResult is what a processing transaction leaves its caller to do.
@@ -565,29 +534,6 @@ func outcomeEvents(ctx context.Context, tx *sqlx.Tx, decided []*delivery) ([]eve
 	return drafts, nil
 }
 
-// finishSQL appends the deliveries' events, marks the deliveries with
-// their final status, snoozes the ones whose charge was held elsewhere and
-// makes the refunds parked before the given payments due again. The rows
-// it marks are not the rows it releases: a delivery being marked was
-// pending in the statement's snapshot, and one it parks waits for a
-// payment not given.
-var finishSQL = `
-	WITH appended AS (` + events.AppendSQL(5) + `
-	), done AS (
-		UPDATE inbox i SET status = u.status, processed_at = now(), attempts = i.attempts + 1
-		FROM unnest($1::bigint[], $2::text[]) AS u (id, status) WHERE i.id = u.id
-	), snoozed AS (
-		UPDATE inbox SET next_attempt_at = now() + ` + fmt.Sprintf("interval '%d milliseconds'", snoozeFor.Milliseconds()) + `,
-			last_error = '` + SnoozedError + `'
-		WHERE id = ANY($4)
-	), released AS (
-		UPDATE inbox SET status = 'pending', next_attempt_at = now()
-		WHERE status = 'parked' AND charge_ref IN (
-			SELECT unnest(ARRAY[c.id, c.psp_ref]) FROM charges c WHERE c.id = ANY($3))
-		RETURNING 1
-	)
-	SELECT count(*) FROM released`
-
 // finish appends the events, marks every delivery with its final status,
 // snoozes the busy ones and releases the refunds parked before the
 // payments they booked, in one statement. It returns how many it released.
@@ -634,9 +580,7 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 	}
 	defer tx.Rollback()
 	var attempts int
-	err = tx.GetContext(ctx, &attempts, `UPDATE inbox SET attempts = attempts + 1, last_error = left($2, 2000),
-		next_attempt_at = now() + least(600, power(2, least(attempts, 10))) * (0.5 + random() / 2) * interval '1 second'
-		WHERE id = $1 AND status = 'pending' RETURNING attempts`, id, cause.Error())
+	err = tx.GetContext(ctx, &attempts, recordFailureSQL, id, cause.Error())
 	if isNoRows(err) {
 		return nil
 	}
@@ -644,7 +588,7 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 		return err
 	}
 	if attempts >= p.MaxAttempts {
-		if _, err := tx.ExecContext(ctx, `UPDATE inbox SET status = 'divergent', processed_at = now() WHERE id = $1`, id); err != nil {
+		if _, err := tx.ExecContext(ctx, giveUpSQL, id); err != nil {
 			return err
 		}
 		if err := divergences.OpenForDelivery(ctx, tx, divergences.Delivery{InboxID: id, Reason: divergences.ReasonProcessingFailed,
@@ -661,64 +605,3 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
-
-// unbookableDivergence is the divergence of an event razao read but cannot
-// book (scheme.KindUnbookable), with what the PSP said of it; the ledger's
-// side is added before it is opened (addLedgerSides).
-func unbookableDivergence(inboxID int64, ev scheme.Event) *divergences.Delivery {
-	reason, detail := divergences.ReasonMalformed, "an event razao cannot book ("+ev.Type+")"
-	if ev.Problem != nil {
-		reason, detail = divergences.Reason(ev.Problem.Reason), ev.Problem.Detail
-	}
-	if !slices.Contains(divergences.Reasons, reason) {
-		// A reason of a newer scheme than this database knows.
-		reason = divergences.ReasonMalformed
-	}
-	side := &divergences.StatementSide{PSPID: ev.PSPRef, ChargeRef: ev.ChargeID, RefundID: ev.RefundID}
-	if ev.HasAmount {
-		side.Amount = ev.Amount
-	}
-	return &divergences.Delivery{InboxID: inboxID, ChargeID: ev.ChargeID, Reason: reason, Detail: detail, PSP: side}
-}
-
-// ledgerSidesSQL is, for each unbookable event ($1 its charge id, $2 its
-// payment reference for a charge it names only by that, $3 its refund id),
-// what the ledger booked of it: the refund under that id, or, for a
-// payment, the charge's sale.
-const ledgerSidesSQL = `
-	SELECT u.n, coalesce(s.refund_id, '') AS refund_id, s.amount
-	FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u (c, p, r, n)
-	JOIN LATERAL (SELECT id FROM charges WHERE (u.c <> '' AND id = u.c) OR (u.c = '' AND u.p <> '' AND paid_ref = u.p) LIMIT 1) ch ON true
-	JOIN posting_sets s ON s.charge_id = ch.id
-		AND CASE WHEN u.r = '' THEN s.kind = 'sale' ELSE s.kind = 'refund' AND s.refund_id = u.r END`
-
-// addLedgerSides sets on the divergences of unbookable events what the
-// ledger has of them, in one statement.
-func addLedgerSides(ctx context.Context, tx *sqlx.Tx, decided []*delivery) error {
-	var which []*delivery
-	var chargeIDs, refs, refunds []string
-	for _, d := range decided {
-		if d.div == nil || d.ev.Kind != scheme.KindUnbookable {
-			continue
-		}
-		which = append(which, d)
-		chargeIDs, refunds = append(chargeIDs, d.ev.ChargeID), append(refunds, d.ev.RefundID)
-		refs = append(refs, paymentRef(d.Scheme, scheme.Event{Kind: scheme.KindPaid, PSPRef: d.ev.PSPRef, EventID: d.ev.EventID}))
-	}
-	if len(which) == 0 {
-		return nil
-	}
-	var rows []struct {
-		N        int64  `db:"n"`
-		RefundID string `db:"refund_id"`
-		Amount   int64  `db:"amount"`
-	}
-	if err := tx.SelectContext(ctx, &rows, ledgerSidesSQL, pgarray.Text(chargeIDs), pgarray.Text(refs), pgarray.Text(refunds)); err != nil {
-		return fmt.Errorf("the ledger's side of %d unbookable events: %w", len(which), err)
-	}
-	for _, r := range rows {
-		amount := r.Amount
-		which[r.N-1].div.Ledger = &divergences.LedgerSide{RefundID: r.RefundID, Amount: &amount}
-	}
-	return nil
-}

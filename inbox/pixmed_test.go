@@ -1,4 +1,4 @@
-package webhook_test
+package inbox_test
 
 import (
 	"context"
@@ -24,17 +24,17 @@ func TestPixMEDReturnIsBookedApartFromTheMerchantsRefund(t *testing.T) {
 	     "horario":{"solicitacao":"2026-09-10T14:00:00Z","liquidacao":"2026-09-10T14:00:05Z"},"status":"DEVOLVIDO"},
 	    {"id":"000MED222","rtrId":"D12345678202009091000abcdeMED222","valor":"20.00","natureza":"MED_OPERACIONAL",
 	     "horario":{"solicitacao":"2026-09-11T14:00:00Z","liquidacao":"2026-09-11T14:00:05Z"},"status":"DEVOLVIDO"}]}]}`
-	if r := e.postPix("pix", []byte(body)); r.Code != 200 || r.Body.Status != "accepted" {
+	if r := e.PostPix("pix", []byte(body)); r.Code != 200 || r.Body.Status != "accepted" {
 		t.Fatalf("callback: %d %+v", r.Code, r.Body)
 	}
-	e.settled()
-	e.wantBalances(map[string]int64{"assets:cash": 10000 - 1000 - 2000, "income:revenue": -10000 + 1000, "expenses:med-returns": 2000})
+	e.Settled()
+	e.WantBalances(map[string]int64{"assets:cash": 10000 - 1000 - 2000, "income:revenue": -10000 + 1000, "expenses:med-returns": 2000})
 	var refunds []struct {
 		RefundID string `db:"refund_id"`
 		ReturnID string `db:"return_id"`
 		Nature   string `db:"refund_nature"`
 	}
-	if err := e.db.Select(&refunds, `SELECT refund_id, return_id, refund_nature FROM posting_sets WHERE kind = 'refund' ORDER BY refund_id`); err != nil {
+	if err := e.DB.Select(&refunds, `SELECT refund_id, return_id, refund_nature FROM posting_sets WHERE kind = 'refund' ORDER BY refund_id`); err != nil {
 		t.Fatal(err)
 	}
 	if len(refunds) != 2 || refunds[0] != (struct {
@@ -47,7 +47,7 @@ func TestPixMEDReturnIsBookedApartFromTheMerchantsRefund(t *testing.T) {
 
 	ctx := context.Background()
 	m := postings.Month{Year: 2026, Month: time.September}
-	tb, err := reports.TrialBalance(ctx, e.db, m)
+	tb, err := reports.TrialBalance(ctx, e.DB, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestPixMEDReturnIsBookedApartFromTheMerchantsRefund(t *testing.T) {
 	if !found {
 		t.Fatalf("trial balance has no MED line of 2000: %+v", tb.Lines)
 	}
-	inc, err := reports.IncomeStatement(ctx, e.db, m)
+	inc, err := reports.IncomeStatement(ctx, e.DB, m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package webhook
+package inbox
 
 import (
 	"context"
@@ -17,14 +17,6 @@ import (
 // keyed by its key and its figures (conflictKey: the same conflicting
 // delivery sent again is a duplicate of it), set aside at once with a
 // divergence stating both amounts; the stored delivery is left as it is.
-
-// storedFiguresSQL reads, by key, the figures of stored deliveries.
-const storedFiguresSQL = `
-	SELECT i.endpoint, i.event_type, i.event_id, i.id,
-		coalesce((i.event->>'Amount')::bigint, 0) AS amount, coalesce((i.event->>'HasAmount')::boolean, false) AS has_amount,
-		coalesce((i.event->>'Fee')::bigint, 0) AS fee, coalesce((i.event->>'HasFee')::boolean, false) AS has_fee
-	FROM inbox i JOIN unnest($1::text[], $2::text[], $3::text[]) AS k (ep, t, e)
-		ON i.endpoint = k.ep AND i.event_type = k.t AND i.event_id = k.e`
 
 // storedFigures is what storedFiguresSQL reads of one delivery.
 type storedFigures struct {
@@ -136,11 +128,7 @@ func (in *Inbox) keepConflicts(ctx context.Context, batch []*putRequest, eps, ty
 	kept := map[int64]int{} // inbox id → its conflict
 	for n, c := range cs {
 		var id int64
-		err := tx.GetContext(ctx, &id, `
-			INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref, event, body, headers,
-				status, processed_at)
-			VALUES ($1, $2, $3, $4, $5, $6, 'unbookable', NULLIF($7, ''), $8::jsonb, $9, $10::jsonb, 'divergent', now())
-			ON CONFLICT (endpoint, event_type, event_id) DO NOTHING RETURNING id`,
+		err := tx.GetContext(ctx, &id, insertConflictSQL,
 			c.key.String(), c.key.Endpoint, c.r.ep.Scheme.Name(), c.r.ep.Merchant, c.key.EventType, c.key.EventID,
 			c.entry.chargeRef, string(c.entry.event), c.r.body, string(c.r.headers))
 		if isNoRows(err) {

@@ -1,4 +1,4 @@
-package webhook_test
+package inbox_test
 
 import (
 	"context"
@@ -29,35 +29,35 @@ const trocoParts = `{"original":{"valor":"80.00"},"troco":{"valor":"20.00","moda
 
 // wantVerified runs razao verify over the test's ledger.
 func (e *env) wantVerified() {
-	e.t.Helper()
-	r, err := verify.Run(context.Background(), e.db)
+	e.T.Helper()
+	r, err := verify.Run(context.Background(), e.DB)
 	if err != nil {
-		e.t.Fatalf("verify: %v", err)
+		e.T.Fatalf("verify: %v", err)
 	}
 	if !r.OK() {
 		var b strings.Builder
 		r.WriteTo(&b)
-		e.t.Fatalf("verify:\n%s", b.String())
+		e.T.Fatalf("verify:\n%s", b.String())
 	}
 }
 
 // wantDivergence asserts the ledger's only divergence has reason and a
 // detail saying each of says.
 func (e *env) wantDivergence(reason string, says ...string) {
-	e.t.Helper()
+	e.T.Helper()
 	var got []struct {
 		Reason string `db:"reason"`
 		Detail string `db:"detail"`
 	}
-	if err := e.db.Select(&got, `SELECT reason, detail FROM divergences ORDER BY id`); err != nil {
-		e.t.Fatal(err)
+	if err := e.DB.Select(&got, `SELECT reason, detail FROM divergences ORDER BY id`); err != nil {
+		e.T.Fatal(err)
 	}
 	if len(got) != 1 || got[0].Reason != reason {
-		e.t.Fatalf("divergences %+v, want one %s", got, reason)
+		e.T.Fatalf("divergences %+v, want one %s", got, reason)
 	}
 	for _, s := range says {
 		if !strings.Contains(got[0].Detail, s) {
-			e.t.Fatalf("divergence %q does not say %q", got[0].Detail, s)
+			e.T.Fatalf("divergence %q does not say %q", got[0].Detail, s)
 		}
 	}
 }
@@ -68,17 +68,17 @@ func (e *env) wantDivergence(reason string, says ...string) {
 func TestBCBPixTrocoBooksTheSaleAndTheCashPaidOut(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, pixEndpoint(10))
-	e.charge("troco1", 8000, "partner-42", 1000)
-	r := e.postPix("pix", []byte(`{"pix":[`+pixItem("E12345678202608312230troco000001", "troco1", "100.00", trocoParts, "")+`]}`))
+	e.Charge("troco1", 8000, "partner-42", 1000)
+	r := e.PostPix("pix", []byte(`{"pix":[`+pixItem("E12345678202608312230troco000001", "troco1", "100.00", trocoParts, "")+`]}`))
 	if r.Code != 200 {
 		t.Fatalf("callback: %d %q", r.Code, r.Body.Error)
 	}
-	if n := e.count(`SELECT count(*) FROM divergences`); n != 0 {
+	if n := e.Count(`SELECT count(*) FROM divergences`); n != 0 {
 		t.Fatalf("%d divergences, want none", n)
 	}
-	e.wantBalances(map[string]int64{"assets:cash": 10000, "income:revenue": -8000, "assets:till:pix-change": -2000,
+	e.WantBalances(map[string]int64{"assets:cash": 10000, "income:revenue": -8000, "assets:till:pix-change": -2000,
 		"expenses:commission": 800, "liabilities:commission-payable:partner-42": -800})
-	if n := e.count(`SELECT count(*) FROM charges WHERE id = 'troco1' AND state = 'paid' AND paid_amount = 8000`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM charges WHERE id = 'troco1' AND state = 'paid' AND paid_amount = 8000`); n != 1 {
 		t.Fatal("charge troco1 is not paid 8000")
 	}
 	e.wantVerified()
@@ -89,13 +89,13 @@ func TestBCBPixTrocoBooksTheSaleAndTheCashPaidOut(t *testing.T) {
 func TestBCBPixTrocoOnAChargeOfValorIsAnAmountMismatch(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, pixEndpoint(10))
-	e.charge("troco2", 10000, "", 0)
-	r := e.postPix("pix", []byte(`{"pix":[`+pixItem("E12345678202608312230troco000002", "troco2", "100.00", trocoParts, "")+`]}`))
+	e.Charge("troco2", 10000, "", 0)
+	r := e.PostPix("pix", []byte(`{"pix":[`+pixItem("E12345678202608312230troco000002", "troco2", "100.00", trocoParts, "")+`]}`))
 	if r.Code != 200 {
 		t.Fatalf("callback: %d %q", r.Code, r.Body.Error)
 	}
 	e.wantDivergence("amount_mismatch", "paid 10000", "(original) is 8000", "troco 20.00", "charge is 10000")
-	e.wantBalances(map[string]int64{})
+	e.WantBalances(map[string]int64{})
 	e.wantVerified()
 }
 
@@ -105,9 +105,9 @@ func TestBCBPixTrocoOnAChargeOfValorIsAnAmountMismatch(t *testing.T) {
 func TestBCBPixCobvBooksInterestFinesRebatesAndDiscountsApart(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, pixEndpoint(10))
-	e.charge("cobv1", 10000, "", 0)
-	e.charge("cobv2", 10000, "", 0)
-	r := e.postPix("pix", []byte(`{"pix":[`+
+	e.Charge("cobv1", 10000, "", 0)
+	e.Charge("cobv2", 10000, "", 0)
+	r := e.PostPix("pix", []byte(`{"pix":[`+
 		pixItem("E12345678202608312230cobv000001x", "cobv1", "105.00",
 			`{"original":{"valor":"100.00"},"multa":{"valor":"3.00"},"juros":{"valor":"2.00"}}`, "")+","+
 		pixItem("E12345678202608312230cobv000002x", "cobv2", "93.50",
@@ -115,10 +115,10 @@ func TestBCBPixCobvBooksInterestFinesRebatesAndDiscountsApart(t *testing.T) {
 	if r.Code != 200 {
 		t.Fatalf("callback: %d %q", r.Code, r.Body.Error)
 	}
-	if n := e.count(`SELECT count(*) FROM divergences`); n != 0 {
+	if n := e.Count(`SELECT count(*) FROM divergences`); n != 0 {
 		t.Fatalf("%d divergences, want none", n)
 	}
-	e.wantBalances(map[string]int64{"assets:cash": 10500 + 9350, "income:revenue": -20000,
+	e.WantBalances(map[string]int64{"assets:cash": 10500 + 9350, "income:revenue": -20000,
 		"income:fines": -300, "income:interest": -200, "expenses:rebates": 500, "expenses:discounts": 150})
 	e.wantVerified()
 }
@@ -128,14 +128,14 @@ func TestBCBPixCobvBooksInterestFinesRebatesAndDiscountsApart(t *testing.T) {
 func TestBCBPixComponentsNotAddingUpToValorAreADivergence(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, pixEndpoint(10))
-	e.charge("troco3", 8000, "", 0)
-	r := e.postPix("pix", []byte(`{"pix":[`+pixItem("E12345678202608312230troco000003", "troco3", "100.00",
+	e.Charge("troco3", 8000, "", 0)
+	r := e.PostPix("pix", []byte(`{"pix":[`+pixItem("E12345678202608312230troco000003", "troco3", "100.00",
 		`{"original":{"valor":"80.00"},"troco":{"valor":"15.00","modalidadeAgente":"AGTEC","prestadorDoServicoDeSaque":"12345678"}}`, "")+`]}`))
 	if r.Code != 200 {
 		t.Fatalf("callback: %d %q", r.Code, r.Body.Error)
 	}
 	e.wantDivergence("amount_mismatch", "paid 10000", "original 80.00 + troco 15.00", "add up to 9500")
-	e.wantBalances(map[string]int64{})
+	e.WantBalances(map[string]int64{})
 }
 
 // A devolução of natureza RETIRADA gives the change back, not the sale:
@@ -144,17 +144,17 @@ func TestBCBPixComponentsNotAddingUpToValorAreADivergence(t *testing.T) {
 func TestBCBPixRetiradaIsNotARefundOfTheSale(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, pixEndpoint(10))
-	e.charge("troco4", 8000, "", 0)
+	e.Charge("troco4", 8000, "", 0)
 	settled := clock.UTC().Add(time.Minute).Format(time.RFC3339)
 	devs := `[{"id":"ret1","rtrId":"D12345678202608312230abcdefghijk","valor":"20.00","natureza":"RETIRADA",
 	    "horario":{"solicitacao":"` + settled + `","liquidacao":"` + settled + `"},"status":"DEVOLVIDO"},
 	  {"id":"ori1","rtrId":"D12345678202608312230abcdefghijl","valor":"30.00","natureza":"ORIGINAL",
 	    "horario":{"solicitacao":"` + settled + `","liquidacao":"` + settled + `"},"status":"DEVOLVIDO"}]`
-	r := e.postPix("pix", []byte(`{"pix":[`+pixItem("E12345678202608312230troco000004", "troco4", "100.00", trocoParts, devs)+`]}`))
+	r := e.PostPix("pix", []byte(`{"pix":[`+pixItem("E12345678202608312230troco000004", "troco4", "100.00", trocoParts, devs)+`]}`))
 	if r.Code != 200 {
 		t.Fatalf("callback: %d %q", r.Code, r.Body.Error)
 	}
 	e.wantDivergence("refund_exceeds_paid", "ret1", "RETIRADA")
-	e.wantBalances(map[string]int64{"assets:cash": 10000 - 3000, "income:revenue": -8000 + 3000, "assets:till:pix-change": -2000})
+	e.WantBalances(map[string]int64{"assets:cash": 10000 - 3000, "income:revenue": -8000 + 3000, "assets:till:pix-change": -2000})
 	e.wantVerified()
 }

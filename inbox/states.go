@@ -1,4 +1,4 @@
-package webhook
+package inbox
 
 // Status is where an inbox row stands. The list is the database's
 // ck_inbox_status constraint, word for word (a test compares them).

@@ -1,4 +1,4 @@
-package webhook_test
+package inbox_test
 
 import (
 	"regexp"
@@ -8,9 +8,9 @@ import (
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/webhook"
 )
 
 // The typed states of Go and the CHECK constraints of the schema list the
@@ -23,7 +23,7 @@ func TestTypedStatesMatchTheSchema(t *testing.T) {
 		table, constraint string
 		words             []string
 	}{
-		{"inbox", "ck_inbox_status", words(webhook.Statuses)},
+		{"inbox", "ck_inbox_status", words(inbox.Statuses)},
 		{"charges", "ck_charges_state", words(charges.States)},
 		{"divergences", "ck_divergences_reason", words(divergences.Reasons)},
 		{"divergences", "ck_divergences_status", words(divergences.Statuses)},

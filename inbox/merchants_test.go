@@ -1,4 +1,4 @@
-package webhook_test
+package inbox_test
 
 import (
 	"context"
@@ -7,49 +7,26 @@ import (
 	"time"
 
 	"github.com/razao/razao/charges"
-	"github.com/razao/razao/internal/pgtest"
-	"github.com/razao/razao/webhook"
 )
-
-// newMerchantsEnv is a webhook front with two merchants: loja-1 has two
-// Hodle endpoints and two standard ones, loja-2 one of each.
-func newMerchantsEnv(t *testing.T) *env {
-	t.Helper()
-	db, url := pgtest.NewWithURL(t)
-	return newEnvWithEndpoints(t, db, url, []webhook.EndpointConfig{
-		{Name: "hodle", Scheme: "hodle", Merchant: "loja-1", Secrets: []string{hodleSecret}},
-		{Name: "hodle-2", Scheme: "hodle", Merchant: "loja-1", Secrets: []string{hodleSecret}},
-		{Name: "std", Scheme: "standard", Merchant: "loja-1", Secrets: []string{standardSecret}},
-		{Name: "std-2", Scheme: "standard", Merchant: "loja-1", Secrets: []string{standardSecret}},
-		{Name: "hodle-b", Scheme: "hodle", Merchant: "loja-2", Secrets: []string{hodleSecret}},
-		{Name: "std-b", Scheme: "standard", Merchant: "loja-2", Secrets: []string{standardSecret}},
-	}...)
-}
 
 // merchantCharge registers a charge of merchant, with an optional PSP
 // reference.
 func (e *env) merchantCharge(id, merchant, pspRef string, amount int64) {
-	e.t.Helper()
-	_, _, err := charges.Register(context.Background(), e.db, charges.NewCharge{
+	e.T.Helper()
+	_, _, err := charges.Register(context.Background(), e.DB, charges.NewCharge{
 		ID: id, Merchant: merchant, PSPRef: pspRef, Amount: amount, Access: "course:" + id,
 	})
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-}
-
-// hodleAt posts a signed Hodle body to the named endpoint.
-func (e *env) hodleAt(endpoint, body string) reply {
-	e.t.Helper()
-	return e.post("/webhooks/"+endpoint, hodleHeaders(clock.Unix(), []byte(body), hodleSecret), []byte(body))
 }
 
 // standardAt posts razao's own event, signed as Standard Webhooks, to the
 // named endpoint.
 func (e *env) standardAt(endpoint, msgID, typ string, data map[string]any) reply {
-	e.t.Helper()
+	e.T.Helper()
 	body, _ := json.Marshal(map[string]any{"type": typ, "timestamp": clock.UTC().Format(time.RFC3339), "data": data})
-	return e.post("/webhooks/"+endpoint, standardHeaders(msgID, clock.Unix(), body), body)
+	return e.Post("/webhooks/"+endpoint, standardHeaders(msgID, clock.Unix(), body), body)
 }
 
 // wantOK fails unless the delivery was answered 200 with status.
@@ -62,42 +39,42 @@ func wantOK(t *testing.T, what string, r reply, status string) {
 
 // divergences lists the reasons of the divergences opened, in order.
 func (e *env) divergences() []string {
-	e.t.Helper()
+	e.T.Helper()
 	var reasons []string
-	if err := e.db.Select(&reasons, `SELECT reason FROM divergences ORDER BY id`); err != nil {
-		e.t.Fatal(err)
+	if err := e.DB.Select(&reasons, `SELECT reason FROM divergences ORDER BY id`); err != nil {
+		e.T.Fatal(err)
 	}
 	return reasons
 }
 
 func (e *env) wantDivergences(want ...string) {
-	e.t.Helper()
+	e.T.Helper()
 	got := e.divergences()
 	if len(got) != len(want) {
-		e.t.Fatalf("divergences %v, want %v", got, want)
+		e.T.Fatalf("divergences %v, want %v", got, want)
 	}
 	for i := range want {
 		if got[i] != want[i] {
-			e.t.Fatalf("divergences %v, want %v", got, want)
+			e.T.Fatalf("divergences %v, want %v", got, want)
 		}
 	}
 }
 
 func (e *env) wantSets(kind string, want int64) {
-	e.t.Helper()
-	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = $1`, kind); n != want {
-		e.t.Fatalf("%d %s sets, want %d", n, kind, want)
+	e.T.Helper()
+	if n := e.Count(`SELECT count(*) FROM posting_sets WHERE kind = $1`, kind); n != want {
+		e.T.Fatalf("%d %s sets, want %d", n, kind, want)
 	}
 }
 
 func (e *env) wantCharge(id string, state charges.State, refunded int64) {
-	e.t.Helper()
-	c, err := charges.Get(context.Background(), e.db, id)
+	e.T.Helper()
+	c, err := charges.Get(context.Background(), e.DB, id)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	if c.State != state || c.RefundedAmount != refunded {
-		e.t.Fatalf("charge %s: state %s refunded %d, want %s %d", id, c.State, c.RefundedAmount, state, refunded)
+		e.T.Fatalf("charge %s: state %s refunded %d, want %s %d", id, c.State, c.RefundedAmount, state, refunded)
 	}
 }
 
@@ -112,7 +89,7 @@ func TestSecondStandardPaymentUnderAnotherWebhookIDIsSecondPayment(t *testing.T)
 	wantOK(t, "second payment", e.standardAt("std", "msg_2", "charge.paid", paid), "accepted")
 	e.wantSets("sale", 1)
 	e.wantDivergences("second_payment")
-	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'divergent' AND event_id = 'msg_2'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE status = 'divergent' AND event_id = 'msg_2'`); n != 1 {
 		t.Fatalf("the second payment's delivery is not divergent")
 	}
 	e.wantCharge("order-1", "paid", 0)
@@ -130,7 +107,7 @@ func TestSameStandardPaymentRedeliveredIsNoSecondPayment(t *testing.T) {
 	wantOK(t, "same message, other endpoint", e.standardAt("std-2", "msg_1", "charge.paid", paid), "accepted")
 	e.wantSets("sale", 1)
 	e.wantDivergences()
-	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'processed'`); n != 2 {
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE status = 'processed'`); n != 2 {
 		t.Fatalf("%d deliveries processed, want 2", n)
 	}
 }
@@ -139,15 +116,15 @@ func TestPaymentThroughAnotherEndpointIsSecondPaymentUnlessSameRef(t *testing.T)
 	t.Parallel()
 	e := newMerchantsEnv(t)
 	e.merchantCharge("order-1", "loja-1", "", 4990)
-	wantOK(t, "payment", e.hodleAt("hodle", hodlePaid("track-1", "order-1", "49.90")), "accepted")
+	wantOK(t, "payment", e.HodleAt("hodle", hodlePaid("track-1", "order-1", "49.90")), "accepted")
 	// Same trackId through the merchant's other Hodle endpoint: the same
 	// payment.
-	wantOK(t, "same payment, other endpoint", e.hodleAt("hodle-2", hodlePaid("track-1", "order-1", "49.90")), "accepted")
+	wantOK(t, "same payment, other endpoint", e.HodleAt("hodle-2", hodlePaid("track-1", "order-1", "49.90")), "accepted")
 	e.wantDivergences()
 	// Through another scheme: nothing proves it is the payment booked.
 	wantOK(t, "standard payment", e.standardAt("std", "msg_1", "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990}), "accepted")
 	// Another trackId through the other endpoint.
-	wantOK(t, "another deposit", e.hodleAt("hodle-2", hodlePaid("track-2", "order-1", "49.90")), "accepted")
+	wantOK(t, "another deposit", e.HodleAt("hodle-2", hodlePaid("track-2", "order-1", "49.90")), "accepted")
 	e.wantSets("sale", 1)
 	e.wantDivergences("second_payment", "second_payment")
 	e.wantCharge("order-1", "paid", 0)
@@ -155,7 +132,7 @@ func TestPaymentThroughAnotherEndpointIsSecondPaymentUnlessSameRef(t *testing.T)
 	// And the other way round: paid through standard, then through Hodle.
 	e.merchantCharge("order-2", "loja-1", "", 4990)
 	wantOK(t, "standard payment", e.standardAt("std", "msg_2", "charge.paid", map[string]any{"charge_id": "order-2", "amount": 4990}), "accepted")
-	wantOK(t, "hodle payment", e.hodleAt("hodle", hodlePaid("track-3", "order-2", "49.90")), "accepted")
+	wantOK(t, "hodle payment", e.HodleAt("hodle", hodlePaid("track-3", "order-2", "49.90")), "accepted")
 	e.wantSets("sale", 2)
 	e.wantDivergences("second_payment", "second_payment", "second_payment")
 }
@@ -164,31 +141,31 @@ func TestOtherMerchantsEndpointActsOnNoCharge(t *testing.T) {
 	t.Parallel()
 	e := newMerchantsEnv(t)
 	e.merchantCharge("order-1", "loja-1", "", 4990)
-	wantOK(t, "payment", e.hodleAt("hodle", hodlePaid("track-1", "order-1", "49.90")), "accepted")
-	before := e.balances()
+	wantOK(t, "payment", e.HodleAt("hodle", hodlePaid("track-1", "order-1", "49.90")), "accepted")
+	before := e.Balances()
 
 	// Merchant B's endpoints refund, fail and pay merchant A's charges.
-	wantOK(t, "B's hodle refund", e.hodleAt("hodle-b", hodleRefund("rf-1", "order-1", "49.90")), "accepted")
+	wantOK(t, "B's hodle refund", e.HodleAt("hodle-b", hodleRefund("rf-1", "order-1", "49.90")), "accepted")
 	wantOK(t, "B's standard refund", e.standardAt("std-b", "msg_r", "charge.refunded",
 		map[string]any{"charge_id": "order-1", "amount": 1000, "refund_id": "rf-2"}), "accepted")
 	wantOK(t, "B's standard failure", e.standardAt("std-b", "msg_f", "charge.failed", map[string]any{"charge_id": "order-1"}), "accepted")
 	e.merchantCharge("order-2", "loja-1", "", 4990)
-	wantOK(t, "B's payment of A's pending charge", e.hodleAt("hodle-b", hodlePaid("track-2", "order-2", "49.90")), "accepted")
+	wantOK(t, "B's payment of A's pending charge", e.HodleAt("hodle-b", hodlePaid("track-2", "order-2", "49.90")), "accepted")
 	// A refund by B before A's charge is paid is not parked for later.
-	wantOK(t, "B's refund of A's pending charge", e.hodleAt("hodle-b", hodleRefund("rf-3", "order-2", "10.00")), "accepted")
+	wantOK(t, "B's refund of A's pending charge", e.HodleAt("hodle-b", hodleRefund("rf-3", "order-2", "10.00")), "accepted")
 
 	e.wantDivergences("merchant_mismatch", "merchant_mismatch", "merchant_mismatch", "merchant_mismatch", "merchant_mismatch")
 	e.wantSets("refund", 0)
 	e.wantSets("sale", 1)
 	e.wantCharge("order-1", "paid", 0)
 	e.wantCharge("order-2", "pending", 0)
-	if n := e.count(`SELECT count(*) FROM charges WHERE failed_at IS NOT NULL`); n != 0 {
+	if n := e.Count(`SELECT count(*) FROM charges WHERE failed_at IS NOT NULL`); n != 0 {
 		t.Fatalf("%d charges marked failed by another merchant", n)
 	}
-	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'parked'`); n != 0 {
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE status = 'parked'`); n != 0 {
 		t.Fatalf("%d deliveries parked", n)
 	}
-	after := e.balances()
+	after := e.Balances()
 	for code, v := range before {
 		if after[code] != v {
 			t.Fatalf("balance %s moved from %d to %d", code, v, after[code])
@@ -197,10 +174,10 @@ func TestOtherMerchantsEndpointActsOnNoCharge(t *testing.T) {
 
 	// A's own endpoint still refunds it; a legacy charge (no merchant)
 	// stays open to every endpoint, as before charges had one.
-	wantOK(t, "A's refund", e.hodleAt("hodle", hodleRefund("rf-4", "order-1", "10.00")), "accepted")
+	wantOK(t, "A's refund", e.HodleAt("hodle", hodleRefund("rf-4", "order-1", "10.00")), "accepted")
 	e.wantCharge("order-1", "partially_refunded", 1000)
-	e.charge("legacy-1", 4990, "", 0)
-	wantOK(t, "B pays a legacy charge", e.hodleAt("hodle-b", hodlePaid("track-9", "legacy-1", "49.90")), "accepted")
+	e.Charge("legacy-1", 4990, "", 0)
+	wantOK(t, "B pays a legacy charge", e.HodleAt("hodle-b", hodlePaid("track-9", "legacy-1", "49.90")), "accepted")
 	e.wantCharge("legacy-1", "paid", 0)
 }
 
@@ -208,12 +185,12 @@ func TestHodleUnknownExternalIDDoesNotFallBackToTrackID(t *testing.T) {
 	t.Parallel()
 	e := newMerchantsEnv(t)
 	e.merchantCharge("order-1", "loja-1", "track-1", 4990)
-	wantOK(t, "deposit for an order we do not know", e.hodleAt("hodle", hodlePaid("track-1", "order-nope", "49.90")), "accepted")
+	wantOK(t, "deposit for an order we do not know", e.HodleAt("hodle", hodlePaid("track-1", "order-nope", "49.90")), "accepted")
 	e.wantDivergences("unknown_charge")
 	e.wantSets("sale", 0)
 	e.wantCharge("order-1", "pending", 0)
 	var chargeID *string
-	e.db.Get(&chargeID, `SELECT charge_id FROM divergences`)
+	e.DB.Get(&chargeID, `SELECT charge_id FROM divergences`)
 	if chargeID == nil || *chargeID != "order-nope" {
 		t.Fatalf("divergence names charge %v, want order-nope", chargeID)
 	}
@@ -221,13 +198,13 @@ func TestHodleUnknownExternalIDDoesNotFallBackToTrackID(t *testing.T) {
 	// Without externalId, the trackId the app registered finds the charge
 	// (another deposit: track-1's key is taken by the delivery above).
 	e.merchantCharge("order-2", "loja-1", "track-2", 4990)
-	wantOK(t, "deposit by trackId", e.hodleAt("hodle", `{"event":"DEPOSIT_ASSET_SUCCESS","data":{"trackId":"track-2","valueInBrl":"49.90"}}`), "accepted")
+	wantOK(t, "deposit by trackId", e.HodleAt("hodle", `{"event":"DEPOSIT_ASSET_SUCCESS","data":{"trackId":"track-2","valueInBrl":"49.90"}}`), "accepted")
 	e.wantSets("sale", 1)
 	e.wantCharge("order-2", "paid", 0)
 
 	// A refund naming an unknown order with the paid charge's trackId.
 	wantOK(t, "refund for an order we do not know",
-		e.hodleAt("hodle", `{"event":"DEPOSIT_ASSET_REFUNDED","data":{"eventId":"rf-1","externalId":"order-nope","trackId":"track-2","valueInBrl":"10.00"}}`), "accepted")
+		e.HodleAt("hodle", `{"event":"DEPOSIT_ASSET_REFUNDED","data":{"eventId":"rf-1","externalId":"order-nope","trackId":"track-2","valueInBrl":"10.00"}}`), "accepted")
 	e.wantDivergences("unknown_charge", "unknown_charge")
 	e.wantSets("refund", 0)
 	e.wantCharge("order-2", "paid", 0)

@@ -1,4 +1,4 @@
-package webhook_test
+package inbox_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
@@ -25,8 +26,6 @@ func TestEventWindowIsTheSchemeToleranceAndFiveMinutes(t *testing.T) {
 	}
 }
 
-const bcbSecret = "bcb-url-secret-abcdefghijklmnopqrstuvwxyz-0123"
-
 // newWindowEnv is newEnv with the two schemes that carry an event time,
 // standard (data.occurred_at) and bcb-pix (horario, horario.liquidacao).
 func newWindowEnv(t *testing.T) *env {
@@ -44,13 +43,13 @@ type windowDelivery func(e *env, n int, charge, at string) reply
 func stdPaidAt(e *env, n int, charge, at string) reply {
 	body := fmt.Sprintf(`{"type":"charge.paid","timestamp":%q,"data":{"charge_id":%q,"amount":4990,"occurred_at":%q}}`,
 		clock.UTC().Format(time.RFC3339), charge, at)
-	return e.post("/webhooks/std", standardHeaders(fmt.Sprintf("msg-%d", n), clock.Unix(), []byte(body)), []byte(body))
+	return e.Post("/webhooks/std", standardHeaders(fmt.Sprintf("msg-%d", n), clock.Unix(), []byte(body)), []byte(body))
 }
 
 func bcbPost(e *env, body string) reply {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
-	return e.post("/webhooks/bcb?hmac="+bcbSecret, h, []byte(body))
+	return e.Post("/webhooks/bcb?hmac="+bcbSecret, h, []byte(body))
 }
 
 func e2e(n int) string { return fmt.Sprintf("E%031d", n) }
@@ -103,41 +102,41 @@ func TestDeliveriesOutsideTheEventWindowAreMalformedAndKept(t *testing.T) {
 		for _, tc := range outside {
 			n++
 			charge := fmt.Sprintf("ch%d", n)
-			e.charge(charge, 4990, "", 0)
-			divsBefore := e.count(`SELECT count(*) FROM divergences WHERE reason = 'malformed'`)
+			e.Charge(charge, 4990, "", 0)
+			divsBefore := e.Count(`SELECT count(*) FROM divergences WHERE reason = 'malformed'`)
 			kept := `SELECT count(*) FROM inbox WHERE event_type = 'malformed' AND status = 'divergent'`
 			wantCode, wantStatus := http.StatusBadRequest, "malformed"
 			if s.perItem {
 				kept = `SELECT count(*) FROM inbox WHERE kind = 'unbookable' AND status = 'divergent'`
 				wantCode, wantStatus = http.StatusOK, "accepted"
 			}
-			keptBefore := e.count(kept)
+			keptBefore := e.Count(kept)
 			r := s.send(e, n, charge, tc.at)
 			if r.Code != wantCode || r.Body.Status != wantStatus {
 				t.Errorf("%s %s: %d %+v, want %d %s", s.name, tc.name, r.Code, r.Body, wantCode, wantStatus)
 			}
-			if got := e.count(kept) - keptBefore; got != 1 {
+			if got := e.Count(kept) - keptBefore; got != 1 {
 				t.Errorf("%s %s: %d deliveries kept as malformed, want 1", s.name, tc.name, got)
 			}
-			if got := e.count(`SELECT count(*) FROM divergences WHERE reason = 'malformed'`) - divsBefore; got != 1 {
+			if got := e.Count(`SELECT count(*) FROM divergences WHERE reason = 'malformed'`) - divsBefore; got != 1 {
 				t.Errorf("%s %s: %d malformed divergences opened, want 1", s.name, tc.name, got)
 			}
-			if got := e.count(`SELECT count(*) FROM posting_sets WHERE charge_id = $1`, charge); got != s.sets {
+			if got := e.Count(`SELECT count(*) FROM posting_sets WHERE charge_id = $1`, charge); got != s.sets {
 				t.Errorf("%s %s: %d posting sets booked, want %d", s.name, tc.name, got, s.sets)
 			}
 			booked += s.sets
 		}
 	}
-	if got := e.count(`SELECT count(*) FROM posting_sets WHERE kind <> 'sale' OR event_at < '2026-01-01'`); got != 0 || booked != 8 {
+	if got := e.Count(`SELECT count(*) FROM posting_sets WHERE kind <> 'sale' OR event_at < '2026-01-01'`); got != 0 || booked != 8 {
 		t.Fatalf("%d posting sets booked from deliveries outside the window", got)
 	}
-	if got := e.count(`SELECT count(*) FROM inbox WHERE status = 'pending'`); got != 0 {
+	if got := e.Count(`SELECT count(*) FROM inbox WHERE status = 'pending'`); got != 0 {
 		t.Fatalf("%d deliveries left pending to fail again and again", got)
 	}
 
 	// Inside the window: booked, through both schemes.
-	e.charge("chin1", 4990, "", 0)
-	e.charge("chin2", 4990, "", 0)
+	e.Charge("chin1", 4990, "", 0)
+	e.Charge("chin2", 4990, "", 0)
 	at := clock.Add(-time.Hour).UTC().Format(time.RFC3339)
 	if r := stdPaidAt(e, 1001, "chin1", at); r.Code != 200 || r.Body.Status != "accepted" {
 		t.Fatalf("standard inside the window: %d %+v", r.Code, r.Body)
@@ -145,11 +144,11 @@ func TestDeliveriesOutsideTheEventWindowAreMalformedAndKept(t *testing.T) {
 	if r := bcbRefundAt(e, 1002, "chin2", at); r.Code != 200 || r.Body.Status != "accepted" {
 		t.Fatalf("bcb-pix inside the window: %d %+v", r.Code, r.Body)
 	}
-	if got := e.count(`SELECT count(*) FROM posting_sets WHERE charge_id IN ('chin1', 'chin2')`); got != 3 {
+	if got := e.Count(`SELECT count(*) FROM posting_sets WHERE charge_id IN ('chin1', 'chin2')`); got != 3 {
 		t.Fatalf("%d sets booked inside the window, want 2 sales and a refund", got)
 	}
 	// Edge: go-live itself, midnight in São Paulo, is inside.
-	e.charge("chin3", 4990, "", 0)
+	e.Charge("chin3", 4990, "", 0)
 	if r := stdPaidAt(e, 1003, "chin3", "2020-11-01T00:00:00-03:00"); r.Code != 200 {
 		t.Fatalf("at go-live: %d %+v", r.Code, r.Body)
 	}
@@ -157,12 +156,12 @@ func TestDeliveriesOutsideTheEventWindowAreMalformedAndKept(t *testing.T) {
 	// Every month from go-live's to the clock's can be closed in turn.
 	last := postings.Month{Year: 2026, Month: time.September}
 	for m := (postings.Month{Year: 2020, Month: time.November}); !last.Before(m); m = m.Next() {
-		if err := periods.Close(ctx, e.db, e.applier.Ledger.Calendar(), m, clock.AddDate(0, 1, 0), "", reports.WriteSnapshot); err != nil {
+		if err := periods.Close(ctx, e.DB, e.Applier.Ledger.Calendar(), m, clock.AddDate(0, 1, 0), "", reports.WriteSnapshot); err != nil {
 			t.Fatalf("close %s after deliveries outside the window: %v", m, err)
 		}
 	}
 	var months []time.Time
-	if err := e.db.Select(&months, `SELECT DISTINCT competence_month FROM posting_sets ORDER BY 1`); err != nil {
+	if err := e.DB.Select(&months, `SELECT DISTINCT competence_month FROM posting_sets ORDER BY 1`); err != nil {
 		t.Fatal(err)
 	}
 	if len(months) != 2 {
@@ -179,22 +178,22 @@ func TestStoredDeliveryOutsideTheWindowIsADivergenceAtOnce(t *testing.T) {
 	e := newWindowEnv(t)
 	for i, at := range []string{"0001-06-01T00:00:00Z", "2026-09-22T10:00:00-20:00", "9999-12-31T00:00:00Z"} {
 		charge := fmt.Sprintf("old%d", i)
-		e.charge(charge, 4990, "", 0)
+		e.Charge(charge, 4990, "", 0)
 		ev := fmt.Sprintf(`{"Kind":"paid","Type":"charge.paid","EventID":%q,"ChargeID":%q,"Amount":4990,"HasAmount":true,"OccurredAt":%q}`, charge, charge, at)
-		e.db.MustExec(`INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref, event, body, headers, status)
+		e.DB.MustExec(`INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref, event, body, headers, status)
 			VALUES ($1, 'std', 'standard', 'loja-1', 'charge.paid', $2, 'paid', $2, $3::jsonb, '\x7b7d', '{}', 'pending')`,
 			"std|charge.paid|"+charge, charge, ev)
 	}
-	if _, err := webhook.NewWorker(e.proc, time.Second).RunOnce(context.Background()); err != nil {
+	if _, err := inbox.NewWorker(e.Proc, time.Second).RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'divergent' AND attempts <= 1`); n != 3 {
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE status = 'divergent' AND attempts <= 1`); n != 3 {
 		t.Errorf("%d of 3 stored deliveries divergent after one attempt", n)
 	}
-	if n := e.count(`SELECT count(*) FROM divergences WHERE reason = 'malformed'`); n != 3 {
+	if n := e.Count(`SELECT count(*) FROM divergences WHERE reason = 'malformed'`); n != 3 {
 		t.Errorf("%d malformed divergences, want 3", n)
 	}
-	if n := e.count(`SELECT count(*) FROM posting_sets`); n != 0 {
+	if n := e.Count(`SELECT count(*) FROM posting_sets`); n != 0 {
 		t.Errorf("%d sets booked", n)
 	}
 }

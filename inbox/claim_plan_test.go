@@ -1,4 +1,4 @@
-package webhook_test
+package inbox_test
 
 import (
 	"encoding/json"
@@ -8,8 +8,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
-	"github.com/razao/razao/webhook"
 )
 
 // The workers' claim follows ix_inbox_due's order exactly, so that it
@@ -27,8 +27,8 @@ func TestClaimIsIndexOrderedOnABacklog(t *testing.T) {
 	db := pgtest.New(t)
 	fillBacklog(t, db)
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
-		plan := explainClaim(t, db, mode, webhook.ClaimDueSQL, "")
-		if err := checkClaimPlan(plan, webhook.MaxBatch); err != nil {
+		plan := explainClaim(t, db, mode, inbox.ClaimDueSQL, "")
+		if err := checkClaimPlan(plan, inbox.MaxBatch); err != nil {
 			t.Errorf("%s: %v\n%s", mode, err, plan)
 		}
 	}
@@ -41,16 +41,16 @@ func TestClaimPlanCheckRefusesPlansThatReadTheBacklog(t *testing.T) {
 	db := pgtest.New(t)
 	fillBacklog(t, db)
 	for _, c := range []struct{ name, query, before string }{
-		{"index dropped", webhook.ClaimDueSQL, `DROP INDEX ix_inbox_due`},
-		{"ordered by id", strings.Replace(webhook.ClaimDueSQL, "ORDER BY next_attempt_at", "ORDER BY id", 1), ""},
-		{"ordered by received_at", strings.Replace(webhook.ClaimDueSQL, "ORDER BY next_attempt_at", "ORDER BY received_at", 1), ""},
+		{"index dropped", inbox.ClaimDueSQL, `DROP INDEX ix_inbox_due`},
+		{"ordered by id", strings.Replace(inbox.ClaimDueSQL, "ORDER BY next_attempt_at", "ORDER BY id", 1), ""},
+		{"ordered by received_at", strings.Replace(inbox.ClaimDueSQL, "ORDER BY next_attempt_at", "ORDER BY received_at", 1), ""},
 	} {
-		if c.query == webhook.ClaimDueSQL && c.before == "" {
+		if c.query == inbox.ClaimDueSQL && c.before == "" {
 			t.Fatalf("%s: the claim statement no longer reads %q", c.name, "ORDER BY next_attempt_at")
 		}
 		for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 			plan := explainClaim(t, db, mode, c.query, c.before)
-			err := checkClaimPlan(plan, webhook.MaxBatch)
+			err := checkClaimPlan(plan, inbox.MaxBatch)
 			t.Logf("%s, %s: refused: %v", c.name, mode, err)
 			if err == nil {
 				t.Errorf("%s, %s: the check passed a plan that reads the backlog:\n%s", c.name, mode, plan)
@@ -96,7 +96,7 @@ func explainClaim(t *testing.T, db *sqlx.DB, mode, query, before string) string 
 	tx.MustExec(`PREPARE claim (int) AS ` + query)
 	defer tx.Exec(`DEALLOCATE claim`) // a prepared statement outlives the transaction
 	var plan string
-	if err := tx.Get(&plan, fmt.Sprintf(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim(%d)`, webhook.MaxBatch)); err != nil {
+	if err := tx.Get(&plan, fmt.Sprintf(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE claim(%d)`, inbox.MaxBatch)); err != nil {
 		t.Fatal(err)
 	}
 	return plan

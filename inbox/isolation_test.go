@@ -1,4 +1,4 @@
-package webhook_test
+package inbox_test
 
 import (
 	"context"
@@ -39,13 +39,13 @@ func TestDeliveryWaitingThroughACloseUnderSerializableDefaultLandsInTheOpenMonth
 	}
 
 	e := newEnvWithDB(t, db, url)
-	e.charge("order-1", 4990, "partner-42", 1000)
-	gate := e.holdCharge("order-1")
+	e.Charge("order-1", 4990, "partner-42", 1000)
+	gate := e.HoldCharge("order-1")
 	done := make(chan reply, 1)
 	go func() {
-		done <- e.postStandard("msg-1", "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990, "occurred_at": clock.Format(time.RFC3339)})
+		done <- e.PostStandard("msg-1", "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990, "occurred_at": clock.Format(time.RFC3339)})
 	}()
-	e.waitSnoozed(1)
+	e.WaitSnoozed(1)
 
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
 	month := postings.MonthOf(cal.Date(clock))
@@ -56,7 +56,7 @@ func TestDeliveryWaitingThroughACloseUnderSerializableDefaultLandsInTheOpenMonth
 	if r := <-done; r.Code != 200 {
 		t.Fatalf("delivery: %d %+v", r.Code, r.Body)
 	}
-	e.settled()
+	e.Settled()
 	var sets []struct {
 		Kind  string    `db:"kind"`
 		Month time.Time `db:"competence_month"`

@@ -1,4 +1,4 @@
-package webhook_test
+package inbox_test
 
 import (
 	"context"
@@ -36,18 +36,18 @@ const pixItemsBody = `{"pix":[
 func newPixEnv(t *testing.T) *env {
 	t.Helper()
 	e := newEnvWith(t, webhook.EndpointConfig{Name: "pix", Scheme: "bcb-pix", Merchant: "loja-1", Secrets: []string{bcbSecret}})
-	e.charge("c3e0e7a4e7f1469a9f782d3d4999343c", 11000, "", 0)
-	e.charge("971122d8f37211eaadc10242ac120002", 11000, "", 0)
-	e.charge("cd1fe328c875481285a6f233ae41b662", 10000, "", 0)
+	e.Charge("c3e0e7a4e7f1469a9f782d3d4999343c", 11000, "", 0)
+	e.Charge("971122d8f37211eaadc10242ac120002", 11000, "", 0)
+	e.Charge("cd1fe328c875481285a6f233ae41b662", 10000, "", 0)
 	return e
 }
 
 // listDivergences returns every divergence, oldest first.
 func (e *env) listDivergences() []divergences.Divergence {
-	e.t.Helper()
-	p, err := divergences.List(context.Background(), e.db, "", "", 100)
+	e.T.Helper()
+	p, err := divergences.List(context.Background(), e.DB, "", "", 100)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return p.Divergences
 }
@@ -61,13 +61,13 @@ func (e *env) listDivergences() []divergences.Divergence {
 func TestPixCallbackBooksWhatItCanAndSetsAsideTheRest(t *testing.T) {
 	t.Parallel()
 	e := newPixEnv(t)
-	r := e.postPix("pix", []byte(pixItemsBody))
+	r := e.PostPix("pix", []byte(pixItemsBody))
 	if r.Code != 200 || r.Body.Status != "accepted" || len(r.Body.Events) != 7 {
 		t.Fatalf("callback: %d %+v", r.Code, r.Body)
 	}
-	e.settled()
-	e.wantBalances(map[string]int64{"assets:cash": 32000 - 1100, "income:revenue": -32000 + 1100})
-	if n := e.count(`SELECT count(*) FROM posting_sets WHERE kind = 'refund' AND refund_id = '000AAA111'
+	e.Settled()
+	e.WantBalances(map[string]int64{"assets:cash": 32000 - 1100, "income:revenue": -32000 + 1100})
+	if n := e.Count(`SELECT count(*) FROM posting_sets WHERE kind = 'refund' AND refund_id = '000AAA111'
 		AND return_id = 'D12345678202009091000abcde123456' AND refund_nature IS NULL`); n != 1 {
 		t.Fatalf("%d refunds 000AAA111 booked with their rtrId", n)
 	}
@@ -95,10 +95,10 @@ func TestPixCallbackBooksWhatItCanAndSetsAsideTheRest(t *testing.T) {
 		}
 	}
 	// The same callback again is one delivery: nothing more.
-	if r := e.postPix("pix", []byte(pixItemsBody)); r.Code != 200 || r.Body.Status != "duplicate" {
+	if r := e.PostPix("pix", []byte(pixItemsBody)); r.Code != 200 || r.Body.Status != "duplicate" {
 		t.Fatalf("again: %d %+v", r.Code, r.Body)
 	}
-	e.settled()
+	e.Settled()
 	if n := len(e.listDivergences()); n != 2 {
 		t.Fatalf("%d divergences after the same callback again", n)
 	}
@@ -112,28 +112,28 @@ func TestPixCallbackBooksWhatItCanAndSetsAsideTheRest(t *testing.T) {
 func TestPixSameEndToEndIdWithAnotherValorIsADivergence(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, webhook.EndpointConfig{Name: "pix", Scheme: "bcb-pix", Merchant: "loja-1", Secrets: []string{bcbSecret}})
-	e.charge("charge1", 4990, "", 0)
+	e.Charge("charge1", 4990, "", 0)
 	const e2e1 = "E12345678202609011000abcdefghijk"
 	body := func(valor, devValor string) []byte {
 		return []byte(`{"pix":[{"endToEndId":"` + e2e1 + `","txid":"charge1","valor":"` + valor + `","horario":"2026-09-01T10:00:00Z",
 			"devolucoes":[{"id":"dev1","rtrId":"D12345678202609011100abcdefghijk","valor":"` + devValor + `",
 			"horario":{"solicitacao":"2026-09-02T10:00:00Z","liquidacao":"2026-09-02T10:00:05Z"},"status":"DEVOLVIDO"}]}]}`)
 	}
-	if r := e.postPix("pix", body("49.90", "10.00")); r.Code != 200 || r.Body.Status != "accepted" {
+	if r := e.PostPix("pix", body("49.90", "10.00")); r.Code != 200 || r.Body.Status != "accepted" {
 		t.Fatalf("first: %d %+v", r.Code, r.Body)
 	}
-	e.settled()
-	if r := e.postPix("pix", body("49.90", "10.00")); r.Code != 200 || r.Body.Status != "duplicate" {
+	e.Settled()
+	if r := e.PostPix("pix", body("49.90", "10.00")); r.Code != 200 || r.Body.Status != "duplicate" {
 		t.Fatalf("the same again: %d %+v", r.Code, r.Body)
 	}
-	if r := e.postPix("pix", body("59.90", "12.00")); r.Code != 200 || r.Body.Status != "accepted" {
+	if r := e.PostPix("pix", body("59.90", "12.00")); r.Code != 200 || r.Body.Status != "accepted" {
 		t.Fatalf("another valor: %d %+v", r.Code, r.Body)
 	}
-	if r := e.postPix("pix", body("59.90", "12.00")); r.Code != 200 || r.Body.Status != "duplicate" {
+	if r := e.PostPix("pix", body("59.90", "12.00")); r.Code != 200 || r.Body.Status != "duplicate" {
 		t.Fatalf("the conflicting callback again: %d %+v", r.Code, r.Body)
 	}
-	e.settled()
-	e.wantBalances(map[string]int64{"assets:cash": 4990 - 1000, "income:revenue": -4990 + 1000})
+	e.Settled()
+	e.WantBalances(map[string]int64{"assets:cash": 4990 - 1000, "income:revenue": -4990 + 1000})
 	got := e.listDivergences()
 	if len(got) != 2 {
 		t.Fatalf("divergences %+v, want 2", got)

@@ -1,4 +1,4 @@
-package webhook
+package inbox
 
 import (
 	"context"
@@ -37,7 +37,7 @@ const DefaultParkLimit = 72 * time.Hour
 
 // NewWorker returns a worker polling every interval.
 func NewWorker(proc *Processor, interval time.Duration) *Worker {
-	return &Worker{proc: proc, interval: interval, batch: maxBatch, Workers: DefaultWorkers, ParkLimit: DefaultParkLimit}
+	return &Worker{proc: proc, interval: interval, batch: MaxBatch, Workers: DefaultWorkers, ParkLimit: DefaultParkLimit}
 }
 
 // Listen makes Run ring the other replicas' doorbells and listen for

@@ -1,4 +1,4 @@
-package webhook_test
+package inbox_test
 
 import (
 	"context"
@@ -14,30 +14,30 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/charges"
-	"github.com/razao/razao/webhook"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/webhook/scheme"
 )
 
 // store puts a pending delivery in the inbox, due now, without processing
 // it, as a request would leave it had it died right after its commit.
 func (e *env) store(ev scheme.Event) int64 {
-	e.t.Helper()
+	e.T.Helper()
 	raw, err := json.Marshal(ev)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return e.storeRaw(ev.Type+"|"+ev.EventID, string(ev.Kind), ev.ChargeID, string(raw))
 }
 
 func (e *env) storeRaw(key, kind, chargeRef, event string) int64 {
-	e.t.Helper()
+	e.T.Helper()
 	var id int64
-	err := e.db.Get(&id, `INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
+	err := e.DB.Get(&id, `INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, charge_ref,
 			event, body, status, next_attempt_at)
 		VALUES ('std|' || $1, 'std', 'standard', 'loja-1', 'test', $1, $2, $3, $4::jsonb, '\x7b7d', 'pending', now())
 		RETURNING id`, key, kind, chargeRef, event)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return id
 }
@@ -68,9 +68,9 @@ func refundEvent(id, charge, refund string, amount int64) scheme.Event {
 func TestBatchDecidesEachDeliveryAfterTheOnesBefore(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.charge("order-a", 4990, "partner-42", 1000)
-	e.charge("order-b", 10000, "", 0)
-	e.charge("order-c", 3000, "", 0)
+	e.Charge("order-a", 4990, "partner-42", 1000)
+	e.Charge("order-b", 10000, "", 0)
+	e.Charge("order-c", 3000, "", 0)
 	ids := []int64{
 		e.store(refundEvent("a-r1", "order-a", "rf-a1", 1000)), // before its payment: parked, then applied
 		e.store(paidEvent("a-pay", "order-a", 4990)),
@@ -83,33 +83,33 @@ func TestBatchDecidesEachDeliveryAfterTheOnesBefore(t *testing.T) {
 		e.store(paidEvent("x-pay", "order-x", 100)),                           // unknown charge
 		e.store(scheme.Event{Kind: scheme.KindFailed, Type: "charge.failed", EventID: "c-fail", ChargeID: "order-c", OccurredAt: batchAt}),
 	}
-	w := webhook.NewWorker(e.proc, time.Hour)
+	w := inbox.NewWorker(e.Proc, time.Hour)
 	if n, err := w.RunOnce(context.Background()); n != len(ids) || err != nil {
 		t.Fatalf("worker picked %d (%v), want %d", n, err, len(ids))
 	}
-	if n := e.count(`SELECT count(DISTINCT created_xid) FROM posting_sets`); n != 1 {
+	if n := e.Count(`SELECT count(DISTINCT created_xid) FROM posting_sets`); n != 1 {
 		t.Fatalf("posting sets written by %d transactions, want 1", n)
 	}
 	payable, _ := accounts.PartnerPayable("partner-42")
 	// a: 4990 − 1000 refunded, commission 499 − floor(499·1000/4990) = 399;
 	// b: 10000 − 4000.
-	e.wantBalances(map[string]int64{accounts.Cash: 3990 + 6000, accounts.Revenue: -(3990 + 6000),
+	e.WantBalances(map[string]int64{accounts.Cash: 3990 + 6000, accounts.Revenue: -(3990 + 6000),
 		accounts.CommissionExpense: 399, payable: -399})
 
 	var statuses []string
-	e.db.Select(&statuses, `SELECT status FROM inbox ORDER BY id`)
+	e.DB.Select(&statuses, `SELECT status FROM inbox ORDER BY id`)
 	want := []string{"processed", "processed", "processed", "processed", "processed", "processed",
 		"divergent", "divergent", "divergent", "processed"}
 	if !slices.Equal(statuses, want) {
 		t.Fatalf("statuses %v, want %v", statuses, want)
 	}
 	var reasons []string
-	e.db.Select(&reasons, `SELECT reason FROM divergences ORDER BY inbox_id`)
+	e.DB.Select(&reasons, `SELECT reason FROM divergences ORDER BY inbox_id`)
 	if !slices.Equal(reasons, []string{"refund_exceeds_paid", "amount_mismatch", "unknown_charge"}) {
 		t.Fatalf("divergences %v", reasons)
 	}
 	var states []string
-	e.db.Select(&states, `SELECT state || ':' || refunded_amount FROM charges ORDER BY id`)
+	e.DB.Select(&states, `SELECT state || ':' || refunded_amount FROM charges ORDER BY id`)
 	if !slices.Equal(states, []string{"partially_refunded:1000", "partially_refunded:4000", "failed:0"}) {
 		t.Fatalf("charges %v", states)
 	}
@@ -117,7 +117,7 @@ func TestBatchDecidesEachDeliveryAfterTheOnesBefore(t *testing.T) {
 	// after its payment and grant; the unknown charge in its place (a
 	// batch tells it from a charge held elsewhere by a plain read).
 	var topics []string
-	e.db.Select(&topics, `SELECT topic || ' ' || coalesce(charge_id, '-') FROM outbox ORDER BY id`)
+	e.DB.Select(&topics, `SELECT topic || ' ' || coalesce(charge_id, '-') FROM outbox ORDER BY id`)
 	wantTopics := []string{
 		"charge.paid order-a", "access.granted order-a", "charge.refunded order-a",
 		"charge.paid order-b", "access.granted order-b", "charge.refunded order-b",
@@ -134,30 +134,30 @@ func TestBatchDecidesEachDeliveryAfterTheOnesBefore(t *testing.T) {
 func TestUndecodableDeliveryFailsAloneAndSparesItsBatch(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.charge("order-1", 4990, "partner-42", 1000)
-	e.charge("order-2", 2000, "", 0)
+	e.Charge("order-1", 4990, "partner-42", 1000)
+	e.Charge("order-2", 2000, "", 0)
 	e.store(paidEvent("p1", "order-1", 4990))
 	bad := e.storeRaw("bad", "paid", "order-2", `{"Kind": 7}`) // a stored event that no longer decodes
 	e.store(paidEvent("p2", "order-2", 2000))
-	w := webhook.NewWorker(e.proc, time.Hour)
+	w := inbox.NewWorker(e.Proc, time.Hour)
 	if n, err := w.RunOnce(context.Background()); n != 3 || err != nil {
 		t.Fatalf("worker picked %d (%v), want 3", n, err)
 	}
 	payable, _ := accounts.PartnerPayable("partner-42")
-	e.wantBalances(map[string]int64{accounts.Cash: 4990 + 2000, accounts.Revenue: -(4990 + 2000),
+	e.WantBalances(map[string]int64{accounts.Cash: 4990 + 2000, accounts.Revenue: -(4990 + 2000),
 		accounts.CommissionExpense: 499, payable: -499})
 	var row struct {
 		Status   string `db:"status"`
 		Attempts int    `db:"attempts"`
 		Err      string `db:"last_error"`
 	}
-	if err := e.db.Get(&row, `SELECT status, attempts, coalesce(last_error, '') AS last_error FROM inbox WHERE id = $1`, bad); err != nil {
+	if err := e.DB.Get(&row, `SELECT status, attempts, coalesce(last_error, '') AS last_error FROM inbox WHERE id = $1`, bad); err != nil {
 		t.Fatal(err)
 	}
 	if row.Status != "pending" || row.Attempts != 1 || !strings.Contains(row.Err, "decode stored event") {
 		t.Fatalf("bad delivery %+v, want pending after 1 attempt with its decode error", row)
 	}
-	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'processed'`); n != 2 {
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE status = 'processed'`); n != 2 {
 		t.Fatalf("%d processed, want 2", n)
 	}
 }
@@ -175,25 +175,25 @@ func TestUndecodableDeliveryFailsAloneAndSparesItsBatch(t *testing.T) {
 func TestBatchStuckOnALockGivesUpAndTheWorkerFinishes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.charge("order-1", 4990, "partner-42", 1000)
-	lock := e.db.MustBegin()
+	e.Charge("order-1", 4990, "partner-42", 1000)
+	lock := e.DB.MustBegin()
 	lock.MustExec(`LOCK TABLE outbox IN SHARE MODE`)
 
 	stop := e.cancelWaitsOn(lock)
-	r := e.postStandard("msg-1", "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990})
+	r := e.PostStandard("msg-1", "charge.paid", map[string]any{"charge_id": "order-1", "amount": 4990})
 	stop()
 	if r.Code != 200 || r.Body.Status != "accepted" {
 		t.Fatalf("delivery: %d %+v", r.Code, r.Body)
 	}
-	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'pending' AND attempts >= 1 AND last_error LIKE '%canceling statement%'`); n != 1 {
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE status = 'pending' AND attempts >= 1 AND last_error LIKE '%canceling statement%'`); n != 1 {
 		t.Fatal("the attempt given up was not recorded")
 	}
-	if n := e.count(`SELECT count(*) FROM posting_sets`); n != 0 {
+	if n := e.Count(`SELECT count(*) FROM posting_sets`); n != 0 {
 		t.Fatalf("%d sets written while the outbox was locked", n)
 	}
 	lock.Rollback()
 	e.makeDue()
-	if n, err := webhook.NewWorker(e.proc, time.Hour).RunOnce(context.Background()); n != 1 || err != nil {
+	if n, err := inbox.NewWorker(e.Proc, time.Hour).RunOnce(context.Background()); n != 1 || err != nil {
 		t.Fatalf("worker picked %d (%v), want 1", n, err)
 	}
 	e.assertPaidOnce("order-1")
@@ -204,16 +204,16 @@ func TestBatchStuckOnALockGivesUpAndTheWorkerFinishes(t *testing.T) {
 // does to a batch stuck there, but once it surely waits rather than after
 // a time.
 func (e *env) cancelWaitsOn(tx *sqlx.Tx) (stop func()) {
-	e.t.Helper()
+	e.T.Helper()
 	var pid int
 	if err := tx.Get(&pid, `SELECT pg_backend_pid()`); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
 		for {
-			e.db.Exec(`SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, pid)
+			e.DB.Exec(`SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, pid)
 			select {
 			case <-done:
 				return
@@ -231,30 +231,30 @@ func (e *env) cancelWaitsOn(tx *sqlx.Tx) (stop func()) {
 func TestDeliveryForALockedChargeDoesNotHoldTheOthers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.groupCommit()
-	e.charge("order-a", 4990, "partner-42", 1000)
-	gate := e.holdCharge("order-a")
+	e.GroupCommit()
+	e.Charge("order-a", 4990, "partner-42", 1000)
+	gate := e.HoldCharge("order-a")
 	defer gate.Rollback()
 
-	if r := e.postStandard("msg-a", "charge.paid", map[string]any{"charge_id": "order-a", "amount": 4990}); r.Code != 200 || r.Body.Status != "accepted" {
+	if r := e.PostStandard("msg-a", "charge.paid", map[string]any{"charge_id": "order-a", "amount": 4990}); r.Code != 200 || r.Body.Status != "accepted" {
 		t.Fatalf("held delivery: %d %+v", r.Code, r.Body)
 	}
-	e.waitSnoozed(1)
+	e.WaitSnoozed(1)
 	for i := 0; i < 3; i++ {
 		id := fmt.Sprintf("order-b%d", i)
-		e.charge(id, 2000, "", 0)
-		if r := e.postStandard("msg-"+id, "charge.paid", map[string]any{"charge_id": id, "amount": 2000}); r.Code != 200 || r.Body.Status != "accepted" {
+		e.Charge(id, 2000, "", 0)
+		if r := e.PostStandard("msg-"+id, "charge.paid", map[string]any{"charge_id": id, "amount": 2000}); r.Code != 200 || r.Body.Status != "accepted" {
 			t.Fatalf("%s: %d %+v", id, r.Code, r.Body)
 		}
 	}
-	e.eventually("3 payments applied while another charge is held",
+	e.Eventually("3 payments applied while another charge is held",
 		`SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND charge_id LIKE 'order-b%'`, 3)
-	if n := e.count(`SELECT count(*) FROM posting_sets WHERE charge_id = 'order-a'`); n != 0 {
+	if n := e.Count(`SELECT count(*) FROM posting_sets WHERE charge_id = 'order-a'`); n != 0 {
 		t.Fatalf("%d sets of order-a written while it was held", n)
 	}
 	gate.Rollback()
-	e.settled()
-	e.eventually("order-a paid once its lock is gone",
+	e.Settled()
+	e.Eventually("order-a paid once its lock is gone",
 		`SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND charge_id = 'order-a'`, 1)
 }
 
@@ -264,27 +264,27 @@ func TestBatchFailureFallsBackToOneDeliveryAtATime(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	for i := 1; i <= 3; i++ {
-		e.charge(fmt.Sprintf("order-%d", i), 1000, "", 0)
+		e.Charge(fmt.Sprintf("order-%d", i), 1000, "", 0)
 		e.store(paidEvent(fmt.Sprintf("p%d", i), fmt.Sprintf("order-%d", i), 1000))
 	}
 	failures := 0
-	e.applier.AfterSale = func() error {
+	e.Applier.AfterSale = func() error {
 		if failures++; failures == 1 {
 			return errors.New("the batch's transaction fails once")
 		}
 		return nil
 	}
-	if n, err := webhook.NewWorker(e.proc, time.Hour).RunOnce(context.Background()); n != 3 || err != nil {
+	if n, err := inbox.NewWorker(e.Proc, time.Hour).RunOnce(context.Background()); n != 3 || err != nil {
 		t.Fatalf("worker picked %d (%v), want 3", n, err)
 	}
 	if failures != 4 {
 		t.Fatalf("%d transactions wrote sales, want the batch and then 3 on their own", failures)
 	}
-	if n := e.count(`SELECT count(DISTINCT created_xid) FROM posting_sets`); n != 3 {
+	if n := e.Count(`SELECT count(DISTINCT created_xid) FROM posting_sets`); n != 3 {
 		t.Fatalf("sales written by %d transactions, want 3", n)
 	}
-	e.wantBalances(map[string]int64{accounts.Cash: 3000, accounts.Revenue: -3000})
-	if n := e.count(`SELECT count(*) FROM inbox WHERE status = 'processed' AND attempts = 1`); n != 3 {
+	e.WantBalances(map[string]int64{accounts.Cash: 3000, accounts.Revenue: -3000})
+	if n := e.Count(`SELECT count(*) FROM inbox WHERE status = 'processed' AND attempts = 1`); n != 3 {
 		t.Fatalf("%d processed at the first attempt, want 3: the batch's failure is no one's attempt", n)
 	}
 }
@@ -295,27 +295,27 @@ func TestBatchFailureFallsBackToOneDeliveryAtATime(t *testing.T) {
 func TestBatchNeverAppliesADeliveryToAnotherChargeByReference(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.groupCommit()
-	e.charge("order-a", 4990, "", 0)
-	if _, _, err := charges.Register(context.Background(), e.db, charges.NewCharge{
+	e.GroupCommit()
+	e.Charge("order-a", 4990, "", 0)
+	if _, _, err := charges.Register(context.Background(), e.DB, charges.NewCharge{
 		ID: "order-b", PSPRef: "track-b", Amount: 4990, Access: "course:order-b",
 	}); err != nil {
 		t.Fatal(err)
 	}
-	gate := e.holdCharge("order-a")
+	gate := e.HoldCharge("order-a")
 	done := make(chan reply, 1)
-	go func() { done <- e.postHodle(hodlePaid("track-b", "order-a", "49.90")) }()
-	e.waitSnoozed(1)
-	if n := e.count(`SELECT count(*) FROM posting_sets`); n != 0 {
+	go func() { done <- e.PostHodle(hodlePaid("track-b", "order-a", "49.90")) }()
+	e.WaitSnoozed(1)
+	if n := e.Count(`SELECT count(*) FROM posting_sets`); n != 0 {
 		t.Fatalf("%d sets written while order-a was held: the payment went to another charge", n)
 	}
 	gate.Rollback()
 	if r := <-done; r.Code != 200 {
 		t.Fatalf("delivery: %d %+v", r.Code, r.Body)
 	}
-	e.settled()
+	e.Settled()
 	var states []string
-	e.db.Select(&states, `SELECT id || ':' || state FROM charges ORDER BY id`)
+	e.DB.Select(&states, `SELECT id || ':' || state FROM charges ORDER BY id`)
 	if !slices.Equal(states, []string{"order-a:paid", "order-b:pending"}) {
 		t.Fatalf("charges %v", states)
 	}

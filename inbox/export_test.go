@@ -1,0 +1,4 @@
+package inbox
+
+// ClaimDueSQL is the workers' claim statement, for its plan's test.
+const ClaimDueSQL = claimDueSQL
