@@ -357,7 +357,7 @@ func (h *Hub) coalesce(ctx context.Context, notify <-chan *pq.Notification, d ti
 // stream in one write. Every write has a fixed cost to razao and to the
 // reader besides its bytes, so fewer, larger writes leave more of the
 // machine to the webhooks; with MaxBytesPerSecond bounding their size,
-// 2,500 is where the load test's sse scenario did best
+// 2,500 did better than 5,000 in the load test's sse scenario
 // (docs/performance.md, "Event streams beside the webhooks").
 const StreamWritesPerSecond = 2_500
 
