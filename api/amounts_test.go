@@ -14,12 +14,15 @@ import (
 	"github.com/razao/razao/accounts"
 )
 
-// payout posts a payout to partner p1 under key.
+// payout posts a payout to partner p1 under key (no Idempotency-Key
+// header when key is "").
 func payout(t *testing.T, h http.Handler, token, key, body string) (int, map[string]any) {
 	t.Helper()
 	req := httptest.NewRequest("POST", "/v1/partners/p1/payouts", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Idempotency-Key", key)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	var m map[string]any

@@ -22,15 +22,34 @@ import (
 )
 
 // newAPI returns the /v1 routes over a fresh database and a token with
-// the scopes asked for; every response they give is validated against
-// the OpenAPI document.
+// the scopes asked for (admin when none); every response they give is
+// validated against the OpenAPI document.
 func newAPI(t *testing.T, scopes ...auth.Scope) (http.Handler, string, *sqlx.DB) {
 	t.Helper()
+	return newAPIWith(t, apiOptions{scopes: scopes})
+}
+
+// apiOptions are what the tests' APIs differ in; the zero value is
+// newAPI's.
+type apiOptions struct {
+	scopes    []auth.Scope     // the token's; none means admin
+	now       func() time.Time // the API's clock; nil means 2026-09-02 12:00 UTC
+	merchants []string         // the merchants the webhook endpoints are configured with
+	unchecked bool             // responses not validated against the OpenAPI document
+}
+
+// newAPIWith is the one factory of the tests' APIs: the /v1 routes over a
+// fresh database, and a token.
+func newAPIWith(t *testing.T, o apiOptions) (http.Handler, string, *sqlx.DB) {
+	t.Helper()
 	db := pgtest.New(t)
-	if len(scopes) == 0 {
-		scopes = []auth.Scope{auth.Admin}
+	if len(o.scopes) == 0 {
+		o.scopes = []auth.Scope{auth.Admin}
 	}
-	token, _, err := auth.Create(context.Background(), db, "test", scopes)
+	if o.now == nil {
+		o.now = func() time.Time { return time.Date(2026, 9, 2, 12, 0, 0, 0, time.UTC) }
+	}
+	token, _, err := auth.Create(context.Background(), db, "test", o.scopes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +59,10 @@ func newAPI(t *testing.T, scopes ...auth.Scope) (http.Handler, string, *sqlx.DB)
 	r := mux.NewRouter().SkipClean(true)
 	r.NotFoundHandler, r.MethodNotAllowedHandler = api.NotFound(), api.MethodNotAllowed(r)
 	(&api.API{DB: db, Ledger: postings.New(db, cal), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return time.Date(2026, 9, 2, 12, 0, 0, 0, time.UTC) }}).Register(r)
+		Now: o.now, Merchants: o.merchants}).Register(r)
+	if o.unchecked {
+		return r, token, db
+	}
 	return contract.Middleware(t, r), token, db
 }
 
@@ -193,32 +215,20 @@ func TestPayoutNeedsKeyIsIdempotentAndRefusesOverPayout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	payout := func(key, body string) (int, map[string]any) {
-		req := httptest.NewRequest("POST", "/v1/partners/p1/payouts", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		var m map[string]any
-		json.Unmarshal(rec.Body.Bytes(), &m)
-		return rec.Code, m
-	}
-	if code, _ := payout("", `{"amount":100}`); code != 400 {
+	if code, _ := payout(t, h, token, "", `{"amount":100}`); code != 400 {
 		t.Fatalf("without key: %d, want 400", code)
 	}
-	code, first := payout("po-1", `{"amount":300}`)
+	code, first := payout(t, h, token, "po-1", `{"amount":300}`)
 	if code != 201 {
 		t.Fatalf("payout: %d %v", code, first)
 	}
-	if code, again := payout("po-1", `{"amount":300}`); code != 200 || again["posting_set_id"] != first["posting_set_id"] {
+	if code, again := payout(t, h, token, "po-1", `{"amount":300}`); code != 200 || again["posting_set_id"] != first["posting_set_id"] {
 		t.Fatalf("same key again: %d %v (first %v)", code, again, first)
 	}
-	if code, m := payout("po-1", `{"amount":301}`); code != 422 || !strings.HasSuffix(m["type"].(string), "/idempotency-conflict") {
+	if code, m := payout(t, h, token, "po-1", `{"amount":301}`); code != 422 || !strings.HasSuffix(m["type"].(string), "/idempotency-conflict") {
 		t.Fatalf("same key, other amount: %d %v", code, m)
 	}
-	if code, m := payout("po-2", `{"amount":200}`); code != 422 || !strings.HasSuffix(m["type"].(string), "/over-owed") {
+	if code, m := payout(t, h, token, "po-2", `{"amount":200}`); code != 422 || !strings.HasSuffix(m["type"].(string), "/over-owed") {
 		t.Fatalf("over-payout: %d %v", code, m)
 	}
 	code, m, _ := call(t, h, "GET", "/v1/partners/p1", token, "")

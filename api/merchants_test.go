@@ -2,37 +2,22 @@ package api_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/razao/razao/api"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/charges"
-	"github.com/razao/razao/internal/pgtest"
-	"github.com/razao/razao/postings"
 )
 
-// newMerchantsAPI is newAPI with the merchants the webhook endpoints are
-// configured with.
+// newMerchantsAPI is an API with the merchants the webhook endpoints are
+// configured with, the real clock and a write token.
 func newMerchantsAPI(t *testing.T, merchants ...string) (http.Handler, string, *sqlx.DB) {
 	t.Helper()
-	db := pgtest.New(t)
-	token, _, err := auth.Create(context.Background(), db, "test", []auth.Scope{auth.Write})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	r := mux.NewRouter().SkipClean(true)
-	(&api.API{DB: db, Ledger: postings.New(db, cal), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: time.Now, Merchants: merchants}).Register(r)
-	return r, token, db
+	return newAPIWith(t, apiOptions{scopes: []auth.Scope{auth.Write}, now: time.Now, merchants: merchants, unchecked: true})
 }
 
 func TestRegisterChargeResolvesItsMerchant(t *testing.T) {

@@ -38,7 +38,7 @@ func TestEveryDomainErrorAnswersItsProblem(t *testing.T) {
 		{fmt.Errorf("%w: %w", charges.ErrInvalid, above), 400, "amount-above-max", ""},
 		{fmt.Errorf("%w: %w", postings.ErrSumOverflow, errors.New("numeric out of range")), 422, "sum-overflow", ""},
 		{partners.ErrInvalid, 400, "invalid-payout", ""},
-		// A payout outside the window is an invalid payout, as before.
+		// A payout outside the window is an invalid payout, as ErrInvalid alone above.
 		{fmt.Errorf("%w: %w", partners.ErrInvalid, postings.ErrOutsideWindow), 400, "invalid-payout", ""},
 		{partners.ErrNotFound, 404, "not-found", ""},
 		{partners.ErrOverOwed, 422, "over-owed", ""},

@@ -2,20 +2,12 @@ package api_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/razao/razao/api"
-	"github.com/razao/razao/auth"
-	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
 )
 
@@ -84,24 +76,9 @@ func TestPeriodsStayBoundedOnALedgerWithOldSets(t *testing.T) {
 // nothing.
 func TestPayoutOutsideTheWindowIs400(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t)
-	token, _, err := auth.Create(context.Background(), db, "test", []auth.Scope{auth.Admin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	r := mux.NewRouter()
-	(&api.API{DB: db, Ledger: postings.New(db, cal), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return time.Date(2020, 10, 31, 12, 0, 0, 0, time.UTC) }}).Register(r)
-	req := httptest.NewRequest("POST", "/v1/partners/p1/payouts", strings.NewReader(`{"amount":100,"allow_over_owed":true}`))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Idempotency-Key", "po-1")
-	rec := httptest.NewRecorder()
-	r.ServeHTTP(rec, req)
-	var m map[string]any
-	json.Unmarshal(rec.Body.Bytes(), &m)
-	if rec.Code != 400 || !strings.Contains(m["detail"].(string), "go-live") {
-		t.Fatalf("payout dated before go-live: %d %v, want 400", rec.Code, m)
+	h, token, db := newAPIWith(t, apiOptions{now: func() time.Time { return time.Date(2020, 10, 31, 12, 0, 0, 0, time.UTC) }, unchecked: true})
+	if code, m := payout(t, h, token, "po-1", `{"amount":100,"allow_over_owed":true}`); code != 400 || !strings.Contains(m["detail"].(string), "go-live") {
+		t.Fatalf("payout dated before go-live: %d %v, want 400", code, m)
 	}
 	if n := 0; db.Get(&n, `SELECT count(*) FROM posting_sets`) != nil || n != 0 {
 		t.Fatalf("%d sets booked", n)

@@ -65,10 +65,8 @@ func BenchmarkPages(b *testing.B) {
 		}
 	}
 	f.console.Now = func() time.Time { return time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC) }
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
-	c := newClient(b, srv)
-	c.signIn(f.admin)
+	srv := serve(b, f.router)
+	c := signedIn(b, srv, f.admin)
 	for i := 0; i < 30; i++ {
 		divergence(b, f.db, "bench-"+strconv.Itoa(i), "b"+strconv.Itoa(i), "bench")
 	}

@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -23,16 +22,14 @@ func TestBrowser(t *testing.T) {
 	f := withHub(t)
 	first := divergence(t, f.db, "ev-browser-1", `<b>c-html</b>`, "cobrança desconhecida")
 	second := divergence(t, f.db, "ev-browser-2", "c-forged", "outra")
-	srv := httptest.NewServer(f.router)
-	// A cleanup, not a defer: the browsers (cleaned up first) close their
-	// event streams, which Close would otherwise wait for.
-	t.Cleanup(srv.Close)
+	// Closed in a cleanup, not a defer: the browsers (cleaned up first)
+	// close their event streams, which Close would otherwise wait for.
+	srv := serve(t, f.router)
 	ctx := context.Background()
 
 	b := browsertest.New(t, srv.URL, "testoutput")
 	b.Do("sign-in page", chromedp.Navigate(srv.URL+"/console/login"), chromedp.WaitVisible(chromedp.ID("token")))
-	b.Screenshot("01-login")
-	portugueseMonths(t, b, "01-login")
+	shot(t, b, "01-login")
 	b.SignIn(f.admin)
 
 	// The month: pick August with the month and year fields, read the figures.
@@ -64,11 +61,9 @@ func TestBrowser(t *testing.T) {
 	if got := b.Text(`tr[data-account="liabilities:commission-payable:p1"] td[data-field="closing"]`); !strings.HasPrefix(got, "−R$ ") {
 		t.Errorf("p1's payable closing %q, want a credit balance", got)
 	}
-	b.Screenshot("02-month")
-	portugueseMonths(t, b, "02-month")
+	shot(t, b, "02-month")
 	b.Do("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("income")))
-	b.Screenshot("03-month-phone")
-	portugueseMonths(t, b, "03-month-phone")
+	shot(t, b, "03-month-phone")
 	b.Do("laptop", chromedp.EmulateViewport(1280, 900), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("income")))
 
 	// The chart: an SVG image the browser decoded.
@@ -77,21 +72,18 @@ func TestBrowser(t *testing.T) {
 	if w := b.Eval(`document.getElementById("trend-chart").naturalWidth`); w == nil || w.(float64) < 100 {
 		t.Errorf("the chart image did not load: naturalWidth %v", w)
 	}
-	b.Screenshot("04-chart")
-	portugueseMonths(t, b, "04-chart")
+	shot(t, b, "04-chart")
 	b.Do("account", chromedp.Click(chromedp.CSS(`a[href="/console/month/2026-09"]`)), chromedp.WaitVisible(chromedp.ID("income")),
 		chromedp.Navigate(srv.URL+"/console/accounts/income:revenue?to=2026-09"), chromedp.WaitVisible(chromedp.ID("account-chart")),
 		browsertest.Poll(`document.getElementById("account-chart").complete && document.getElementById("account-chart").naturalWidth > 0`))
-	b.Screenshot("05-account")
-	portugueseMonths(t, b, "05-account")
+	shot(t, b, "05-account")
 
 	// Resolve a divergence as admin; its charge id's HTML is text.
 	b.Do("divergences", chromedp.Navigate(srv.URL+"/console/divergences"), chromedp.WaitVisible(chromedp.ID(fmt.Sprintf("note-%d", first))))
 	if got := b.Text(fmt.Sprintf("#divergence-%d code.charge", first)); got != "<b>c-html</b>" {
 		t.Errorf("charge id shown as %q, want the text <b>c-html</b>", got)
 	}
-	b.Screenshot("06-divergences")
-	portugueseMonths(t, b, "06-divergences")
+	shot(t, b, "06-divergences")
 	b.Do("resolve", chromedp.SendKeys(chromedp.ID(fmt.Sprintf("note-%d", first)), "cobrança registrada depois"),
 		chromedp.Click(chromedp.CSS(fmt.Sprintf("#divergence-%d button", first))),
 		chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#divergence-%d[data-status="resolved"]`, first))))
@@ -110,20 +102,17 @@ func TestBrowser(t *testing.T) {
 	if d, _ := divergences.Get(ctx, f.db, second); d.Status != divergences.StatusOpen {
 		t.Fatal("a forged form resolved a divergence")
 	}
-	b.Screenshot("07-csrf-refused")
-	portugueseMonths(t, b, "07-csrf-refused")
+	shot(t, b, "07-csrf-refused")
 	b.NoConsoleErrors(func(m chromedp.ConsoleMessage) bool { return m.Source == "network" && strings.Contains(m.Text, "403") })
 
 	// Close August, through the confirmation.
 	b.Do("periods", chromedp.Navigate(srv.URL+"/console/periods"), chromedp.WaitVisible(chromedp.ID("periods")))
-	b.Screenshot("08-periods")
-	portugueseMonths(t, b, "08-periods")
+	shot(t, b, "08-periods")
 	b.Do("confirm", chromedp.Click(chromedp.CSS(`a[href="/console/periods/2026-08/close"]`)), chromedp.WaitVisible(chromedp.ID("confirm-close")))
 	if got := b.Text(`#frozen-income td[data-field="net_income"]`); got != brl(inc.NetIncome) {
 		t.Errorf("confirmation shows net income %q, want %s", got, brl(inc.NetIncome))
 	}
-	b.Screenshot("09-close-confirm")
-	portugueseMonths(t, b, "09-close-confirm")
+	shot(t, b, "09-close-confirm")
 	b.Do("close", chromedp.Click(chromedp.ID("confirm-close")), chromedp.WaitVisible(chromedp.CSS(`[role="status"].ok`)))
 	if got := b.Text(`tr[data-month="2026-08"] td[data-field="status"]`); got != "fechado" {
 		t.Errorf("August is %q after closing", got)
@@ -134,11 +123,9 @@ func TestBrowser(t *testing.T) {
 
 	// Partners.
 	b.Do("partners", chromedp.Navigate(srv.URL+"/console/partners"), chromedp.WaitVisible(chromedp.ID("partners")))
-	b.Screenshot("10-partners")
-	portugueseMonths(t, b, "10-partners")
+	shot(t, b, "10-partners")
 	b.Do("partner", chromedp.Click(chromedp.CSS(`a[href="/console/partners/p1"]`)), chromedp.WaitVisible(chromedp.ID("payouts")))
-	b.Screenshot("11-partner")
-	portugueseMonths(t, b, "11-partner")
+	shot(t, b, "11-partner")
 
 	// The live strip: an event committed now appears without a reload;
 	// on the next page the strip resumes after it, not from the start.
@@ -149,8 +136,7 @@ func TestBrowser(t *testing.T) {
 	if got := b.Text(`#live-events li[data-topic="charge.paid"]`); !strings.HasSuffix(got, "Cobrança paga · order-<live>") {
 		t.Errorf("live strip shows %q", got)
 	}
-	b.Screenshot("12-live")
-	portugueseMonths(t, b, "12-live")
+	shot(t, b, "12-live")
 	b.Do("next page", chromedp.Navigate(srv.URL+"/console/divergences"), chromedp.WaitVisible(chromedp.ID("open-title")),
 		browsertest.Poll(`document.getElementById("live-status").textContent === "Conectado."`))
 	appendEvent(t, f, events.TopicDivergenceOpened, "order-next")
@@ -174,8 +160,7 @@ func TestBrowser(t *testing.T) {
 	if n := r.Eval(`document.querySelectorAll("form.resolve, textarea, button[type=submit]:not(form.who button)").length`); n != 0.0 {
 		t.Errorf("a read token is offered %v admin controls on divergences", n)
 	}
-	r.Screenshot("13-divergences-read-token")
-	portugueseMonths(t, r, "13-divergences-read-token")
+	shot(t, r, "13-divergences-read-token")
 	r.Do("periods as reader", chromedp.Navigate(srv.URL+"/console/periods"), chromedp.WaitVisible(chromedp.ID("periods")))
 	if n := r.Eval(`document.querySelectorAll('a[href$="/close"]').length`); n != 0.0 {
 		t.Errorf("a read token is offered %v close buttons", n)
@@ -196,6 +181,14 @@ const localeMonths = `(() => {
   (document.body.innerText.match(re) || []).forEach(w => out.push("the word " + w));
   return out;
 })()`
+
+// shot saves a screenshot of the page b shows, named name, and fails the
+// test when it shows a month in the browser's locale (portugueseMonths).
+func shot(t *testing.T, b *browsertest.Browser, name string) {
+	t.Helper()
+	b.Screenshot(name)
+	portugueseMonths(t, b, name)
+}
 
 // portugueseMonths fails the test when page shows a month in the
 // browser's locale rather than in Portuguese.

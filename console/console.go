@@ -61,12 +61,12 @@ type Console struct {
 	// Events is the SSE stream of /v1/events (events.Hub), served to the
 	// live strip with the session's token in the request's context.
 	Events http.Handler
-	// Reconciliation is the HOOK for the reconciliation runs page of
-	// issue 15, which is being built in its own package: nil until then,
-	// and the page and its menu entry are absent. When set, it is served
-	// at /console/reconciliation behind the session (read scope), with
-	// the session's token in the context (auth.FromContext); it renders
-	// its own body.
+	// Reconciliation is the reconciliation runs page, given by the caller
+	// (razao serve builds it over package reconcile); nil leaves the page
+	// and its menu entry out. When set, it is served at
+	// /console/reconciliation behind the session (read scope), with the
+	// session's token in the context (auth.FromContext); it renders its
+	// own body.
 	Reconciliation http.Handler
 	// BehindTLSProxy says TLS ends at a proxy in front (behind_proxy):
 	// the cookies are Secure although the request reached us in clear.

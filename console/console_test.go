@@ -70,9 +70,7 @@ func TestSignInExchangesTokenForAStrictCookieStoredHashed(t *testing.T) {
 
 func TestSignInRefusesBadTokensAndForgedForms(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
+	f, srv := setup(t)
 	c := newClient(t, srv)
 	_, page := c.get("/console/login")
 	csrf := csrfOf(t, page)
@@ -90,19 +88,15 @@ func TestSignInRefusesBadTokensAndForgedForms(t *testing.T) {
 	if res, _ := c.postForm("/console/login", url.Values{"csrf": {csrf}, "token": {strings.Repeat("x", maxForm)}}); res.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("huge form: %d, want 413", res.StatusCode)
 	}
-	var n int
-	f.db.Get(&n, `SELECT count(*) FROM console_sessions`)
-	if n != 0 {
+	if n := f.sessions(t); n != 0 {
 		t.Errorf("%d sessions after refused sign-ins", n)
 	}
 }
 
 func TestConsoleRefusesNoSessionForgedCSRFAndRevokedToken(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f, srv := setup(t)
 	div := divergence(t, f.db, "ev-1", "c9", "unknown charge")
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
 
 	anon := newClient(t, srv)
 	for _, p := range []string{"/console/", "/console/month/2026-08", "/console/chart", "/console/chart.svg", "/console/divergences",
@@ -123,8 +117,7 @@ func TestConsoleRefusesNoSessionForgedCSRFAndRevokedToken(t *testing.T) {
 		t.Errorf("unknown cookie: %d", res.StatusCode)
 	}
 
-	admin := newClient(t, srv)
-	admin.signIn(f.admin)
+	admin := signedIn(t, srv, f.admin)
 	_, page := admin.get("/console/divergences")
 	good := csrfOf(t, page)
 	for _, bad := range []string{"", "forged", good + "x", csrfToken(newSecret())} {
@@ -162,16 +155,10 @@ func TestConsoleRefusesNoSessionForgedCSRFAndRevokedToken(t *testing.T) {
 
 func TestSignOutEndsTheSession(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
-	c := newClient(t, srv)
-	c.signIn(f.read)
+	f, srv := setup(t)
+	c := signedIn(t, srv, f.read)
 	cookies := c.hc.Jar.Cookies(mustURL(t, srv.URL+"/console/"))
-	_, page := c.get("/console/month/2026-08")
-	if res, _ := c.postForm("/console/logout", url.Values{"csrf": {csrfOf(t, page)}}); res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("logout: %d", res.StatusCode)
-	}
+	c.signOut()
 	// The old cookie, replayed, is dead: the row is gone.
 	replay := newClient(t, srv)
 	replay.hc.Jar.SetCookies(mustURL(t, srv.URL+"/console/"), cookies)
@@ -184,16 +171,12 @@ func TestSignOutEndsTheSession(t *testing.T) {
 // style or event-handler attributes.
 func TestEveryPageHasTheCSPAndNoInlineScriptOrStyle(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f, srv := setup(t)
 	divergence(t, f.db, "ev-1", "c9", "detail")
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
-	c := newClient(t, srv)
-	pages := []string{"/console/login"}
-	c.signIn(f.admin)
-	pages = append(pages, "/console/month/2026-08", "/console/chart?to=2026-09", "/console/accounts/income:revenue?to=2026-09",
+	c := signedIn(t, srv, f.admin)
+	pages := []string{"/console/login", "/console/month/2026-08", "/console/chart?to=2026-09", "/console/accounts/income:revenue?to=2026-09",
 		"/console/divergences", "/console/periods", "/console/periods/2026-08/close", "/console/partners", "/console/partners/p1",
-		"/console/month/nope", "/console/static/console.css", "/console/static/live.js")
+		"/console/month/nope", "/console/static/console.css", "/console/static/live.js"}
 	inline := regexp.MustCompile(`(?i)<script(?:\s[^>]*)?>\s*[^<\s]|<script(?:\s(?:[^s>]|s[^r>])*)?>|\sstyle=|<style|\son[a-z]+=|javascript:`)
 	for _, p := range pages {
 		res, body := c.get(p)
@@ -230,11 +213,8 @@ func mustURL(t testing.TB, s string) *url.URL {
 // by line, and a download of each export equal to the API's.
 func TestMonthPageShowsTheAPIsFigures(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
-	c := newClient(t, srv)
-	c.signIn(f.read)
+	f, srv := setup(t)
+	c := signedIn(t, srv, f.read)
 	for _, m := range []string{"2026-08", "2026-09"} {
 		res, page := c.get("/console/month/" + m)
 		if res.StatusCode != 200 {
@@ -246,11 +226,8 @@ func TestMonthPageShowsTheAPIsFigures(t *testing.T) {
 			t.Fatalf("%s: only %d lines from the API", m, len(tb.Lines))
 		}
 		for _, l := range tb.Lines {
-			for name, want := range map[string]int64{"opening": l.Opening, "debits": l.Debits, "credits": l.Credits, "closing": l.Closing} {
-				if got := field(t, page, "data-account", l.Account, name); got != brl(want) {
-					t.Errorf("%s %s %s: page %q, API %d", m, l.Account, name, got, want)
-				}
-			}
+			wantFigures(t, page, "data-account", l.Account, m+" "+l.Account,
+				map[string]int64{"opening": l.Opening, "debits": l.Debits, "credits": l.Credits, "closing": l.Closing})
 		}
 		var inc reports.Income
 		c.api(f.read, "/v1/reports/income-statement/"+m, &inc)
@@ -329,20 +306,14 @@ func TestMonthPageShowsTheAPIsFigures(t *testing.T) {
 // functions.
 func TestChartAndSeriesShowTheAPIsFigures(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
-	c := newClient(t, srv)
-	c.signIn(f.read)
+	f, srv := setup(t)
+	c := signedIn(t, srv, f.read)
 	_, page := c.get("/console/chart?to=2026-09")
 	for _, m := range months(sep2026) {
 		var inc reports.Income
 		c.api(f.read, "/v1/reports/income-statement/"+m.String(), &inc)
-		for name, want := range map[string]int64{"sales": inc.Sales, "refunds": inc.Refunds, "commission": inc.Commission, "net_income": inc.NetIncome} {
-			if got := field(t, page, "data-month", m.String(), name); got != brl(want) {
-				t.Errorf("trend %s %s: page %q, API %d", m, name, got, want)
-			}
-		}
+		wantFigures(t, page, "data-month", m.String(), "trend "+m.String(),
+			map[string]int64{"sales": inc.Sales, "refunds": inc.Refunds, "commission": inc.Commission, "net_income": inc.NetIncome})
 	}
 	if !strings.Contains(page, `src="/console/chart.svg?to=2026-09"`) {
 		t.Error("no chart image on the trend page")
@@ -361,33 +332,21 @@ func TestChartAndSeriesShowTheAPIsFigures(t *testing.T) {
 	var s reports.Series
 	c.api(f.read, "/v1/accounts/income:revenue/series?from=2025-10&to=2026-09", &s)
 	for _, p := range s.Points {
-		if got := field(t, page, "data-month", p.Month, "historical"); got != brl(p.Historical) {
-			t.Errorf("series %s: page %q, API %d", p.Month, got, p.Historical)
-		}
-		if got := field(t, page, "data-month", p.Month, "change"); got != brl(p.Change) {
-			t.Errorf("series change %s: page %q, API %d", p.Month, got, p.Change)
-		}
+		wantFigures(t, page, "data-month", p.Month, "series "+p.Month, map[string]int64{"historical": p.Historical, "change": p.Change})
 	}
 	if res, svg := c.get("/console/accounts/income:revenue/chart.svg?to=2026-09"); res.StatusCode != 200 || !strings.Contains(svg, "<svg") {
 		t.Errorf("account chart: %d", res.StatusCode)
 	}
-	for p, want := range map[string]int{"/console/accounts/nope:nope": 404, "/console/accounts/%3Cscript%3E": 404, "/console/chart?to=9999-99": 400} {
-		if res, _ := c.get(p); res.StatusCode != want {
-			t.Errorf("%s: %d, want %d", p, res.StatusCode, want)
-		}
-	}
+	c.wantStatuses(map[string]int{"/console/accounts/nope:nope": 404, "/console/accounts/%3Cscript%3E": 404, "/console/chart?to=9999-99": 400})
 }
 
 func TestDivergencesOpenFirstWithDeliveryResolvedByAdminOnly(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f, srv := setup(t)
 	first := divergence(t, f.db, "ev-1", `<img src=x onerror=alert(1)>`, `detail <script>alert("x")</script>`)
 	second := divergence(t, f.db, "ev-2", "c9", "second")
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
 
-	reader := newClient(t, srv)
-	reader.signIn(f.read)
+	reader := signedIn(t, srv, f.read)
 	_, page := reader.get("/console/divergences")
 	if strings.Contains(page, "<img src=x") || strings.Contains(page, `<script>alert("x")`) ||
 		!strings.Contains(page, "&lt;img src=x onerror=alert(1)&gt;") || !strings.Contains(page, "&lt;script&gt;") {
@@ -403,8 +362,7 @@ func TestDivergencesOpenFirstWithDeliveryResolvedByAdminOnly(t *testing.T) {
 		t.Errorf("read token resolving: %d, want 403", res.StatusCode)
 	}
 
-	admin := newClient(t, srv)
-	admin.signIn(f.admin)
+	admin := signedIn(t, srv, f.admin)
 	_, page = admin.get("/console/divergences")
 	csrf := csrfOf(t, page)
 	if res, _ := admin.postForm(fmt.Sprintf("/console/divergences/%d/resolve", first), url.Values{"csrf": {csrf}, "note": {"  "}}); res.StatusCode != http.StatusBadRequest {
@@ -437,12 +395,9 @@ func TestDivergencesOpenFirstWithDeliveryResolvedByAdminOnly(t *testing.T) {
 
 func TestClosingAMonthShowsWhatIsFrozenAndNeedsAdmin(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
+	f, srv := setup(t)
 
-	reader := newClient(t, srv)
-	reader.signIn(f.read)
+	reader := signedIn(t, srv, f.read)
 	_, page := reader.get("/console/periods")
 	if strings.Contains(page, "/close") {
 		t.Error("a read token is offered to close a month")
@@ -451,8 +406,7 @@ func TestClosingAMonthShowsWhatIsFrozenAndNeedsAdmin(t *testing.T) {
 		t.Errorf("read token closing: %d", res.StatusCode)
 	}
 
-	admin := newClient(t, srv)
-	admin.signIn(f.admin)
+	admin := signedIn(t, srv, f.admin)
 	_, page = admin.get("/console/periods")
 	if !strings.Contains(page, `href="/console/periods/2026-08/close"`) {
 		t.Fatal("no close link for August")
@@ -499,20 +453,14 @@ func TestClosingAMonthShowsWhatIsFrozenAndNeedsAdmin(t *testing.T) {
 
 func TestPartnersShowTheAPIsSummariesAndPayouts(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
-	c := newClient(t, srv)
-	c.signIn(f.read)
+	f, srv := setup(t)
+	c := signedIn(t, srv, f.read)
 	_, page := c.get("/console/partners")
 	for _, id := range []string{"p1", "p2"} {
 		var s partners.Summary
 		c.api(f.read, "/v1/partners/"+id, &s)
-		for name, want := range map[string]int64{"commissions": s.Commissions, "reversed": s.Reversed, "paid": s.Paid, "owed": s.Owed} {
-			if got := field(t, page, "data-partner", id, name); got != brl(want) {
-				t.Errorf("%s %s: page %q, API %d", id, name, got, want)
-			}
-		}
+		wantFigures(t, page, "data-partner", id, id,
+			map[string]int64{"commissions": s.Commissions, "reversed": s.Reversed, "paid": s.Paid, "owed": s.Owed})
 	}
 	_, page = c.get("/console/partners/p1")
 	if !strings.Contains(page, `data-field="payout">R$ 5,00<`) {
@@ -536,20 +484,13 @@ func TestPartnersShowTheAPIsSummariesAndPayouts(t *testing.T) {
 	if n := strings.Count(page, "<tr data-partner="); n != 2 || !strings.Contains(page, `data-partner="q19"`) || strings.Contains(page, "Mais parceiros") {
 		t.Errorf("second page: %d partners", n)
 	}
-	for p, want := range map[string]int{"/console/partners/nobody": 404, "/console/partners/a:b": 404, "/console/partners?after=" + strings.Repeat("z", 300): 400} {
-		if res, _ := c.get(p); res.StatusCode != want {
-			t.Errorf("%s: %d, want %d", p, res.StatusCode, want)
-		}
-	}
+	c.wantStatuses(map[string]int{"/console/partners/nobody": 404, "/console/partners/a:b": 404, "/console/partners?after=" + strings.Repeat("z", 300): 400})
 }
 
 func TestASessionExpires(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
-	c := newClient(t, srv)
-	c.signIn(f.read)
+	f, srv := setup(t)
+	c := signedIn(t, srv, f.read)
 	f.later.Store(int64(SessionTTL - time.Second))
 	if res, _ := c.get("/console/periods"); res.StatusCode != http.StatusOK {
 		t.Fatalf("a second before expiry: %d", res.StatusCode)
@@ -560,9 +501,7 @@ func TestASessionExpires(t *testing.T) {
 	}
 	// The next sign-in sweeps the expired row.
 	c.signIn(f.read)
-	var n int
-	f.db.Get(&n, `SELECT count(*) FROM console_sessions`)
-	if n != 1 {
+	if n := f.sessions(t); n != 1 {
 		t.Errorf("%d sessions after a sign-in past an expired one, want 1", n)
 	}
 }
@@ -571,11 +510,8 @@ func TestASessionExpires(t *testing.T) {
 // served behind the session with its token in the context.
 func TestReconciliationHook(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
-	c := newClient(t, srv)
-	c.signIn(f.read)
+	f, srv := setup(t)
+	c := signedIn(t, srv, f.read)
 	if res, page := c.get("/console/reconciliation"); res.StatusCode != http.StatusNotFound || strings.Contains(page, "Conciliação") {
 		t.Fatalf("without the hook: %d", res.StatusCode)
 	}
@@ -590,9 +526,7 @@ func TestReconciliationHook(t *testing.T) {
 	})
 	r := mux.NewRouter()
 	f.console.Register(r)
-	hooked := httptest.NewServer(r)
-	defer hooked.Close()
-	h := newClient(t, hooked)
+	h := newClient(t, serve(t, r))
 	if res, _ := h.get("/console/reconciliation"); res.StatusCode != http.StatusSeeOther {
 		t.Errorf("hook without a session: %d", res.StatusCode)
 	}
@@ -609,15 +543,12 @@ func TestReconciliationHook(t *testing.T) {
 // both sides: the statement's and the ledger's.
 func TestDivergenceOfAReconciliationShowsBothSides(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t)
+	f, srv := setup(t)
 	f.db.MustExec(`INSERT INTO divergences (source, reconciliation_key, endpoint, run_line, line_kind, charge_id, reason, detail,
 			statement_psp_id, statement_charge_ref, statement_refund_id, statement_amount, ledger_amount)
 		VALUES ('reconciliation', '["bcb","amount_mismatch"]', 'bcb', 7, 'paid', 'order-9', 'amount_mismatch', 'differs',
 			'E123', 'order-9', '', 9900, 10000)`)
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
-	c := newClient(t, srv)
-	c.signIn(f.read)
+	c := signedIn(t, srv, f.read)
 	_, page := c.get("/console/divergences")
 	for _, want := range []string{"Conciliação bcb, linha 7 (paid)", "<code>E123</code>", brl(9900), brl(10000)} {
 		if !strings.Contains(page, want) {

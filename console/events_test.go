@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +16,18 @@ import (
 func withHub(t *testing.T) *fixture {
 	t.Helper()
 	f := newFixture(t)
+	f.runHub(t)
+	return f
+}
+
+// runHub runs f's hub until the test ends. The hub's settings are to be
+// changed before.
+func (f *fixture) runHub(t testing.TB) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { f.hub.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return f
 }
 
 // appendEvent commits one event, as the webhook processor does with the
@@ -91,8 +96,7 @@ func (s *sse) next(t *testing.T) (id, topic, data string) {
 func TestLiveStripStreamsEventsWithTheSessionAndResumes(t *testing.T) {
 	t.Parallel()
 	f := withHub(t)
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
+	srv := serve(t, f.router)
 
 	anon := newClient(t, srv)
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/console/events", nil)
@@ -101,8 +105,7 @@ func TestLiveStripStreamsEventsWithTheSessionAndResumes(t *testing.T) {
 		t.Fatalf("stream without a session: %d", res.StatusCode)
 	}
 
-	c := newClient(t, srv)
-	c.signIn(f.read)
+	c := signedIn(t, srv, f.read)
 	// Bounds the test if an event never came; nothing is timed.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -129,19 +132,13 @@ func TestSignOutCutsTheSessionsEventStream(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.hub.KeepAlive = 20 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { f.hub.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	srv := httptest.NewServer(f.router)
-	defer srv.Close()
+	f.runHub(t)
+	srv := serve(t, f.router)
 
 	// Bounds the test if the stream were never cut; nothing is timed.
 	sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
 	defer scancel()
-	c, other := newClient(t, srv), newClient(t, srv)
-	c.signIn(f.read)
-	other.signIn(f.read)
+	c, other := signedIn(t, srv, f.read), signedIn(t, srv, f.read)
 	s, kept := openStream(t, sctx, c, ""), openStream(t, sctx, other, "")
 	// Both streams are open and delivering.
 	appendEvent(t, f, events.TopicChargePaid, "before-sign-out")
@@ -151,10 +148,7 @@ func TestSignOutCutsTheSessionsEventStream(t *testing.T) {
 		}
 	}
 
-	_, page := c.get("/console/month/2026-08")
-	if res, _ := c.postForm("/console/logout", url.Values{"csrf": {csrfOf(t, page)}}); res.StatusCode != http.StatusSeeOther {
-		t.Fatalf("logout: %d", res.StatusCode)
-	}
+	c.signOut()
 	// The signed-out stream ends (keepalive comments, then EOF), without
 	// the event appended after the sign-out.
 	appendEvent(t, f, events.TopicChargeRefunded, "after-sign-out")

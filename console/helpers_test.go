@@ -43,6 +43,23 @@ type fixture struct {
 	later atomic.Int64
 }
 
+// setup is how most console tests begin: the example months booked
+// (newFixture) and a test server over the console and the /v1 API,
+// closed when the test ends.
+func setup(t *testing.T) (*fixture, *httptest.Server) {
+	t.Helper()
+	f := newFixture(t)
+	return f, serve(t, f.router)
+}
+
+// serve starts a test server over h, closed when the test ends.
+func serve(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := newBareFixture(t)
@@ -78,6 +95,16 @@ func newBareFixture(t testing.TB) *fixture {
 	f.admin = newToken(t, db, "finance-admin", auth.Admin)
 	f.read = newToken(t, db, "finance-read", auth.Read)
 	return f
+}
+
+// sessions counts the console's sessions, live or not.
+func (f *fixture) sessions(t testing.TB) int {
+	t.Helper()
+	var n int
+	if err := f.db.Get(&n, `SELECT count(*) FROM console_sessions`); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func newToken(t testing.TB, db *sqlx.DB, name string, s auth.Scope) string {
@@ -263,6 +290,35 @@ func (c *client) signIn(token string) {
 	}
 }
 
+// signedIn returns a new client of srv, signed in with token.
+func signedIn(t testing.TB, srv *httptest.Server, token string) *client {
+	t.Helper()
+	c := newClient(t, srv)
+	c.signIn(token)
+	return c
+}
+
+// signOut posts the sign-out form of a page c is shown and fails the test
+// unless the console took it.
+func (c *client) signOut() {
+	c.t.Helper()
+	_, page := c.get("/console/month/2026-08")
+	if res, _ := c.postForm("/console/logout", url.Values{"csrf": {csrfOf(c.t, page)}}); res.StatusCode != http.StatusSeeOther {
+		c.t.Fatalf("logout: %d", res.StatusCode)
+	}
+}
+
+// wantStatuses fails the test unless each path, fetched by c, answers its
+// status.
+func (c *client) wantStatuses(want map[string]int) {
+	c.t.Helper()
+	for p, status := range want {
+		if res, _ := c.get(p); res.StatusCode != status {
+			c.t.Errorf("%s: %d, want %d", p, res.StatusCode, status)
+		}
+	}
+}
+
 // field returns the text of the cell with data-field name in the row
 // with attribute attr=value, e.g. field(page, "data-account", "assets:cash", "closing").
 func field(t *testing.T, page, attr, value, name string) string {
@@ -276,6 +332,18 @@ func field(t *testing.T, page, attr, value, name string) string {
 		t.Fatalf("row %s=%q has no %s", attr, value, name)
 	}
 	return cell[1]
+}
+
+// wantFigures fails the test unless each named cell of the row with
+// attribute attr=value shows the API's figure, written as the pages write
+// money; what names the row in the message.
+func wantFigures(t *testing.T, page, attr, value, what string, want map[string]int64) {
+	t.Helper()
+	for name, w := range want {
+		if got := field(t, page, attr, value, name); got != brl(w) {
+			t.Errorf("%s %s: page %q, API %d", what, name, got, w)
+		}
+	}
 }
 
 var (

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"database/sql"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -40,13 +39,6 @@ func newSecret() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// sessionDigest is what the database stores for a session cookie. As for
-// API tokens, a fast hash suffices: the plaintext has 256 random bits.
-func sessionDigest(plaintext string) []byte {
-	sum := sha256.Sum256([]byte(plaintext))
-	return sum[:]
-}
-
 // csrfToken is the value every form of a session carries: an HMAC of the
 // session cookie, so it needs no storage, differs per session, and cannot
 // be computed by a page that cannot read the (HttpOnly) cookie.
@@ -70,6 +62,9 @@ type session struct {
 
 func (s session) csrf() string { return csrfToken(s.plaintext) }
 
+// sessions is the store of the console's sessions (sessions_store.go).
+func (c *Console) sessions() sessionStore { return sessionStore{db: c.DB} }
+
 // signIn exchanges a live API token for a new session and returns the
 // session's cookie plaintext. Expired sessions are swept on the way.
 func (c *Console) signIn(ctx context.Context, apiToken string) (string, auth.Token, error) {
@@ -78,13 +73,11 @@ func (c *Console) signIn(ctx context.Context, apiToken string) (string, auth.Tok
 		return "", auth.Token{}, err
 	}
 	now := c.Now()
-	if _, err := c.DB.ExecContext(ctx, `DELETE FROM console_sessions WHERE expires_at <= $1`, now); err != nil {
+	if err := c.sessions().sweepExpired(ctx, now); err != nil {
 		return "", auth.Token{}, fmt.Errorf("sweep expired console sessions: %w", err)
 	}
 	plaintext := newSecret()
-	_, err = c.DB.ExecContext(ctx, `INSERT INTO console_sessions (session_hash, token_id, created_at, expires_at)
-		VALUES ($1, $2, $3, $4)`, sessionDigest(plaintext), t.ID, now, now.Add(SessionTTL))
-	if err != nil {
+	if err := c.sessions().create(ctx, plaintext, t.ID, now, now.Add(SessionTTL)); err != nil {
 		return "", auth.Token{}, fmt.Errorf("store console session: %w", err)
 	}
 	return plaintext, t, nil
@@ -97,10 +90,8 @@ func (c *Console) lookup(ctx context.Context, plaintext string) (session, error)
 	if len(plaintext) != 43 { // 32 bytes in unpadded base64url
 		return session{}, fmt.Errorf("%w: malformed cookie", errNoSession)
 	}
-	var tokenID int64
-	err := c.DB.GetContext(ctx, &tokenID, `SELECT token_id FROM console_sessions
-		WHERE session_hash = $1 AND expires_at > $2`, sessionDigest(plaintext), c.Now())
-	if errors.Is(err, sql.ErrNoRows) {
+	tokenID, err := c.sessions().liveToken(ctx, plaintext, c.Now())
+	if errors.Is(err, errSessionNotStored) {
 		return session{}, fmt.Errorf("%w: unknown or expired", errNoSession)
 	}
 	if err != nil {
@@ -121,7 +112,7 @@ func (c *Console) lookup(ctx context.Context, plaintext string) (session, error)
 
 // signOut ends the session of a cookie plaintext.
 func (c *Console) signOut(ctx context.Context, plaintext string) error {
-	if _, err := c.DB.ExecContext(ctx, `DELETE FROM console_sessions WHERE session_hash = $1`, sessionDigest(plaintext)); err != nil {
+	if err := c.sessions().remove(ctx, plaintext); err != nil {
 		return fmt.Errorf("end console session: %w", err)
 	}
 	return nil

@@ -201,13 +201,14 @@ const horizon = `(
 // (the hub cuts a read at a stream's share of its byte budget: then held
 // may name an event its next read returns anyway, one wake more).
 // held is the first row in cursor order rather than an EXISTS: PostgreSQL
-// drops ORDER BY and LIMIT from an EXISTS and then chose a scan of the
-// whole outbox for it (the horizon is unknown when planning), a cost that
-// grew with every event ever written and was paid on every read of every
+// drops ORDER BY and LIMIT from an EXISTS and may then plan it as a scan
+// of the whole outbox (the horizon is unknown when planning), a cost that
+// grows with every event ever written and is paid on every read of every
 // wake. Its lower bound is one scalar on xid, the later of the cursor's and
 // the horizon's, with the rest of the cursor as a filter: with the row
-// comparison as its bound, the scan started at the cursor, and a stream
-// far behind read every index entry between it and the horizon.
+// comparison as its bound, the scan would start at the cursor, and a
+// stream far behind would read every index entry between it and the
+// horizon.
 const readSQL = `
 WITH h AS MATERIALIZED (SELECT ` + horizon + ` AS x),
 ev AS (

@@ -139,6 +139,22 @@ func startAuthedHub(t *testing.T, poll time.Duration, configure func(*events.Hub
 	return startHubAuth(t, poll, true, configure)
 }
 
+// lockOutbox locks the outbox from a pool of its own, so that every read
+// of the hub waits on it, and returns the transaction that holds the lock
+// until it ends (at the latest with the test) and that pool, for queries
+// beside it.
+func lockOutbox(t *testing.T, h *testHub) (*sqlx.Tx, *sqlx.DB) {
+	t.Helper()
+	gatePool, err := sqlx.Open("postgres", h.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gatePool.Close() })
+	gate := begin(t, gatePool)
+	gate.MustExec(`LOCK TABLE outbox IN ACCESS EXCLUSIVE MODE`)
+	return gate, gatePool
+}
+
 func startHubAuth(t *testing.T, poll time.Duration, authed bool, configure func(*events.Hub, *http.Server)) *testHub {
 	t.Helper()
 	db, url := pgtest.NewWithURL(t)

@@ -83,10 +83,10 @@ type Hub struct {
 	// fits, and at least one event goes each wake whatever the share);
 	// past it, the streams fall behind together and catch up when the
 	// events slow down, sharing their reads as before. Nothing is dropped.
-	// The webhooks share the machine with the streams' writes and their
-	// readers: on 2 cores, with no razao in the fan-out (the load tool's
-	// fanout), 1,000 connections written 365 kB a second each took the
-	// webhooks to 0.7-0.8 of their rate, and 35 kB a second to 0.9.
+	// The bound exists because the webhooks share the machine with the
+	// streams' writes and their readers: bytes written to many connections
+	// cost the webhooks throughput whoever writes them (docs/performance.md,
+	// "Event streams beside the webhooks").
 	MaxBytesPerSecond int
 
 	db    *sqlx.DB
@@ -354,13 +354,11 @@ func (h *Hub) coalesce(ctx context.Context, notify <-chan *pq.Notification, d ti
 // at most (and never less than 20 ms apart, the Notifier's own spacing,
 // nor more than 500 ms). With 1,000 streams, 400 ms: each wake then
 // carries that long's events (or its share of MaxBytesPerSecond) to each
-// stream in one write. Measured on 2 cores, a stream write costs razao
-// about 7 µs besides its bytes, and as much again to the reader. Before
-// the byte budget, fewer and larger writes made the webhooks' p99 worse
-// (5,000 a second was best); with it, in three alternating rounds of the
-// load test's sse scenario (1,000 streams), 2,500 a second gave the
-// webhooks 2,751, 2,471 and 2,169 confirmed/s against 2,080, 2,403 and
-// 2,029 with 5,000, and razao 0.03 cores less.
+// stream in one write. Every write has a fixed cost to razao and to the
+// reader besides its bytes, so fewer, larger writes leave more of the
+// machine to the webhooks; with MaxBytesPerSecond bounding their size,
+// 2,500 did better than 5,000 in the load test's sse scenario
+// (docs/performance.md, "Event streams beside the webhooks").
 const StreamWritesPerSecond = 2_500
 
 // Bounds of the spacing of wakes.
@@ -540,9 +538,9 @@ func (h *Hub) wakeAll() {
 
 // streamsPerGroup is how many streams a wake signals at once. Streams
 // beyond it are signalled in groups spread over the spacing of wakes,
-// each group reading the same read of the wake: 1,000 streams writing at
-// the same instant held every webhook behind a burst of their writes
-// (answers' p99 4.6 times the plain run's).
+// each group reading the same read of the wake: when every stream writes
+// at the same instant, each webhook answer waits behind the whole burst of
+// their writes (docs/performance.md, "Event streams beside the webhooks").
 const streamsPerGroup = 100
 
 // WakeGroups is how many groups a wake signals n streams in.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/auth"
@@ -379,13 +378,7 @@ func TestStreamsHoldAtMostMaxReadersConnections(t *testing.T) {
 	const readers = 2
 	h := startHub(t, time.Hour, func(h *events.Hub, _ *http.Server) { h.MaxReaders = readers })
 	h.db.SetMaxOpenConns(readers + 1)
-	gatePool, err := sqlx.Open("postgres", h.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gatePool.Close() })
-	gate := begin(t, gatePool)
-	gate.MustExec(`LOCK TABLE outbox IN ACCESS EXCLUSIVE MODE`)
+	_, gatePool := lockOutbox(t, h)
 	for i := range 3 * readers {
 		// Distinct cursors: each stream needs a read of its own.
 		openStream(t, h, fmt.Sprintf("?after=1-%d", i+1), "")
@@ -448,13 +441,7 @@ func TestStreamsOpeningDuringAReadShareIt(t *testing.T) {
 	const n = 30
 	h := startHub(t, time.Hour, nil)
 	appendCommitted(t, h.db, "before")
-	gatePool, err := sqlx.Open("postgres", h.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gatePool.Close() })
-	gate := begin(t, gatePool)
-	gate.MustExec(`LOCK TABLE outbox IN ACCESS EXCLUSIVE MODE`)
+	gate, _ := lockOutbox(t, h)
 	reads, wakes := h.Reads(), h.Wakes()
 	clients := make([]*sseClient, n)
 	for i := range clients {

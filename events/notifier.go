@@ -25,10 +25,10 @@ type Notifier struct {
 
 // DefaultNotifyInterval spaces NOTIFYs by default. Each NOTIFY is a
 // transaction of its own, with a commit to flush and every listening
-// session to wake: one per processing transaction cost a tenth of the
-// webhook throughput (655-677/s against 685-760/s without any, measured
-// in alternation). Every 20 ms makes at most 50 a second, and delays an
-// event on the stream by about 20 ms (plus the NOTIFY in flight, if any).
+// session to wake, so one per processing transaction takes a visible share
+// of the webhooks' throughput (docs/performance.md, "NOTIFY spacing").
+// Every 20 ms makes at most 50 a second, and delays an event on the stream
+// by about 20 ms (plus the NOTIFY in flight, if any).
 const DefaultNotifyInterval = 20 * time.Millisecond
 
 // NewNotifier returns a notifier over db; start it with Run.

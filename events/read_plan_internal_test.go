@@ -9,14 +9,13 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 )
 
-// Every read of the hub asks whether committed events are held back. That
-// question once planned as a scan of the whole outbox (an EXISTS, whose
-// ORDER BY and LIMIT PostgreSQL drops, against a horizon unknown at
-// planning time): a cost that grew with every event ever written, paid on
-// every read of every wake, and with 1,000 open streams the statement the
-// database was busiest with. On an analysed outbox of 20,000 events, the
-// read as the driver sends it (parameters, not literals) must touch the
-// outbox only through its cursor index.
+// Every read of the hub asks whether committed events are held back.
+// Asked as an EXISTS (whose ORDER BY and LIMIT PostgreSQL drops, against a
+// horizon unknown at planning time) it can plan as a scan of the whole
+// outbox: a cost that grows with every event ever written, paid on every
+// read of every wake. On an analysed outbox of 20,000 events, the read as
+// the driver sends it (parameters, not literals) must touch the outbox
+// only through its cursor index.
 func TestReadFindsHeldEventsThroughTheCursorIndex(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)

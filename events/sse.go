@@ -97,8 +97,9 @@ type stream struct {
 // chunked batch costs the server two or three writes to the socket (the
 // chunk's size line, the frames, the closing CRLF, split where its 4 KiB
 // buffer fills), each a segment the reader wakes for; unchunked, a batch
-// is one write of the bytes every stream shares. With 1,000 streams
-// receiving every event, those writes were most of razao's CPU.
+// is one write of the bytes every stream shares. With many streams
+// receiving every event, those writes are what the streams cost razao's
+// CPU, so their number is what matters.
 func (s *stream) start() error {
 	hdr := s.w.Header()
 	hdr.Set("Content-Type", "text/event-stream")

@@ -13,8 +13,8 @@ import (
 )
 
 // An export creates its file or replaces a regular one, and nothing else:
-// run as root with -out /dev/stdout, its rename replaced the device's link
-// in /dev with the CSV. Whatever is not a regular file under either name
+// run as root with -out /dev/stdout, a rename would replace the device's
+// link in /dev with the CSV. Whatever is not a regular file under either name
 // it writes (the file or its .sha256) is refused before anything is
 // written, and left as it was.
 func TestWriteAtomicRefusesWhatIsNotARegularFile(t *testing.T) {

@@ -186,10 +186,10 @@ func TestPayoutIsIdempotentOnKey(t *testing.T) {
 }
 
 // A stated effective_at finer than the database's microseconds: the
-// database rounds it, and a retry stating the same instant compared a
-// truncated one with it (422, a conflict, for half of all such times).
-// The time is taken to the microsecond at intake, so the answer states
-// what is stored and the retry is a replay.
+// database rounds it, so a retry stating the same instant would be
+// compared with a rounded one (422, a conflict, for half of all such
+// times). The time is taken to the microsecond at intake, so the answer
+// states what is stored and the retry is a replay.
 func TestPayoutRetryWithNanosecondsIsAReplay(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

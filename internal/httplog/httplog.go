@@ -92,8 +92,8 @@ func Middleware(log *slog.Logger, observe Observer, now func() time.Time) func(h
 				}
 				// The record is built here rather than by log.LogAttrs,
 				// which walks the stack for a source position that the
-				// JSON handler never prints: on every request, that walk
-				// was a third of the line's cost.
+				// JSON handler never prints, on every request
+				// (docs/performance.md, "The access line").
 				if h := log.Handler(); h.Enabled(ctx, slog.LevelInfo) {
 					line := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
 					line.AddAttrs(attrs...)

@@ -1,7 +1,7 @@
 // Package logsink writes a service's log lines from one goroutine, a few
 // milliseconds' worth at a time. razao logs a line per HTTP request; with
-// each line its own write(2), the log was a system call per delivery, and
-// the one the service's request path spent most in after the network.
+// each line its own write(2), the log would be a system call per delivery
+// on the request path (docs/performance.md, "The access line").
 package logsink
 
 import (

@@ -1,6 +1,7 @@
 // Package sqlstmt holds statements prepared once and reused on every pooled
-// connection. A hot statement sent unprepared is planned on every call;
-// on razao's delivery path planning was a third of PostgreSQL's time.
+// connection. A hot statement sent unprepared is planned on every call,
+// and on razao's delivery path planning is a large share of PostgreSQL's
+// time (docs/performance.md, "Prepared statements").
 package sqlstmt
 
 import (

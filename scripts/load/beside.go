@@ -325,11 +325,11 @@ func procStatusMB(pid int, field string) (float64, error) {
 var eventLine = []byte("\nevent: ")
 
 // countEvents counts the events of a stream, and its bytes into received,
-// until it ends, in large reads
-// and without splitting lines: the readers of 1,000 streams share the two
-// cores with razao, and a line scanner's cost per line was as much CPU as
-// razao spent sending the events. A match split across two reads is
-// found by keeping the last bytes of each read.
+// until it ends, in large reads and without splitting lines: the readers
+// of 1,000 streams share the machine with razao, and a line scanner's
+// cost per line would weigh on razao's figures as much as its own work
+// (docs/performance.md, "The load tool's stream readers"). A match split
+// across two reads is found by keeping the last bytes of each read.
 func countEvents(r io.Reader, n, received *atomic.Int64) {
 	buf := make([]byte, 64<<10)
 	keep := 0

@@ -9,7 +9,8 @@ import (
 // run.sh and versus.sh take their server from local.sh's local_server:
 // a URL whose host, or any host= or hostaddr= of its query (libpq connects
 // to hostaddr rather than the host), is not this machine is refused before
-// anything connects. versus.sh's own check let ?hostaddr= through.
+// anything connects: one shared check, so that no script can let
+// ?hostaddr= through on its own.
 func TestLocalServerRefusesEveryRemoteHost(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")

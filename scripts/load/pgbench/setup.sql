@@ -41,11 +41,12 @@ CREATE SEQUENCE bench_postings_id_seq OWNED BY bench_postings.id;
 ALTER TABLE bench_postings ALTER id SET DEFAULT nextval('bench_postings_id_seq');
 INSERT INTO bench_postings SELECT * FROM postings;
 SELECT setval('bench_postings_id_seq', (SELECT coalesce(max(id), 1) FROM bench_postings));
--- The yardstick stays as it was when issue 11 set its target: razao's
--- postings checked their account and set with two foreign keys until
--- migration 0034 moved both checks into a statement-level trigger (and
--- dropped the unique key on (id, competence_month) the second one
--- needed). The copies keep the keys, and that unique key, as before.
+-- The yardstick keeps the ledger's shape as it was when its target was
+-- set, so that its figures stay comparable from run to run: postings
+-- checked against their account and set by two foreign keys, and the
+-- unique key on (id, competence_month) the second one needs. razao's own
+-- ledger does both checks in a statement-level trigger (sql/0034); the
+-- copies keep the keys (docs/performance.md, "The pgbench yardstick").
 ALTER TABLE bench_posting_sets ADD CONSTRAINT uq_bench_posting_sets_id_month UNIQUE (id, competence_month);
 ALTER TABLE bench_postings
     ADD CONSTRAINT fk_bench_postings_account FOREIGN KEY (account_id, currency) REFERENCES accounts (id, currency),
