@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/razao/razao/internal/exact"
 	"github.com/razao/razao/postings"
 )
 
@@ -148,9 +149,9 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 	var out []SnapshotMismatch
 	type figures struct{ opening, debits, credits int64 }
 	balance := map[int64]int64{} // each account's closing so far, from the ledger
-	var sum sums
+	var sum exact.Sums
 	move := func(id, debits, credits int64) {
-		balance[id] = sum.add(balance[id], sum.sub(debits, credits, "balance of", codes[id]), "balance of", codes[id])
+		balance[id] = sum.Add(balance[id], sum.Sub(debits, credits, "balance of", codes[id]), "balance of", codes[id])
 	}
 	li, si := 0, 0
 	for _, h := range heads {
@@ -207,7 +208,7 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 			return nil, fmt.Errorf("check snapshots: %w", err)
 		}
 		if h.MEDInOther { // closed before sql/0042: its MED returns are in other
-			f.Other = sum.sub(f.Other, f.MEDReturns, "other", "")
+			f.Other = sum.Sub(f.Other, f.MEDReturns, "other", "")
 			f.MEDReturns = 0
 		}
 		for _, c := range []struct {
@@ -226,8 +227,8 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 			}
 		}
 	}
-	if sum.err != nil {
-		return nil, fmt.Errorf("check snapshots: %w", sum.err)
+	if sum.Err() != nil {
+		return nil, fmt.Errorf("check snapshots: %w", sum.Err())
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/exact"
 	"github.com/razao/razao/postings"
 )
 
@@ -86,8 +87,8 @@ const incomeSnapshotRead = `currency, sales, sales_count, refunds, refunds_count
 	interest, fines, rebates, discounts, coalesce(med_returns, 0) AS med_returns, other`
 
 func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, error) {
-	var sum sums
-	net := sum.sub(f.Sales, f.Refunds, "net revenue", "")
+	var sum exact.Sums
+	net := sum.Sub(f.Sales, f.Refunds, "net revenue", "")
 	// In 128 bits: a step may overflow where the result does not (large
 	// fees and large other income), and only the result must fit.
 	var r big.Int
@@ -101,10 +102,10 @@ func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, 
 	r.Sub(&r, big.NewInt(f.MEDReturns))
 	r.Add(&r, big.NewInt(f.Other))
 	if !r.IsInt64() {
-		sum.overflow("net income", "")
+		sum.Overflow("net income", "")
 	}
-	if sum.err != nil {
-		return Income{}, fmt.Errorf("income statement %s: %w", m, sum.err)
+	if sum.Err() != nil {
+		return Income{}, fmt.Errorf("income statement %s: %w", m, sum.Err())
 	}
 	income := r.Int64()
 	return Income{
@@ -218,13 +219,13 @@ func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month, fr
 		return incomeFigures{}, fmt.Errorf("income statement %s: %w", m, err)
 	}
 	// Each figure in 128 bits, checked once whole.
-	byKind := map[string]wide{}
-	byAccount := map[int64]wide{}
+	byKind := map[string]exact.Wide{}
+	byAccount := map[int64]exact.Wide{}
 	for k, fl := range flows {
 		switch {
 		case k.Account == revenueAccount:
 			n := byKind[k.Kind]
-			n.addWide(fl.net())
+			n.AddWide(fl.net())
 			byKind[k.Kind] = n
 			switch postings.Kind(k.Kind) {
 			case postings.KindSale:
@@ -235,45 +236,45 @@ func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month, fr
 		case bucket[k.Account] == bucketRevenue: // counted together, above
 		default:
 			n := byAccount[k.Account]
-			n.addWide(fl.net())
+			n.AddWide(fl.net())
 			byAccount[k.Account] = n
 		}
 	}
-	var sum sums
+	var sum exact.Sums
 	for kind, n := range byKind {
-		net := sum.fit(n, "net of the "+kind+" sets on", accounts.Revenue)
+		net := sum.Fit(n, "net of the "+kind+" sets on", accounts.Revenue)
 		switch postings.Kind(kind) {
 		case postings.KindSale:
-			f.Sales = sum.sub(0, net, "sales", "")
+			f.Sales = sum.Sub(0, net, "sales", "")
 		case postings.KindRefund:
 			f.Refunds = net
 		default: // revenue moved by another kind of set
-			f.Other = sum.sub(f.Other, net, "other", "")
+			f.Other = sum.Sub(f.Other, net, "other", "")
 		}
 	}
 	for id, n := range byAccount {
-		net := sum.fit(n, "net of", codes[id])
+		net := sum.Fit(n, "net of", codes[id])
 		switch bucket[id] {
 		case bucketCommission:
-			f.Commission = sum.add(f.Commission, net, "commission", "")
+			f.Commission = sum.Add(f.Commission, net, "commission", "")
 		case bucketPSPFees:
-			f.PSPFees = sum.add(f.PSPFees, net, "psp fees", "")
+			f.PSPFees = sum.Add(f.PSPFees, net, "psp fees", "")
 		case bucketInterest:
-			f.Interest = sum.sub(f.Interest, net, "interest", "")
+			f.Interest = sum.Sub(f.Interest, net, "interest", "")
 		case bucketFines:
-			f.Fines = sum.sub(f.Fines, net, "fines", "")
+			f.Fines = sum.Sub(f.Fines, net, "fines", "")
 		case bucketRebates:
-			f.Rebates = sum.add(f.Rebates, net, "rebates", "")
+			f.Rebates = sum.Add(f.Rebates, net, "rebates", "")
 		case bucketDiscounts:
-			f.Discounts = sum.add(f.Discounts, net, "discounts", "")
+			f.Discounts = sum.Add(f.Discounts, net, "discounts", "")
 		case bucketMEDReturns:
-			f.MEDReturns = sum.add(f.MEDReturns, net, "med returns", "")
+			f.MEDReturns = sum.Add(f.MEDReturns, net, "med returns", "")
 		default:
-			f.Other = sum.sub(f.Other, net, "other", "")
+			f.Other = sum.Sub(f.Other, net, "other", "")
 		}
 	}
-	if sum.err != nil {
-		return incomeFigures{}, fmt.Errorf("income statement %s: %w", m, sum.err)
+	if sum.Err() != nil {
+		return incomeFigures{}, fmt.Errorf("income statement %s: %w", m, sum.Err())
 	}
 	return f, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/exact"
 	"github.com/razao/razao/postings"
 )
 
@@ -98,14 +99,14 @@ type flowKey struct {
 // summed in 128 bits (checked by whoever reads them), and the sets counted
 // (revenue rows only).
 type flow struct {
-	debits, credits wide
+	debits, credits exact.Wide
 	sets            int64
 }
 
 // net returns the flow's debits less its credits.
-func (f flow) net() wide {
+func (f flow) net() exact.Wide {
 	n := f.debits
-	n.subWide(f.credits)
+	n.SubWide(f.credits)
 	return n
 }
 
@@ -168,8 +169,8 @@ func sumMonths(ctx context.Context, q sqlx.QueryerContext, sq sumQuery) (map[flo
 			f = &flow{}
 			out[k] = f
 		}
-		f.debits.add(r.Debits.Value)
-		f.credits.add(r.Credits.Value)
+		f.debits.Add(r.Debits.Value)
+		f.credits.Add(r.Credits.Value)
 		f.sets += r.Sets
 	}
 	if err := rows.Err(); err != nil {
@@ -374,18 +375,18 @@ func accountFlows(ctx context.Context, q sqlx.QueryerContext, ids []int64, fromP
 				t = &flow{}
 				byKind[k.Kind] = t
 			}
-			t.debits.addWide(f.debits)
-			t.credits.addWide(f.credits)
+			t.debits.AddWide(f.debits)
+			t.credits.AddWide(f.credits)
 		}
-		var sum sums
+		var sum exact.Sums
 		for id, byKind := range total {
 			out[id] = map[string]KindFlow{}
 			for kind, f := range byKind {
 				of := fmt.Sprintf("account %d by %s sets", id, kind)
-				out[id][kind] = KindFlow{Debits: sum.fit(f.debits, "debits of", of), Credits: sum.fit(f.credits, "credits of", of)}
+				out[id][kind] = KindFlow{Debits: sum.Fit(f.debits, "debits of", of), Credits: sum.Fit(f.credits, "credits of", of)}
 			}
 		}
-		return sum.err
+		return sum.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("account flows: %w", err)
@@ -440,7 +441,7 @@ func CheckMonthSums(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 		slices.SortFunc(keys, func(a, b flowKey) int {
 			return cmp.Or(cmp.Compare(a.Month.String(), b.Month.String()), cmp.Compare(a.Account, b.Account), cmp.Compare(a.Kind, b.Kind))
 		})
-		var sum sums
+		var sum exact.Sums
 		for _, k := range keys {
 			r, l := read[k], ledger[k]
 			if r == nil {
@@ -457,8 +458,8 @@ func CheckMonthSums(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 				what string
 				r, l int64
 			}{
-				{"debits", sum.fit(r.debits, "debits of", name), sum.fit(l.debits, "debits of", name)},
-				{"credits", sum.fit(r.credits, "credits of", name), sum.fit(l.credits, "credits of", name)},
+				{"debits", sum.Fit(r.debits, "debits of", name), sum.Fit(l.debits, "debits of", name)},
+				{"credits", sum.Fit(r.credits, "credits of", name), sum.Fit(l.credits, "credits of", name)},
 				{"sets", r.sets, l.sets},
 			} {
 				if c.r != c.l {
@@ -467,7 +468,7 @@ func CheckMonthSums(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 				}
 			}
 		}
-		return sum.err
+		return sum.Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("check month sums: %w", err)

@@ -49,6 +49,15 @@ var (
 	ErrUnknownKind = kind.New(kind.NotFound, "unknown-export", "No such export", "unknown export kind")
 	// ErrUnknownDialect: a CSV dialect other than rfc4180 and br.
 	ErrUnknownDialect = kind.New(kind.NotFound, "unknown-export", "No such export", "unknown CSV dialect")
+	// ErrSumOverflow: a report figure does not fit int64 centavos. Every
+	// sum a report makes is checked (in SQL, each is cast to bigint, which
+	// raises rather than wraps; in Go, by exact.Sums), so a figure is
+	// refused, naming it, rather than answered wrong. Each amount is
+	// bounded by the configured maximum and the database's ceiling
+	// (money.Ceiling), so this takes at least 9,223 postings of R$ 10
+	// trillion: a ledger that has been attacked or corrupted, never one
+	// that has only traded.
+	ErrSumOverflow = postings.ErrSumOverflow
 )
 
 // Page sizes of the paginated listings.

@@ -10,6 +10,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/exact"
 	"github.com/razao/razao/postings"
 )
 
@@ -145,12 +146,12 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 	if err != nil {
 		return Series{}, fmt.Errorf("series %s: %w", code, err)
 	}
-	var openingSum wide
-	type dc struct{ debits, credits wide }
+	var openingSum exact.Wide
+	type dc struct{ debits, credits exact.Wide }
 	liveMoves := map[postings.Month]*dc{}
 	for k, f := range flows {
 		if k.Month.Before(from) {
-			openingSum.addWide(f.net())
+			openingSum.AddWide(f.net())
 			continue
 		}
 		mv := liveMoves[k.Month]
@@ -158,17 +159,17 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 			mv = &dc{}
 			liveMoves[k.Month] = mv
 		}
-		mv.debits.addWide(f.debits)
-		mv.credits.addWide(f.credits)
+		mv.debits.AddWide(f.debits)
+		mv.credits.AddWide(f.credits)
 	}
 	var opening int64
 	moves := map[postings.Month][2]int64{}
-	var fits sums
+	var fits exact.Sums
 	for m, mv := range liveMoves {
-		moves[m] = [2]int64{fits.fit(mv.debits, "debits of", acct.Code), fits.fit(mv.credits, "credits of", acct.Code)}
+		moves[m] = [2]int64{fits.Fit(mv.debits, "debits of", acct.Code), fits.Fit(mv.credits, "credits of", acct.Code)}
 	}
-	if fits.err != nil {
-		return Series{}, fmt.Errorf("series %s: %w", code, fits.err)
+	if fits.Err() != nil {
+		return Series{}, fmt.Errorf("series %s: %w", code, fits.Err())
 	}
 	for _, r := range rows {
 		if !r.Month.Valid {
@@ -176,9 +177,9 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 			if err != nil {
 				return Series{}, fmt.Errorf("series %s from %s: %w", code, from, err)
 			}
-			openingSum.add(base)
-			if opening = fits.fit(openingSum, "opening balance of", acct.Code); fits.err != nil {
-				return Series{}, fmt.Errorf("series %s from %s: %w", code, from, fits.err)
+			openingSum.Add(base)
+			if opening = fits.Fit(openingSum, "opening balance of", acct.Code); fits.Err() != nil {
+				return Series{}, fmt.Errorf("series %s from %s: %w", code, from, fits.Err())
 			}
 			continue
 		}
@@ -196,20 +197,20 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 	s := Series{Account: acct.Code, Type: string(acct.Type), NormalSide: acct.NormalSide, Currency: acct.Currency,
 		From: from.String(), To: to.String(), Points: make([]SeriesPoint, 0, n)}
 	var cumulative int64
-	var sum sums
+	var sum exact.Sums
 	for m := from; !to.Before(m); m = m.Next() {
 		mv := moves[m]
-		change := sum.sub(mv[0], mv[1], "change of", acct.Code)
-		cumulative = sum.add(cumulative, change, "cumulative change of", acct.Code)
-		historical := sum.add(opening, change, "historical balance of", acct.Code)
+		change := sum.Sub(mv[0], mv[1], "change of", acct.Code)
+		cumulative = sum.Add(cumulative, change, "cumulative change of", acct.Code)
+		historical := sum.Add(opening, change, "historical balance of", acct.Code)
 		s.Points = append(s.Points, SeriesPoint{
 			Month: m.String(), Closed: closed[m.String()], Opening: opening, Debits: mv[0], Credits: mv[1],
 			Change: change, Cumulative: cumulative, Historical: historical,
 		})
 		opening = historical
 	}
-	if sum.err != nil {
-		return Series{}, fmt.Errorf("series %s: %w", code, sum.err)
+	if sum.Err() != nil {
+		return Series{}, fmt.Errorf("series %s: %w", code, sum.Err())
 	}
 	return s, nil
 }

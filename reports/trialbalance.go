@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/exact"
 	"github.com/razao/razao/postings"
 )
 
@@ -150,11 +151,11 @@ func liveOwnLines(ctx context.Context, q sqlx.QueryerContext, m postings.Month, 
 	if err != nil {
 		return nil, fmt.Errorf("trial balance %s: %w", m, err)
 	}
-	type figures struct{ opening, debits, credits wide }
+	type figures struct{ opening, debits, credits exact.Wide }
 	byID := make(map[int64]*figures, len(accts))
 	for i := range accts {
 		f := &figures{}
-		f.opening.add(accts[i].Opening)
+		f.opening.Add(accts[i].Opening)
 		byID[accts[i].AccountID] = f
 	}
 	for k, fl := range flows {
@@ -163,21 +164,21 @@ func liveOwnLines(ctx context.Context, q sqlx.QueryerContext, m postings.Month, 
 			return nil, fmt.Errorf("trial balance %s: postings on account %d, which does not exist", m, k.Account)
 		}
 		if k.Month == m {
-			f.debits.addWide(fl.debits)
-			f.credits.addWide(fl.credits)
+			f.debits.AddWide(fl.debits)
+			f.credits.AddWide(fl.credits)
 		} else {
-			f.opening.addWide(fl.net())
+			f.opening.AddWide(fl.net())
 		}
 	}
-	var sum sums
+	var sum exact.Sums
 	for i := range accts {
 		f := byID[accts[i].AccountID]
-		accts[i].Opening = sum.fit(f.opening, "opening of", accts[i].Code)
-		accts[i].Debits = sum.fit(f.debits, "debits of", accts[i].Code)
-		accts[i].Credits = sum.fit(f.credits, "credits of", accts[i].Code)
+		accts[i].Opening = sum.Fit(f.opening, "opening of", accts[i].Code)
+		accts[i].Debits = sum.Fit(f.debits, "debits of", accts[i].Code)
+		accts[i].Credits = sum.Fit(f.credits, "credits of", accts[i].Code)
 	}
-	if sum.err != nil {
-		return nil, fmt.Errorf("trial balance %s: %w", m, sum.err)
+	if sum.Err() != nil {
+		return nil, fmt.Errorf("trial balance %s: %w", m, sum.Err())
 	}
 	return accts, nil
 }
@@ -283,13 +284,13 @@ func rollUp(own []ownLine) ([]TrialBalanceLine, []TrialBalanceTotal, error) {
 	}
 	// Each figure is summed in 128 bits and checked once, when it is
 	// known whole.
-	type figures struct{ opening, debits, credits wide }
+	type figures struct{ opening, debits, credits exact.Wide }
 	wl := make([]figures, len(sorted))
 	totals := map[string]*figures{}
 	add := func(f *figures, l ownLine) {
-		f.opening.add(l.Opening)
-		f.debits.add(l.Debits)
-		f.credits.add(l.Credits)
+		f.opening.Add(l.Opening)
+		f.debits.Add(l.Debits)
+		f.credits.Add(l.Credits)
 	}
 	var currencies []string
 	for i, l := range sorted {
@@ -307,13 +308,13 @@ func rollUp(own []ownLine) ([]TrialBalanceLine, []TrialBalanceTotal, error) {
 		}
 		add(t, l)
 	}
-	var sum sums
+	var sum exact.Sums
 	fit := func(f figures, what string) (opening, debits, credits, closing int64) {
 		c := f.opening
-		c.addWide(f.debits)
-		c.subWide(f.credits)
-		return sum.fit(f.opening, "opening of", what), sum.fit(f.debits, "debits of", what),
-			sum.fit(f.credits, "credits of", what), sum.fit(c, "closing of", what)
+		c.AddWide(f.debits)
+		c.SubWide(f.credits)
+		return sum.Fit(f.opening, "opening of", what), sum.Fit(f.debits, "debits of", what),
+			sum.Fit(f.credits, "credits of", what), sum.Fit(c, "closing of", what)
 	}
 	for i := range lines {
 		lines[i].Opening, lines[i].Debits, lines[i].Credits, lines[i].Closing = fit(wl[i], lines[i].Account)
@@ -326,8 +327,8 @@ func rollUp(own []ownLine) ([]TrialBalanceLine, []TrialBalanceTotal, error) {
 		t.Balanced = t.Opening == 0 && t.Closing == 0 && t.Debits == t.Credits
 		out = append(out, t)
 	}
-	if sum.err != nil {
-		return nil, nil, sum.err
+	if sum.Err() != nil {
+		return nil, nil, sum.Err()
 	}
 	return lines, out, nil
 }
