@@ -3,8 +3,10 @@ package reports
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -46,11 +48,18 @@ func writeSnapshot(ctx context.Context, q sqlx.ExtContext, m postings.Month) err
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
-	res, err := q.ExecContext(ctx, `INSERT INTO month_snapshots (month, `+incomeSnapshotColumns+`, lines)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-		ON CONFLICT (month) DO NOTHING`,
-		m.First(), f.Currency, f.Sales, f.SalesCount, f.Refunds, f.RefundsCount, f.Commission, f.PSPFees,
-		f.Interest, f.Fines, f.Rebates, f.Discounts, f.MEDReturns, f.Other, len(own))
+	// The values in incomeSnapshotColumns' order, the lines' count last.
+	args := []any{m.First(), f.Currency, f.Sales, f.SalesCount, f.Refunds, f.RefundsCount, f.Other}
+	for _, l := range incomeLines {
+		args = append(args, f.Lines[l.Name])
+	}
+	args = append(args, len(own))
+	params := make([]string, len(args))
+	for i := range args {
+		params[i] = fmt.Sprintf("$%d", i+1)
+	}
+	res, err := q.ExecContext(ctx, `INSERT INTO month_snapshots (month, `+incomeSnapshotColumns()+`, lines)
+		VALUES (`+strings.Join(params, ", ")+`) ON CONFLICT (month) DO NOTHING`, args...)
 	if err != nil {
 		return fmt.Errorf("snapshot %s: %w", m, err)
 	}
@@ -72,6 +81,48 @@ func writeSnapshot(ctx context.Context, q sqlx.ExtContext, m postings.Month) err
 		return fmt.Errorf("snapshot %s: lines: %w", m, err)
 	}
 	return nil
+}
+
+// incomeSnapshotColumns lists month_snapshots' income columns: the
+// figures of every month, then a column per income line, in incomeLines'
+// order.
+func incomeSnapshotColumns() string {
+	cols := []string{"currency", "sales", "sales_count", "refunds", "refunds_count", "other"}
+	for _, l := range incomeLines {
+		cols = append(cols, pq.QuoteIdentifier(l.Name))
+	}
+	return strings.Join(cols, ", ")
+}
+
+// incomeScan returns where to scan the values of incomeSnapshotColumns
+// into f, and the function that files the lines' in f.Lines once they are
+// scanned. A line that is NULL (a month closed before the line had its
+// column, its amounts in other as it showed them) is left out.
+func incomeScan(f *incomeFigures) (dest []any, file func()) {
+	lines := make([]sql.NullInt64, len(incomeLines))
+	dest = []any{&f.Currency, &f.Sales, &f.SalesCount, &f.Refunds, &f.RefundsCount, &f.Other}
+	for i := range lines {
+		dest = append(dest, &lines[i])
+	}
+	return dest, func() {
+		f.Lines = make(map[string]int64, len(incomeLines))
+		for i, l := range incomeLines {
+			if lines[i].Valid {
+				f.Lines[l.Name] = lines[i].Int64
+			}
+		}
+	}
+}
+
+// readIncomeSnapshot reads month m's income figures from its snapshot.
+func readIncomeSnapshot(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (incomeFigures, error) {
+	var f incomeFigures
+	dest, file := incomeScan(&f)
+	if err := q.QueryRowxContext(ctx, `SELECT `+incomeSnapshotColumns()+` FROM month_snapshots WHERE month = $1`, m.First()).Scan(dest...); err != nil {
+		return incomeFigures{}, err
+	}
+	file()
+	return f, nil
 }
 
 // SnapshotMismatch is a snapshot figure that differs from the ledger.
@@ -130,15 +181,27 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 	if err != nil {
 		return nil, fmt.Errorf("check snapshots: lines: %w", err)
 	}
-	var heads []struct {
-		Month      time.Time `db:"month"`
-		Lines      int64     `db:"lines"`
-		MEDInOther bool      `db:"med_in_other"`
-		incomeFigures
+	type head struct {
+		Month  time.Time
+		Lines  int64
+		Income incomeFigures
 	}
-	err = sqlx.SelectContext(ctx, q, &heads, `SELECT month, lines, med_returns IS NULL AS med_in_other, `+incomeSnapshotRead+`
-		FROM month_snapshots ORDER BY month`)
+	var heads []head
+	rows, err := q.QueryContext(ctx, `SELECT month, lines, `+incomeSnapshotColumns()+` FROM month_snapshots ORDER BY month`)
 	if err != nil {
+		return nil, fmt.Errorf("check snapshots: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h head
+		dest, file := incomeScan(&h.Income)
+		if err := rows.Scan(append([]any{&h.Month, &h.Lines}, dest...)...); err != nil {
+			return nil, fmt.Errorf("check snapshots: %w", err)
+		}
+		file()
+		heads = append(heads, h)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("check snapshots: %w", err)
 	}
 	codes, err := accountCodes(ctx, q)
@@ -207,21 +270,29 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]SnapshotMisma
 		if err != nil {
 			return nil, fmt.Errorf("check snapshots: %w", err)
 		}
-		if h.MEDInOther { // closed before sql/0042: its MED returns are in other
-			f.Other = sum.Sub(f.Other, f.MEDReturns, "other", "")
-			f.MEDReturns = 0
+		for _, l := range incomeLines {
+			if _, kept := h.Income.Lines[l.Name]; kept {
+				continue
+			}
+			// Closed before the line had its column: its amounts are in
+			// other, as sealed.
+			if l.Credit {
+				f.Other = sum.Add(f.Other, f.Lines[l.Name], "other", "")
+			} else {
+				f.Other = sum.Sub(f.Other, f.Lines[l.Name], "other", "")
+			}
+			f.Lines[l.Name] = 0
 		}
-		for _, c := range []struct {
+		type figure struct {
 			what string
 			s, l int64
-		}{
-			{"sales", h.Sales, f.Sales}, {"sales_count", h.SalesCount, f.SalesCount},
-			{"refunds", h.Refunds, f.Refunds}, {"refunds_count", h.RefundsCount, f.RefundsCount},
-			{"commission", h.Commission, f.Commission}, {"psp_fees", h.PSPFees, f.PSPFees},
-			{"interest", h.Interest, f.Interest}, {"fines", h.Fines, f.Fines},
-			{"rebates", h.Rebates, f.Rebates}, {"discounts", h.Discounts, f.Discounts},
-			{"med_returns", h.MEDReturns, f.MEDReturns}, {"other", h.Other, f.Other},
-		} {
+		}
+		figures := []figure{{"sales", h.Income.Sales, f.Sales}, {"sales_count", h.Income.SalesCount, f.SalesCount},
+			{"refunds", h.Income.Refunds, f.Refunds}, {"refunds_count", h.Income.RefundsCount, f.RefundsCount}}
+		for _, l := range incomeLines {
+			figures = append(figures, figure{l.Name, h.Income.Lines[l.Name], f.Lines[l.Name]})
+		}
+		for _, c := range append(figures, figure{"other", h.Income.Other, f.Other}) {
 			if c.s != c.l {
 				out = append(out, SnapshotMismatch{Month: m.String(), What: "income " + c.what, Snapshot: c.s, Ledger: c.l})
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"reflect"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -58,33 +59,74 @@ type Income struct {
 	NetIncome int64 `json:"net_income"`
 }
 
-// incomeFigures is what a snapshot stores; the rest is derived.
-type incomeFigures struct {
-	Currency     string `db:"currency"`
-	Sales        int64  `db:"sales"`
-	SalesCount   int64  `db:"sales_count"`
-	Refunds      int64  `db:"refunds"`
-	RefundsCount int64  `db:"refunds_count"`
-	Commission   int64  `db:"commission"`
-	PSPFees      int64  `db:"psp_fees"`
-	Interest     int64  `db:"interest"`
-	Fines        int64  `db:"fines"`
-	Rebates      int64  `db:"rebates"`
-	Discounts    int64  `db:"discounts"`
-	MEDReturns   int64  `db:"med_returns"`
-	Other        int64  `db:"other"`
+// incomeLine is a line of the income statement that sums accounts: the
+// month's net of one account and its sub-accounts (those in the revenue
+// account's currency). It is kept in the column of month_snapshots named
+// as the line, is the field of Income whose JSON name it is and the CSV
+// line of that name, and counts in the net income with its sign.
+type incomeLine struct {
+	Name    string
+	Account string
+	// Credit: the line is the account's credits less its debits (an
+	// income, adding to the result); else its debits less its credits (an
+	// expense, taking from it).
+	Credit bool
 }
 
-// incomeSnapshotColumns are month_snapshots' income figures, in incomeFigures'
-// order (after currency), as a snapshot is written.
-const incomeSnapshotColumns = `currency, sales, sales_count, refunds, refunds_count, commission, psp_fees,
-	interest, fines, rebates, discounts, med_returns, other`
+// incomeLines are the income statement's lines of accounts, in the order
+// it shows them: the one list that the month's figures (liveIncome), the
+// snapshot (its columns, written and read) and CheckSnapshots derive
+// from. A new line is an entry here, its account, its field in Income
+// (its JSON name the line's), and a migration adding its column to
+// month_snapshots, NULL in the months closed before: their amounts stay
+// in Other, as sealed.
+var incomeLines = []incomeLine{
+	{Name: "commission", Account: accounts.CommissionExpense},
+	{Name: "psp_fees", Account: accounts.PSPFees},
+	{Name: "interest", Account: accounts.Interest, Credit: true},
+	{Name: "fines", Account: accounts.Fines, Credit: true},
+	{Name: "rebates", Account: accounts.Rebates},
+	{Name: "discounts", Account: accounts.Discounts},
+	{Name: "med_returns", Account: accounts.MEDReturns},
+}
 
-// incomeSnapshotRead reads them back. A month closed before sql/0042 has
-// no med_returns (NULL): its MED returns are in other, as it showed them,
-// and its line reads 0.
-const incomeSnapshotRead = `currency, sales, sales_count, refunds, refunds_count, commission, psp_fees,
-	interest, fines, rebates, discounts, coalesce(med_returns, 0) AS med_returns, other`
+// label names the line in an overflow ("psp fees").
+func (l incomeLine) label() string { return strings.ReplaceAll(l.Name, "_", " ") }
+
+// incomeFigures is what a snapshot stores; the rest is derived.
+type incomeFigures struct {
+	Currency     string
+	Sales        int64
+	SalesCount   int64
+	Refunds      int64
+	RefundsCount int64
+	// Lines holds each of incomeLines by name; a snapshot taken before a
+	// line had its column has none for it (its amounts are in Other), and
+	// the line reads 0.
+	Lines map[string]int64
+	Other int64
+}
+
+// incomeField is the index in Income of each income line's field, the one
+// whose JSON name is the line's: filled from the list, so that a new line
+// is a field and an entry, no code.
+var incomeField = func() map[string]int {
+	t := reflect.TypeFor[Income]()
+	byJSON := map[string]int{}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		byJSON[name] = i
+	}
+	out := map[string]int{}
+	for _, l := range incomeLines {
+		i, ok := byJSON[l.Name]
+		if !ok || t.Field(i).Type.Kind() != reflect.Int64 {
+			panic("reports: income line " + l.Name + " has no int64 field in Income")
+		}
+		out[l.Name] = i
+	}
+	return out
+}()
 
 func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, error) {
 	var sum exact.Sums
@@ -93,13 +135,13 @@ func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, 
 	// fees and large other income), and only the result must fit.
 	var r big.Int
 	r.SetInt64(net)
-	r.Sub(&r, big.NewInt(f.Commission))
-	r.Sub(&r, big.NewInt(f.PSPFees))
-	r.Add(&r, big.NewInt(f.Interest))
-	r.Add(&r, big.NewInt(f.Fines))
-	r.Sub(&r, big.NewInt(f.Rebates))
-	r.Sub(&r, big.NewInt(f.Discounts))
-	r.Sub(&r, big.NewInt(f.MEDReturns))
+	for _, l := range incomeLines {
+		if l.Credit {
+			r.Add(&r, big.NewInt(f.Lines[l.Name]))
+		} else {
+			r.Sub(&r, big.NewInt(f.Lines[l.Name]))
+		}
+	}
 	r.Add(&r, big.NewInt(f.Other))
 	if !r.IsInt64() {
 		sum.Overflow("net income", "")
@@ -107,15 +149,16 @@ func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, 
 	if sum.Err() != nil {
 		return Income{}, fmt.Errorf("income statement %s: %w", m, sum.Err())
 	}
-	income := r.Int64()
-	return Income{
+	inc := Income{
 		Month: m.String(), Closed: closed, Snapshot: snapshot, Currency: f.Currency,
 		Sales: f.Sales, SalesCount: f.SalesCount, Refunds: f.Refunds, RefundsCount: f.RefundsCount,
-		NetRevenue: net, Commission: f.Commission, PSPFees: f.PSPFees,
-		Interest: f.Interest, Fines: f.Fines, Rebates: f.Rebates, Discounts: f.Discounts,
-		MEDReturns: f.MEDReturns, Other: f.Other,
-		NetIncome: income,
-	}, nil
+		NetRevenue: net, Other: f.Other, NetIncome: r.Int64(),
+	}
+	fields := reflect.ValueOf(&inc).Elem()
+	for _, l := range incomeLines {
+		fields.Field(incomeField[l.Name]).SetInt(f.Lines[l.Name])
+	}
+	return inc, nil
 }
 
 // IncomeStatement returns month m's income statement, read from the
@@ -140,8 +183,7 @@ func incomeStatement(ctx context.Context, q sqlx.QueryerContext, m postings.Mont
 	}
 	var f incomeFigures
 	if st.Snapshot {
-		err = sqlx.GetContext(ctx, q, &f, `SELECT `+incomeSnapshotRead+` FROM month_snapshots WHERE month = $1`, m.First())
-		if err != nil {
+		if f, err = readIncomeSnapshot(ctx, q, m); err != nil {
 			return Income{}, fmt.Errorf("income statement %s: read snapshot: %w", m, err)
 		}
 	} else if f, err = liveIncome(ctx, q, m, false); err != nil {
@@ -150,40 +192,25 @@ func incomeStatement(ctx context.Context, q sqlx.QueryerContext, m postings.Mont
 	return f.income(m, st.Closed, st.Snapshot)
 }
 
-// The buckets of the income statement, by account.
+// Where lineOf files an account that no income line sums.
 const (
-	bucketRevenue    = "revenue"
-	bucketCommission = "commission"
-	bucketPSPFees    = "psp_fees"
-	bucketInterest   = "interest"
-	bucketFines      = "fines"
-	bucketRebates    = "rebates"
-	bucketDiscounts  = "discounts"
-	bucketMEDReturns = "med_returns"
-	bucketOther      = "other"
+	lineOther   = -1 // other
+	lineRevenue = -2 // sales, refunds, and other by other kinds of set
 )
 
-func bucketOf(code string) string {
+// lineOf returns the index in incomeLines of the line that sums the
+// account with code, else lineRevenue or lineOther.
+func lineOf(code string) int {
 	under := func(root string) bool { return code == root || strings.HasPrefix(code, root+":") }
-	switch {
-	case under(accounts.Revenue):
-		return bucketRevenue
-	case under(accounts.CommissionExpense):
-		return bucketCommission
-	case under(accounts.PSPFees):
-		return bucketPSPFees
-	case under(accounts.Interest):
-		return bucketInterest
-	case under(accounts.Fines):
-		return bucketFines
-	case under(accounts.Rebates):
-		return bucketRebates
-	case under(accounts.Discounts):
-		return bucketDiscounts
-	case under(accounts.MEDReturns):
-		return bucketMEDReturns
+	if under(accounts.Revenue) {
+		return lineRevenue
 	}
-	return bucketOther
+	for i, l := range incomeLines {
+		if under(l.Account) {
+			return i
+		}
+	}
+	return lineOther
 }
 
 // liveIncome computes month m's income statement from its month sums
@@ -198,16 +225,21 @@ func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month, fr
 	if err != nil {
 		return incomeFigures{}, fmt.Errorf("income statement %s: accounts: %w", m, err)
 	}
-	f := incomeFigures{Currency: accounts.DefaultCurrency}
+	// Every line stated, 0 included: a snapshot written from these says
+	// the month had none.
+	f := incomeFigures{Currency: accounts.DefaultCurrency, Lines: make(map[string]int64, len(incomeLines))}
+	for _, l := range incomeLines {
+		f.Lines[l.Name] = 0
+	}
 	revenue, ids := []int64{}, []int64{}
-	bucket := map[int64]string{}
+	line := map[int64]int{}
 	codes := map[int64]string{}
 	for _, a := range accts {
 		codes[a.ID] = a.Code
 		ids = append(ids, a.ID)
-		b := bucketOf(a.Code)
-		bucket[a.ID] = b
-		if b == bucketRevenue {
+		i := lineOf(a.Code)
+		line[a.ID] = i
+		if i == lineRevenue {
 			revenue = append(revenue, a.ID)
 			if a.Code == accounts.Revenue {
 				f.Currency = a.Currency
@@ -233,7 +265,7 @@ func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month, fr
 			case postings.KindRefund:
 				f.RefundsCount = fl.sets
 			}
-		case bucket[k.Account] == bucketRevenue: // counted together, above
+		case line[k.Account] == lineRevenue: // counted together, above
 		default:
 			n := byAccount[k.Account]
 			n.AddWide(fl.net())
@@ -254,24 +286,16 @@ func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month, fr
 	}
 	for id, n := range byAccount {
 		net := sum.Fit(n, "net of", codes[id])
-		switch bucket[id] {
-		case bucketCommission:
-			f.Commission = sum.Add(f.Commission, net, "commission", "")
-		case bucketPSPFees:
-			f.PSPFees = sum.Add(f.PSPFees, net, "psp fees", "")
-		case bucketInterest:
-			f.Interest = sum.Sub(f.Interest, net, "interest", "")
-		case bucketFines:
-			f.Fines = sum.Sub(f.Fines, net, "fines", "")
-		case bucketRebates:
-			f.Rebates = sum.Add(f.Rebates, net, "rebates", "")
-		case bucketDiscounts:
-			f.Discounts = sum.Add(f.Discounts, net, "discounts", "")
-		case bucketMEDReturns:
-			f.MEDReturns = sum.Add(f.MEDReturns, net, "med returns", "")
-		default:
-			f.Other = sum.Sub(f.Other, net, "other", "")
+		if i := line[id]; i >= 0 {
+			l := incomeLines[i]
+			if l.Credit {
+				f.Lines[l.Name] = sum.Sub(f.Lines[l.Name], net, l.label(), "")
+			} else {
+				f.Lines[l.Name] = sum.Add(f.Lines[l.Name], net, l.label(), "")
+			}
+			continue
 		}
+		f.Other = sum.Sub(f.Other, net, "other", "")
 	}
 	if sum.Err() != nil {
 		return incomeFigures{}, fmt.Errorf("income statement %s: %w", m, sum.Err())
