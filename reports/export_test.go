@@ -7,6 +7,3 @@ var LiveOwnLines = liveOwnLines
 // JournalCSVSQL is the journal export's query, which the benchmark runs
 // through psql's COPY to compare.
 const JournalCSVSQL = journalCSVSQL
-
-// MonthSumsSQL is monthSumsSQL, for the plans in tests.
-const MonthSumsSQL = monthSumsSQL

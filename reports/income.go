@@ -11,6 +11,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/exact"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 )
 
@@ -214,7 +215,7 @@ func lineOf(code string) int {
 }
 
 // liveIncome computes month m's income statement from its month sums
-// (sumMonths): the revenue accounts' by kind of set, with the sets
+// (monthsums): the revenue accounts' by kind of set, with the sets
 // counted, and the other income and expense accounts' by account.
 // fromPostings ignores stored sums, for verify.
 func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month, fromPostings bool) (incomeFigures, error) {
@@ -246,7 +247,7 @@ func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month, fr
 			}
 		}
 	}
-	flows, err := sumMonths(ctx, q, sumQuery{Months: []postings.Month{m}, Accounts: ids, Revenue: revenue, FromPostings: fromPostings})
+	flows, err := reader(fromPostings).Flows(ctx, q, monthsums.Query{Months: []postings.Month{m}, Accounts: ids, Revenue: revenue})
 	if err != nil {
 		return incomeFigures{}, fmt.Errorf("income statement %s: %w", m, err)
 	}
@@ -255,20 +256,20 @@ func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month, fr
 	byAccount := map[int64]exact.Wide{}
 	for k, fl := range flows {
 		switch {
-		case k.Account == revenueAccount:
+		case k.Account == monthsums.RevenueAccount:
 			n := byKind[k.Kind]
-			n.AddWide(fl.net())
+			n.AddWide(fl.Net())
 			byKind[k.Kind] = n
 			switch postings.Kind(k.Kind) {
 			case postings.KindSale:
-				f.SalesCount = fl.sets
+				f.SalesCount = fl.Sets
 			case postings.KindRefund:
-				f.RefundsCount = fl.sets
+				f.RefundsCount = fl.Sets
 			}
 		case line[k.Account] == lineRevenue: // counted together, above
 		default:
 			n := byAccount[k.Account]
-			n.AddWide(fl.net())
+			n.AddWide(fl.Net())
 			byAccount[k.Account] = n
 		}
 	}

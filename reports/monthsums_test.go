@@ -9,9 +9,11 @@ import (
 
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
+	"github.com/razao/razao/verify"
 )
 
 // books is what the reports say of a month.
@@ -63,7 +65,7 @@ func fromPostings(t *testing.T, db *sqlx.DB, months ...postings.Month) []books {
 
 func refresh(t *testing.T, db *sqlx.DB) int {
 	t.Helper()
-	n, err := reports.RefreshMonthSums(context.Background(), db)
+	n, err := monthsums.Refresh(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +179,7 @@ func TestMonthSumsCheckedAndRefreshedConcurrently(t *testing.T) {
 	ctx := context.Background()
 	errs := make(chan error, 4)
 	for i := 0; i < cap(errs); i++ {
-		go func() { _, err := reports.RefreshMonthSums(ctx, db); errs <- err }()
+		go func() { _, err := monthsums.Refresh(ctx, db); errs <- err }()
 	}
 	for i := 0; i < cap(errs); i++ {
 		if err := <-errs; err != nil {
@@ -187,14 +189,14 @@ func TestMonthSumsCheckedAndRefreshedConcurrently(t *testing.T) {
 	if n := ledgertest.Count(t, db, `SELECT count(*) FROM month_sums`); n != 2 {
 		t.Fatalf("%d months stored, want 2", n)
 	}
-	if bad, err := reports.CheckMonthSums(ctx, db); err != nil || len(bad) != 0 {
+	if bad, err := verify.CheckMonthSums(ctx, db); err != nil || len(bad) != 0 {
 		t.Fatalf("fresh sums: %v %+v", err, bad)
 	}
 	if _, err := db.Exec(`UPDATE month_sum_lines SET debits = debits + 1
 		WHERE month = '2026-08-01' AND account_id = (SELECT id FROM accounts WHERE code = 'assets:cash') AND kind = 'sale'`); err != nil {
 		t.Fatal(err)
 	}
-	bad, err := reports.CheckMonthSums(ctx, db)
+	bad, err := verify.CheckMonthSums(ctx, db)
 	if err != nil || len(bad) != 1 || bad[0].Month != "2026-08" || bad[0].Snapshot != bad[0].Ledger+1 {
 		t.Fatalf("tampered sums: %v %+v", err, bad)
 	}
@@ -223,7 +225,7 @@ func TestMonthSumsRefreshCannotBeHeldByAnotherRole(t *testing.T) {
 	if _, err := held.ExecContext(ctx, `SELECT pg_advisory_lock(hashtextextended('razao-month-sums:' || $1, 0))`, aug2026.String()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reports.RefreshMonthSums(ctx, db); err != nil {
+	if _, err := monthsums.Refresh(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	var n int

@@ -14,6 +14,7 @@ import (
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/internal/storm"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
@@ -32,7 +33,7 @@ func TestMonthSumsAfterALogicalRestore(t *testing.T) {
 	src, srcURL := pgtest.NewWithURL(t)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
 	postAugust(t, postings.New(src, cal))
-	if _, err := reports.RefreshMonthSums(ctx, src); err != nil {
+	if _, err := monthsums.Refresh(ctx, src); err != nil {
 		t.Fatal(err)
 	}
 
@@ -66,7 +67,7 @@ func TestMonthSumsAfterALogicalRestore(t *testing.T) {
 	l := postings.New(dst, cal)
 	s, err := postings.Sale("after-restore", "BRL", 7777, 0, ledgertest.SaoPaulo(2026, 8, 25, 9, 0))
 	ledgertest.Post(t, l, s, err)
-	if _, err := reports.RefreshMonthSums(ctx, dst); !errors.Is(err, reports.ErrForeignXids) {
+	if _, err := monthsums.Refresh(ctx, dst); !errors.Is(err, monthsums.ErrForeignXids) {
 		t.Fatalf("refresh after a restore: %v, want ErrForeignXids", err)
 	}
 	got, err := reports.IncomeStatement(ctx, dst, aug2026)

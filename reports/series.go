@@ -11,6 +11,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/exact"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 )
 
@@ -50,7 +51,7 @@ type Series struct {
 // debits, credits) for the snapshotted months of the range with activity.
 // $1 account ids, $2 the latest snapshot before the range (or NULL), $3
 // the snapshotted months of the range. The other months are read from
-// the month sums (sumMonths). The sums are exact numerics, checked
+// the month sums (monthsums). The sums are exact numerics, checked
 // against int64 in Go.
 const seriesSnapshotSQL = `
 SELECT NULL::date AS month, coalesce((SELECT sum(s.closing) FROM trial_balance_snapshots s
@@ -138,11 +139,11 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 	}
 	// The months between the snapshot and the range make the opening; the
 	// range's months without a snapshot are read as they are.
-	before, err := monthsBetween(ctx, q, st.Base, from)
+	before, err := monthsums.MonthsBetween(ctx, q, st.Base, from)
 	if err != nil {
 		return Series{}, fmt.Errorf("series %s: %w", code, err)
 	}
-	flows, err := sumMonths(ctx, q, sumQuery{Months: append(before, live...), Accounts: ids})
+	flows, err := monthsums.Cached.Flows(ctx, q, monthsums.Query{Months: append(before, live...), Accounts: ids})
 	if err != nil {
 		return Series{}, fmt.Errorf("series %s: %w", code, err)
 	}
@@ -151,7 +152,7 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 	liveMoves := map[postings.Month]*dc{}
 	for k, f := range flows {
 		if k.Month.Before(from) {
-			openingSum.AddWide(f.net())
+			openingSum.AddWide(f.Net())
 			continue
 		}
 		mv := liveMoves[k.Month]
@@ -159,8 +160,8 @@ func accountSeries(ctx context.Context, q sqlx.QueryerContext, code string, from
 			mv = &dc{}
 			liveMoves[k.Month] = mv
 		}
-		mv.debits.AddWide(f.debits)
-		mv.credits.AddWide(f.credits)
+		mv.debits.AddWide(f.Debits)
+		mv.credits.AddWide(f.Credits)
 	}
 	var opening int64
 	moves := map[postings.Month][2]int64{}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/exact"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 )
 
@@ -133,7 +134,7 @@ func (l ownLine) zero() bool { return l.Opening == 0 && l.Debits == 0 && l.Credi
 
 // liveOwnLines computes every account's own figures for month m from the
 // snapshot of month base (the latest before m, NULL if none) and the month
-// sums (sumMonths) of the months since, m included: the cost grows with
+// sums (monthsums) of the months since, m included: the cost grows with
 // the sets since the month sums were refreshed, not with the ledger.
 func liveOwnLines(ctx context.Context, q sqlx.QueryerContext, m postings.Month, base sql.NullTime, fromPostings bool) ([]ownLine, error) {
 	var accts []ownLine
@@ -143,11 +144,11 @@ func liveOwnLines(ctx context.Context, q sqlx.QueryerContext, m postings.Month, 
 	if err != nil {
 		return nil, fmt.Errorf("trial balance %s: accounts: %w", m, err)
 	}
-	months, err := monthsBetween(ctx, q, base, m)
+	months, err := monthsums.MonthsBetween(ctx, q, base, m)
 	if err != nil {
 		return nil, fmt.Errorf("trial balance %s: %w", m, err)
 	}
-	flows, err := sumMonths(ctx, q, sumQuery{Months: append(months, m), FromPostings: fromPostings})
+	flows, err := reader(fromPostings).Flows(ctx, q, monthsums.Query{Months: append(months, m)})
 	if err != nil {
 		return nil, fmt.Errorf("trial balance %s: %w", m, err)
 	}
@@ -164,10 +165,10 @@ func liveOwnLines(ctx context.Context, q sqlx.QueryerContext, m postings.Month, 
 			return nil, fmt.Errorf("trial balance %s: postings on account %d, which does not exist", m, k.Account)
 		}
 		if k.Month == m {
-			f.debits.AddWide(fl.debits)
-			f.credits.AddWide(fl.credits)
+			f.debits.AddWide(fl.Debits)
+			f.credits.AddWide(fl.Credits)
 		} else {
-			f.opening.AddWide(fl.net())
+			f.opening.AddWide(fl.Net())
 		}
 	}
 	var sum exact.Sums
@@ -331,6 +332,15 @@ func rollUp(own []ownLine) ([]TrialBalanceLine, []TrialBalanceTotal, error) {
 		return nil, nil, sum.Err()
 	}
 	return lines, out, nil
+}
+
+// reader is where a report reads month sums from: the postings alone for
+// a snapshot (fromPostings), else the cache and the sets since.
+func reader(fromPostings bool) monthsums.Reader {
+	if fromPostings {
+		return monthsums.Postings
+	}
+	return monthsums.Cached
 }
 
 // monthOf converts a date column to a Month.
