@@ -18,7 +18,6 @@ import (
 
 	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 // Refusals of a close. Nothing changed when one is returned.
@@ -40,13 +39,13 @@ var (
 const CloseLockTimeout = 2 * time.Second
 
 // Close closes month m in a transaction of its own. See CloseTx.
-func Close(ctx context.Context, db *sqlx.DB, cal postings.Calendar, m postings.Month, now time.Time, by string) error {
+func Close(ctx context.Context, db *sqlx.DB, cal postings.Calendar, m postings.Month, now time.Time, by string, figures Figures) error {
 	tx, err := db.BeginTxx(ctx, postings.WriteTx())
 	if err != nil {
 		return fmt.Errorf("close %s: begin: %w", m, err)
 	}
 	defer tx.Rollback()
-	if err := CloseTx(ctx, tx, cal, m, now, by); err != nil {
+	if err := CloseTx(ctx, tx, cal, m, now, by, figures); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -56,9 +55,10 @@ func Close(ctx context.Context, db *sqlx.DB, cal postings.Calendar, m postings.M
 }
 
 // CloseTx closes competence month m inside tx and stores its trial
-// balance and income statement snapshot in the same transaction, so a
-// closed month always has its snapshot. From then on the database refuses
-// any posting set dated in m, and late events go to the next open month.
+// balance and income statement snapshot (computed by figures) in the same
+// transaction, so a closed month always has its snapshot. From then on
+// the database refuses any posting set dated in m, and late events go to
+// the next open month.
 //
 // Months close in order, and only once they have ended in cal's time zone
 // at now (the caller's clock). by is recorded as closed_by (the API
@@ -68,7 +68,7 @@ func Close(ctx context.Context, db *sqlx.DB, cal postings.Calendar, m postings.M
 //
 // tx must be READ COMMITTED (postings.WriteTx), as the snapshot must see
 // every set committed before the close's lock was granted.
-func CloseTx(ctx context.Context, tx *sqlx.Tx, cal postings.Calendar, m postings.Month, now time.Time, by string) error {
+func CloseTx(ctx context.Context, tx *sqlx.Tx, cal postings.Calendar, m postings.Month, now time.Time, by string, figures Figures) error {
 	if err := m.Check(); err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func CloseTx(ctx context.Context, tx *sqlx.Tx, cal postings.Calendar, m postings
 	if err := closeMonth(ctx, tx, cal, m, now, by); err != nil {
 		return err
 	}
-	if err := reports.WriteSnapshot(ctx, tx, m); err != nil {
+	if err := writeSnapshot(ctx, tx, m, figures); err != nil {
 		// A month whose figures do not fit int64 cannot be snapshotted,
 		// so it is not closed: said so, not a bare 500.
 		return postings.SumError(err, "the month's snapshot")

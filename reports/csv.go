@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -111,7 +112,7 @@ var (
 // a failing query are reported before anything is written, so a caller can
 // still answer with an error status; an error after that means w holds a
 // truncated file.
-func WriteCSV(ctx context.Context, q sqlx.QueryerContext, w io.Writer, kind ExportKind, m postings.Month, d Dialect) (int64, error) {
+func WriteCSV(ctx context.Context, q sqlx.QueryerContext, s Sums, w io.Writer, kind ExportKind, m postings.Month, d Dialect) (int64, error) {
 	if _, err := ParseExportKind(string(kind)); err != nil {
 		return 0, err
 	}
@@ -127,12 +128,12 @@ func WriteCSV(ctx context.Context, q sqlx.QueryerContext, w io.Writer, kind Expo
 		switch kind {
 		case ExportTrialBalance:
 			var tb TrialBalanceReport
-			if tb, err = trialBalance(ctx, q, m); err == nil {
+			if tb, err = trialBalance(ctx, q, s, m); err == nil {
 				n, err = writeTrialBalance(NewCSVWriter(w, d), tb)
 			}
 		case ExportIncomeStatement:
 			var inc Income
-			if inc, err = incomeStatement(ctx, q, m); err == nil {
+			if inc, err = incomeStatement(ctx, q, s, m); err == nil {
 				n, err = writeIncome(NewCSVWriter(w, d), inc)
 			}
 		default:
@@ -290,7 +291,7 @@ func writeIncome(c *CSVWriter, inc Income) (int64, error) {
 		{"net_revenue", 0, false, inc.NetRevenue},
 	}
 	fields := reflect.ValueOf(inc)
-	for _, l := range incomeLines {
+	for _, l := range periods.IncomeLines {
 		amount := fields.Field(incomeField[l.Name]).Int()
 		if amount != 0 || csvAlways[l.Name] {
 			lines = append(lines, line{l.Name, 0, false, amount})

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -183,7 +184,7 @@ func TestCSVGoldenOfScriptedMonths(t *testing.T) {
 		t.Run(reports.FileName(tt.kind, tt.month, tt.dialect), func(t *testing.T) {
 			t.Parallel()
 			var b bytes.Buffer
-			n, err := reports.WriteCSV(context.Background(), db, &b, tt.kind, tt.month, tt.dialect)
+			n, err := reports.WriteCSV(context.Background(), db, monthsums.Books{}, &b, tt.kind, tt.month, tt.dialect)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,7 +284,7 @@ func TestWriteCSVRefusesBeforeWriting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var b bytes.Buffer
-			if _, err := reports.WriteCSV(context.Background(), db, &b, tt.kind, tt.month, tt.d); !errors.Is(err, tt.err) {
+			if _, err := reports.WriteCSV(context.Background(), db, monthsums.Books{}, &b, tt.kind, tt.month, tt.d); !errors.Is(err, tt.err) {
 				t.Errorf("err %v, want %v", err, tt.err)
 			}
 			if b.Len() != 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -91,7 +92,7 @@ func postSeptember(t *testing.T, l *postings.Ledger) {
 func exportCSV(t *testing.T, q sqlx.QueryerContext, kind reports.ExportKind, m postings.Month, d reports.Dialect) string {
 	t.Helper()
 	var b bytes.Buffer
-	if _, err := reports.WriteCSV(context.Background(), q, &b, kind, m, d); err != nil {
+	if _, err := reports.WriteCSV(context.Background(), q, monthsums.Books{}, &b, kind, m, d); err != nil {
 		t.Fatalf("export %s %s %s: %v", kind, m, d, err)
 	}
 	return b.String()

@@ -18,6 +18,7 @@ import (
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
+	"github.com/razao/razao/verify"
 )
 
 // After a logical restore (pg_dump into another cluster), month_sums'
@@ -70,16 +71,16 @@ func TestMonthSumsAfterALogicalRestore(t *testing.T) {
 	if _, err := monthsums.Refresh(ctx, dst); !errors.Is(err, monthsums.ErrForeignXids) {
 		t.Fatalf("refresh after a restore: %v, want ErrForeignXids", err)
 	}
-	got, err := reports.IncomeStatement(ctx, dst, aug2026)
+	got, err := reports.IncomeStatement(ctx, dst, monthsums.Books{}, aug2026)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := fromPostings(t, dst, aug2026)[0].Income
 	// Closing the month seals what the sums say, for good.
-	if err := periods.Close(ctx, dst, cal, aug2026, afterSeptember, "probe"); err != nil {
+	if err := periods.Close(ctx, dst, cal, aug2026, afterSeptember, "probe", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := reports.CheckSnapshots(ctx, dst)
+	sealed, err := verify.CheckSnapshots(ctx, dst)
 	if err != nil {
 		t.Fatal(err)
 	}

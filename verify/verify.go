@@ -16,7 +16,6 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao"
-	"github.com/razao/razao/reports"
 )
 
 // Run runs every check over the whole ledger in one repeatable-read
@@ -104,9 +103,9 @@ func monthSumsCheck(ctx context.Context, tx *sqlx.Tx) (Check, error) {
 }
 
 // snapshotCheck compares every closed month's snapshot with its postings
-// (reports.CheckSnapshots).
+// (CheckSnapshots).
 func snapshotCheck(ctx context.Context, tx *sqlx.Tx) (Check, error) {
-	return mismatchCheck(ctx, tx, "closed months' snapshots equal their postings", "snapshot", reports.CheckSnapshots)
+	return mismatchCheck(ctx, tx, "closed months' snapshots equal their postings", "snapshot", CheckSnapshots)
 }
 
 // mismatchCheck runs a comparison of stored figures with the postings as
