@@ -106,7 +106,7 @@ func TestIncomeStatementShowsPixPartsAsLinesOfTheirOwn(t *testing.T) {
 func TestIncomeStatementCSVWithoutPixPartsIsUnchanged(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	csv := exportCSV(t, db, reports.ExportIncomeStatement, aug2026, reports.RFC4180)
 	for _, name := range []string{"interest", "fines", "rebates", "discounts"} {
 		if strings.Contains(csv, ","+name+",") {

@@ -161,8 +161,8 @@ var (
 func TestCSVGoldenOfScriptedMonths(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 	tests := []struct {
 		kind    reports.ExportKind
 		month   postings.Month
@@ -203,8 +203,8 @@ func TestCSVGoldenOfScriptedMonths(t *testing.T) {
 func TestCSVExportsAreDeterministic(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 	for _, kind := range []reports.ExportKind{reports.ExportJournal, reports.ExportTrialBalance, reports.ExportIncomeStatement} {
 		for _, d := range []reports.Dialect{reports.RFC4180, reports.Brazil} {
 			for _, m := range []postings.Month{aug2026, sep2026, oct2026} {
@@ -222,7 +222,7 @@ func TestCSVExportsAreDeterministic(t *testing.T) {
 func TestBrazilDialectParsesBack(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	raw := exportCSV(t, db, reports.ExportJournal, aug2026, reports.Brazil)
 	body, ok := strings.CutPrefix(raw, bom)
 	if !ok {

@@ -94,7 +94,7 @@ func TestIncomeStatementShowsMEDReturnsAsALineOfTheirOwn(t *testing.T) {
 func TestIncomeStatementCSVWithoutMEDReturnsIsUnchanged(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	if csv := exportCSV(t, db, reports.ExportIncomeStatement, aug2026, reports.RFC4180); strings.Contains(csv, ",med_returns,") {
 		t.Fatalf("income statement CSV of a month without MED returns has a line for them:\n%s", csv)
 	}

@@ -43,8 +43,8 @@ func diffLines(t *testing.T, got, want []reports.TrialBalanceLine) {
 func TestTrialBalanceAndIncomeOfScriptedMonths(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 
 	tests := []struct {
 		month  postings.Month
@@ -153,7 +153,7 @@ func TestTrialBalanceAndIncomeOfScriptedMonths(t *testing.T) {
 func TestIncomeOtherCountsAdjustments(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	ledgertest.Post(t, l, postings.Set{
 		Kind: postings.KindAdjustment, IdempotencyKey: "adj:revenue-fix", Amount: 300, Currency: "BRL",
 		EventAt: ledgertest.SaoPaulo(2026, 8, 30, 12, 0),
@@ -175,7 +175,7 @@ func TestIncomeOtherCountsAdjustments(t *testing.T) {
 func TestTrialBalanceTotalsPerCurrency(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	db.MustExec(`INSERT INTO accounts (code, type, normal_side, currency, parent_id)
 		SELECT c.code, c.type, c.side, 'USD', p.id FROM (VALUES
 			('assets:usd-wallet', 'asset', 'debit', 'assets'),
@@ -232,8 +232,8 @@ func TestReportsRefuseInvalidMonths(t *testing.T) {
 func TestAccountSeriesViews(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 	type point = reports.SeriesPoint
 	tests := []struct {
 		name     string
@@ -299,8 +299,8 @@ func TestAccountSeriesSameAcrossClose(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
 	ctx := context.Background()
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 	codes := []string{"assets", "assets:cash", "income:revenue", "expenses", "liabilities:commission-payable:p2"}
 	read := func() map[string][]reports.SeriesPoint {
 		out := map[string][]reports.SeriesPoint{}
@@ -344,7 +344,7 @@ func TestBalancesSameAcrossClose(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
 	ctx := context.Background()
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	before, err := reports.Balances(ctx, db, monthsums.Books{})
 	if err != nil {
 		t.Fatal(err)
@@ -359,7 +359,7 @@ func TestBalancesSameAcrossClose(t *testing.T) {
 	if !reflect.DeepEqual(before, after) {
 		t.Errorf("balances changed by closing:\nbefore %+v\n after %+v", before, after)
 	}
-	postSeptember(t, l)
+	ledgertest.PostSeptember(t, l)
 	now, err := reports.Balances(ctx, db, monthsums.Books{})
 	if err != nil {
 		t.Fatal(err)

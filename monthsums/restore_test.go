@@ -1,4 +1,4 @@
-package reports_test
+package monthsums_test
 
 import (
 	"context"
@@ -33,7 +33,7 @@ func TestMonthSumsAfterALogicalRestore(t *testing.T) {
 	ctx := context.Background()
 	src, srcURL := pgtest.NewWithURL(t)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	postAugust(t, postings.New(src, cal))
+	ledgertest.PostAugust(t, postings.New(src, cal))
 	if _, err := monthsums.Refresh(ctx, src); err != nil {
 		t.Fatal(err)
 	}

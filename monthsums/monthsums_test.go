@@ -1,4 +1,4 @@
-package reports_test
+package monthsums_test
 
 import (
 	"context"
@@ -84,8 +84,8 @@ func sameBooks(t *testing.T, what string, got, want []books) {
 func TestMonthSumsGiveThePostingsFigures(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 	months := []postings.Month{jul2026, aug2026, sep2026, oct2026}
 	want := fromPostings(t, db, months...)
 	if n := refresh(t, db); n != 2 {
@@ -102,7 +102,7 @@ func TestMonthSumsGiveThePostingsFigures(t *testing.T) {
 	// Sets after the sums: read as their delta, then folded in.
 	s, err := postings.Sale("c9", "BRL", 7000, 100, ledgertest.SaoPaulo(2026, 9, 28, 9, 0))
 	ledgertest.Post(t, l, s, err)
-	commission(t, l, "c9", "p2", 7000, 500, ledgertest.SaoPaulo(2026, 9, 28, 9, 0))
+	ledgertest.Commission(t, l, "c9", "p2", 7000, 500, ledgertest.SaoPaulo(2026, 9, 28, 9, 0))
 	want = fromPostings(t, db, months...)
 	sameBooks(t, "a delta since the sums", readBooks(t, db, months...), want)
 	if n := refresh(t, db); n != 1 {
@@ -129,7 +129,7 @@ func TestMonthSumsGiveThePostingsFigures(t *testing.T) {
 func TestMonthSumsCountASetCommittedAfterAHigherID(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	refresh(t, db)
 	ctx := context.Background()
 
@@ -174,8 +174,8 @@ func TestMonthSumsCountASetCommittedAfterAHigherID(t *testing.T) {
 func TestMonthSumsCheckedAndRefreshedConcurrently(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 	ctx := context.Background()
 	errs := make(chan error, 4)
 	for i := 0; i < cap(errs); i++ {
@@ -214,7 +214,7 @@ func TestMonthSumsRefreshCannotBeHeldByAnotherRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	postAugust(t, postings.New(db, cal))
+	ledgertest.PostAugust(t, postings.New(db, cal))
 	other := pgtest.NewRoles(t, db, url)
 	conn := other.Connect(other.Create("bystander", ""))
 	held, err := conn.Conn(ctx)
