@@ -16,17 +16,17 @@ import (
 // Books is the source of the reports' figures (reports.Sums) as razao
 // serves them: a month that has its snapshot (kept by periods when it
 // closed) is read from it; any other month, a closed one without a
-// snapshot included, is summed from the latest snapshot before it on,
-// reading the months since as From says. The zero Books reads them
-// Cached.
-type Books struct {
-	From Reader
-}
+// snapshot included, from the latest snapshot before it on and the month
+// sums since (Cached).
+type Books struct{}
 
-var _ reports.Sums = Books{}
+var (
+	_ reports.Sums    = Books{}
+	_ periods.Figures = Closing
+)
 
 // Lines returns month m's trial balance lines.
-func (b Books) Lines(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (reports.MonthLines, error) {
+func (Books) Lines(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (reports.MonthLines, error) {
 	st, err := periods.SnapshotState(ctx, q, m)
 	if err != nil {
 		return reports.MonthLines{}, err
@@ -38,14 +38,14 @@ func (b Books) Lines(ctx context.Context, q sqlx.QueryerContext, m postings.Mont
 		}
 		return out, nil
 	}
-	if out.Lines, err = b.From.Lines(ctx, q, m, st.Base); err != nil {
+	if out.Lines, err = Cached.Lines(ctx, q, m, st.Base); err != nil {
 		return reports.MonthLines{}, err
 	}
 	return out, nil
 }
 
 // Income returns month m's income statement figures.
-func (b Books) Income(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (reports.MonthIncome, error) {
+func (Books) Income(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (reports.MonthIncome, error) {
 	st, err := periods.SnapshotState(ctx, q, m)
 	if err != nil {
 		return reports.MonthIncome{}, err
@@ -57,7 +57,7 @@ func (b Books) Income(ctx context.Context, q sqlx.QueryerContext, m postings.Mon
 		}
 		return out, nil
 	}
-	if out.Figures, err = b.From.Income(ctx, q, m); err != nil {
+	if out.Figures, err = Cached.Income(ctx, q, m); err != nil {
 		return reports.MonthIncome{}, err
 	}
 	return out, nil
@@ -67,7 +67,7 @@ func (b Books) Income(ctx context.Context, q sqlx.QueryerContext, m postings.Mon
 // a snapshot from it, the others and the months between the latest
 // snapshot before from and from (which make the opening) from their
 // month sums, so a long series costs the open months only.
-func (b Books) Moves(ctx context.Context, q sqlx.QueryerContext, name string, ids []int64, from, to postings.Month) (reports.Moves, error) {
+func (Books) Moves(ctx context.Context, q sqlx.QueryerContext, name string, ids []int64, from, to postings.Month) (reports.Moves, error) {
 	rs, err := periods.SnapshotRange(ctx, q, from, to)
 	if err != nil {
 		return reports.Moves{}, fmt.Errorf("series %s: read periods: %w", name, err)
@@ -88,7 +88,7 @@ func (b Books) Moves(ctx context.Context, q sqlx.QueryerContext, name string, id
 	if err != nil {
 		return reports.Moves{}, fmt.Errorf("series %s: %w", name, err)
 	}
-	flows, err := b.From.Flows(ctx, q, Query{Months: append(before, live...), Accounts: ids})
+	flows, err := Cached.Flows(ctx, q, Query{Months: append(before, live...), Accounts: ids})
 	if err != nil {
 		return reports.Moves{}, fmt.Errorf("series %s: %w", name, err)
 	}
@@ -149,7 +149,7 @@ func (b Books) Moves(ctx context.Context, q sqlx.QueryerContext, name string, id
 // snapshot, and earlier ones closed before snapshots existed) from their
 // postings, so the cost grows with the postings of the open months, not
 // with the ledger.
-func (b Books) Totals(ctx context.Context, q sqlx.QueryerContext) ([]periods.Line, error) {
+func (Books) Totals(ctx context.Context, q sqlx.QueryerContext) ([]periods.Line, error) {
 	kept, err := periods.SnapshotTotals(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("balances: read snapshots: %w", err)

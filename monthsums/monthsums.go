@@ -8,7 +8,10 @@
 //
 // A Reader reads them: Cached (the stored sums and the sets since, what
 // the reports read) or Postings (the postings alone, for what must not
-// rest on a cache the service role writes: a payout, a snapshot, verify).
+// rest on a cache the service role writes: a payout, a snapshot, verify),
+// and turns them into a month's figures (Lines, Income). Books is where
+// the reports read every figure: a closed month's snapshot, else its sums;
+// Closing is what closing a month keeps.
 package monthsums
 
 import (
