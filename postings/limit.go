@@ -58,6 +58,3 @@ func SumError(err error, figure string) error {
 	}
 	return err
 }
-
-// Sum is a sum column as the database computes it (exact.Sum).
-type Sum = exact.Sum
