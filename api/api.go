@@ -20,6 +20,7 @@ import (
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/internal/httplog"
 	"github.com/razao/razao/internal/strictjson"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/reports"
@@ -206,7 +207,7 @@ func (a *API) getCharge(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) balances(w http.ResponseWriter, r *http.Request) {
-	bs, err := reports.Balances(r.Context(), a.DB)
+	bs, err := reports.Balances(r.Context(), a.DB, monthsums.Books{})
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/divergences"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
@@ -33,7 +34,7 @@ func (a *API) trialBalance(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	tb, err := reports.TrialBalance(r.Context(), a.DB, m)
+	tb, err := reports.TrialBalance(r.Context(), a.DB, monthsums.Books{}, m)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -47,7 +48,7 @@ func (a *API) incomeStatement(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	inc, err := reports.IncomeStatement(r.Context(), a.DB, m)
+	inc, err := reports.IncomeStatement(r.Context(), a.DB, monthsums.Books{}, m)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -80,7 +81,7 @@ func (a *API) accountSeries(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	s, err := reports.AccountSeries(r.Context(), a.DB, mux.Vars(r)["code"], from, to)
+	s, err := reports.AccountSeries(r.Context(), a.DB, monthsums.Books{}, mux.Vars(r)["code"], from, to)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -108,7 +109,7 @@ func (a *API) closePeriod(w http.ResponseWriter, r *http.Request) {
 	// The token's name says who closed the month; the database role would
 	// only say which service connected.
 	t, _ := auth.FromContext(r.Context())
-	if err := periods.Close(r.Context(), a.DB, a.Ledger.Calendar(), m, a.Now(), t.Name, reports.WriteSnapshot); err != nil {
+	if err := periods.Close(r.Context(), a.DB, a.Ledger.Calendar(), m, a.Now(), t.Name, monthsums.Closing); err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}
@@ -172,7 +173,7 @@ func (a *API) exportCSV(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The export reads in a read-only snapshot of its own.
-	if started, err := reports.ServeCSV(r.Context(), a.DB, w, kind, m, d); err != nil {
+	if started, err := reports.ServeCSV(r.Context(), a.DB, monthsums.Books{}, w, kind, m, d); err != nil {
 		if !started {
 			writeError(w, r, a.Log, err)
 			return

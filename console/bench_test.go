@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/razao/razao/internal/benchledger"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 // The console's pages on a large ledger: the reports benchmark's ledger
@@ -25,7 +25,7 @@ import (
 const benchPartners = 500
 
 // benchDelta is how many sales the pages read beyond the month sums: a
-// refresh interval's worth (reports.MonthSumsInterval) at 100 sales a
+// refresh interval's worth (monthsums.Interval) at 100 sales a
 // second.
 const benchDelta = 1000
 
@@ -47,10 +47,10 @@ func BenchmarkPages(b *testing.B) {
 	}
 	f := newBareFixture(b)
 	benchledger.Build(b, f.db, sales, benchPartners)
-	// As razao serve keeps them (reports.RunMonthSums), then a delta the
+	// As razao serve keeps them (monthsums.Run), then a delta the
 	// pages read beyond them: sales booked since the last refresh.
 	start := time.Now()
-	n, err := reports.RefreshMonthSums(context.Background(), f.db)
+	n, err := monthsums.Refresh(context.Background(), f.db)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/browsertest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/reports"
 )
 
@@ -39,7 +40,7 @@ func TestBrowser(t *testing.T) {
 	if loc := b.Location(); loc != "/console/month/2026-08" {
 		t.Fatalf("picked August, at %s", loc)
 	}
-	tb, err := reports.TrialBalance(ctx, f.db, aug2026)
+	tb, err := reports.TrialBalance(ctx, f.db, monthsums.Books{}, aug2026)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestBrowser(t *testing.T) {
 			}
 		}
 	}
-	inc, _ := reports.IncomeStatement(ctx, f.db, aug2026)
+	inc, _ := reports.IncomeStatement(ctx, f.db, monthsums.Books{}, aug2026)
 	if got := b.Text(`#income td[data-field="net_income"]`); got != brl(inc.NetIncome) {
 		t.Errorf("net income %q, want %s", got, brl(inc.NetIncome))
 	}
@@ -117,7 +118,7 @@ func TestBrowser(t *testing.T) {
 	if got := b.Text(`tr[data-month="2026-08"] td[data-field="status"]`); got != "fechado" {
 		t.Errorf("August is %q after closing", got)
 	}
-	if tb, _ := reports.TrialBalance(ctx, f.db, aug2026); !tb.Closed || !tb.Snapshot {
+	if tb, _ := reports.TrialBalance(ctx, f.db, monthsums.Books{}, aug2026); !tb.Closed || !tb.Snapshot {
 		t.Fatal("the browser did not close August")
 	}
 

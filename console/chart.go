@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -44,7 +45,7 @@ func (c *Console) trend(r *http.Request) (postings.Month, []reports.Income, erro
 	}
 	var out []reports.Income
 	for _, m := range months(to) {
-		inc, err := reports.IncomeStatement(r.Context(), c.DB, m)
+		inc, err := reports.IncomeStatement(r.Context(), c.DB, monthsums.Books{}, m)
 		if err != nil {
 			return to, nil, err
 		}
@@ -177,7 +178,7 @@ func (c *Console) accountSeries(r *http.Request) (reports.Series, postings.Month
 		return reports.Series{}, to, err
 	}
 	ms := months(to)
-	s, err := reports.AccountSeries(r.Context(), c.DB, mux.Vars(r)["code"], ms[0], to)
+	s, err := reports.AccountSeries(r.Context(), c.DB, monthsums.Books{}, mux.Vars(r)["code"], ms[0], to)
 	return s, to, err
 }
 

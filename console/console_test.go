@@ -17,6 +17,7 @@ import (
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/divergences"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
@@ -133,7 +134,7 @@ func TestConsoleRefusesNoSessionForgedCSRFAndRevokedToken(t *testing.T) {
 	if d, _ := divergences.Get(context.Background(), f.db, div); d.Status != divergences.StatusOpen {
 		t.Fatalf("a forged form resolved the divergence: %+v", d)
 	}
-	if tb, _ := reports.TrialBalance(context.Background(), f.db, aug2026); tb.Closed {
+	if tb, _ := reports.TrialBalance(context.Background(), f.db, monthsums.Books{}, aug2026); tb.Closed {
 		t.Fatal("a forged form closed the month")
 	}
 

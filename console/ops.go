@@ -15,6 +15,7 @@ import (
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
@@ -168,7 +169,7 @@ func (c *Console) closeMonth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s, _ := sessionFrom(r.Context())
-	if err := periods.Close(r.Context(), c.DB, c.Ledger.Calendar(), m, c.Now(), s.token.Name, reports.WriteSnapshot); err != nil {
+	if err := periods.Close(r.Context(), c.DB, c.Ledger.Calendar(), m, c.Now(), s.token.Name, monthsums.Closing); err != nil {
 		c.failWith(w, r, err)
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/internal/problem"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
@@ -252,11 +253,11 @@ func (c *Console) books(r *http.Request) (postings.Month, reports.TrialBalanceRe
 	if err != nil {
 		return m, reports.TrialBalanceReport{}, reports.Income{}, err
 	}
-	tb, err := reports.TrialBalance(r.Context(), c.DB, m)
+	tb, err := reports.TrialBalance(r.Context(), c.DB, monthsums.Books{}, m)
 	if err != nil {
 		return m, tb, reports.Income{}, err
 	}
-	inc, err := reports.IncomeStatement(r.Context(), c.DB, m)
+	inc, err := reports.IncomeStatement(r.Context(), c.DB, monthsums.Books{}, m)
 	return m, tb, inc, err
 }
 
@@ -289,7 +290,7 @@ func (c *Console) exportCSV(w http.ResponseWriter, r *http.Request) {
 		c.failWith(w, r, err)
 		return
 	}
-	if started, err := reports.ServeCSV(r.Context(), c.DB, w, kind, m, d); err != nil {
+	if started, err := reports.ServeCSV(r.Context(), c.DB, monthsums.Books{}, w, kind, m, d); err != nil {
 		if !started {
 			c.failWith(w, r, err)
 			return

@@ -18,6 +18,7 @@ import (
 
 	"github.com/razao/razao/exports"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
@@ -30,7 +31,7 @@ func seeded(t *testing.T) *sqlx.DB {
 	t.Helper()
 	db := seededOpen(t)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	if err := periods.Close(context.Background(), db, cal, postings.Month{Year: 2026, Month: 8}, afterSlot, "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(context.Background(), db, cal, postings.Month{Year: 2026, Month: 8}, afterSlot, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -286,7 +287,7 @@ func TestExportWaitsForTheMonthToClose(t *testing.T) {
 		t.Fatalf("%d runs waiting, want 4", waiting)
 	}
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	if err := periods.Close(context.Background(), db, cal, postings.Month{Year: 2026, Month: 8}, afterSlot, "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(context.Background(), db, cal, postings.Month{Year: 2026, Month: 8}, afterSlot, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	if err := newScheduler(t, db, dir, afterSlot.Add(time.Minute)).RunDue(context.Background()); err != nil {

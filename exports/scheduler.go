@@ -14,6 +14,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/razao/razao/metrics"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
@@ -234,5 +235,5 @@ func (s *Scheduler) claim(ctx context.Context, slot time.Time, kind reports.Expo
 // writeCSV writes the export; WriteCSV reads the month in a read-only
 // snapshot of its own, so the file is consistent with itself.
 func (s *Scheduler) writeCSV(ctx context.Context, w io.Writer, kind reports.ExportKind, m postings.Month, d reports.Dialect) (int64, error) {
-	return reports.WriteCSV(ctx, s.db, w, kind, m, d)
+	return reports.WriteCSV(ctx, s.db, monthsums.Books{}, w, kind, m, d)
 }

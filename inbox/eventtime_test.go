@@ -9,9 +9,9 @@ import (
 
 	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 	"github.com/razao/razao/webhook"
 	"github.com/razao/razao/webhook/scheme"
 )
@@ -156,7 +156,7 @@ func TestDeliveriesOutsideTheEventWindowAreMalformedAndKept(t *testing.T) {
 	// Every month from go-live's to the clock's can be closed in turn.
 	last := postings.Month{Year: 2026, Month: time.September}
 	for m := (postings.Month{Year: 2020, Month: time.November}); !last.Before(m); m = m.Next() {
-		if err := periods.Close(ctx, e.DB, e.Applier.Ledger.Calendar(), m, clock.AddDate(0, 1, 0), "", reports.WriteSnapshot); err != nil {
+		if err := periods.Close(ctx, e.DB, e.Applier.Ledger.Calendar(), m, clock.AddDate(0, 1, 0), "", monthsums.Closing); err != nil {
 			t.Fatalf("close %s after deliveries outside the window: %v", m, err)
 		}
 	}

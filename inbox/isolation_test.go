@@ -11,9 +11,9 @@ import (
 
 	"github.com/razao/razao"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 // With default_transaction_isolation = serializable on the database, a
@@ -49,7 +49,7 @@ func TestDeliveryWaitingThroughACloseUnderSerializableDefaultLandsInTheOpenMonth
 
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
 	month := postings.MonthOf(cal.Date(clock))
-	if err := periods.Close(context.Background(), db, cal, month, clock.AddDate(0, 2, 0), "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(context.Background(), db, cal, month, clock.AddDate(0, 2, 0), "", monthsums.Closing); err != nil {
 		t.Fatalf("close %s while the delivery waits: %v", month, err)
 	}
 	gate.Rollback()
@@ -94,7 +94,7 @@ func TestDatabaseRefusesPostingSetsOutsideReadCommitted(t *testing.T) {
 			tx.MustExec(`SET TRANSACTION ISOLATION LEVEL ` + level)
 			tx.MustExec(`SELECT count(*) FROM closed_periods`) // the snapshot is taken here
 			if level == "SERIALIZABLE" {
-				if err := periods.Close(context.Background(), db, l.Calendar(), month, clock.AddDate(0, 2, 0), "", reports.WriteSnapshot); err != nil {
+				if err := periods.Close(context.Background(), db, l.Calendar(), month, clock.AddDate(0, 2, 0), "", monthsums.Closing); err != nil {
 					t.Fatalf("close: %v", err)
 				}
 			}

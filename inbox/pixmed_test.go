@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -47,7 +48,7 @@ func TestPixMEDReturnIsBookedApartFromTheMerchantsRefund(t *testing.T) {
 
 	ctx := context.Background()
 	m := postings.Month{Year: 2026, Month: time.September}
-	tb, err := reports.TrialBalance(ctx, e.DB, m)
+	tb, err := reports.TrialBalance(ctx, e.DB, monthsums.Books{}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestPixMEDReturnIsBookedApartFromTheMerchantsRefund(t *testing.T) {
 	if !found {
 		t.Fatalf("trial balance has no MED line of 2000: %+v", tb.Lines)
 	}
-	inc, err := reports.IncomeStatement(ctx, e.DB, m)
+	inc, err := reports.IncomeStatement(ctx, e.DB, monthsums.Books{}, m)
 	if err != nil {
 		t.Fatal(err)
 	}

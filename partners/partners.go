@@ -19,6 +19,7 @@ import (
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -74,13 +75,13 @@ func Get(ctx context.Context, q sqlx.QueryerContext, partner string) (Summary, e
 	if err != nil {
 		return Summary{}, err
 	}
-	return summarize(ctx, q, a, reports.AccountFlows)
+	return summarize(ctx, q, a, monthsums.Cached.AccountFlows)
 }
 
-// flowsReader reads accounts' flows: reports.AccountFlows (through the
-// month sums, for what is shown) or reports.AccountFlowsFromPostings (for
-// what a payout decides).
-type flowsReader func(context.Context, sqlx.QueryerContext, []int64) (map[int64]map[string]reports.KindFlow, error)
+// flowsReader reads accounts' flows: monthsums.Cached's (through the
+// month sums, for what is shown) or monthsums.Postings' (for what a
+// payout decides).
+type flowsReader func(context.Context, sqlx.QueryerContext, []int64) (map[int64]map[string]monthsums.KindFlow, error)
 
 // summarize reads the partner's account (and its descendants', as for
 // every parent balance) with flows, the code every report reads postings
@@ -168,7 +169,7 @@ var afterTree func()
 // and the reading repeated until the two agree. Accounts are never
 // deleted, so a tree unchanged across the sums holds every account whose
 // postings they saw.
-func treeFlows(ctx context.Context, q sqlx.QueryerContext, codes []string, read flowsReader) ([]treeAccount, map[int64]map[string]reports.KindFlow, error) {
+func treeFlows(ctx context.Context, q sqlx.QueryerContext, codes []string, read flowsReader) ([]treeAccount, map[int64]map[string]monthsums.KindFlow, error) {
 	tree, err := accountTree(ctx, q, codes)
 	if err != nil {
 		return nil, nil, err
@@ -235,7 +236,7 @@ func Page(ctx context.Context, q sqlx.QueryerContext, after string, limit int) (
 	if len(accts) == 0 {
 		return nil, false, nil
 	}
-	out, err := summarizeMany(ctx, q, accts, reports.AccountFlows)
+	out, err := summarizeMany(ctx, q, accts, monthsums.Cached.AccountFlows)
 	return out, more, err
 }
 
@@ -396,7 +397,7 @@ func PayoutTx(ctx context.Context, tx *sqlx.Tx, l *postings.Ledger, req PayoutRe
 
 	// From the postings, not the month sums: what is owed decides what
 	// may be paid, and the month sums are a cache the service role writes.
-	before, err := summarize(ctx, tx, a, reports.AccountFlowsFromPostings)
+	before, err := summarize(ctx, tx, a, monthsums.Postings.AccountFlows)
 	if err != nil {
 		return Result{}, err
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 var (
@@ -476,7 +476,7 @@ func TestPageGivesEachPartnersSummaryFromTheMonthSums(t *testing.T) {
 		}
 	}
 	check("without month sums")
-	if _, err := reports.RefreshMonthSums(ctx, e.db); err != nil {
+	if _, err := monthsums.Refresh(ctx, e.db); err != nil {
 		t.Fatal(err)
 	}
 	check("from the month sums")

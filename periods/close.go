@@ -13,6 +13,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/internal/exact"
 	"github.com/razao/razao/internal/kind"
 )
 
@@ -34,19 +35,14 @@ var (
 // purpose) costs the ledger at most this long, not the whole wait.
 const CloseLockTimeout = 2 * time.Second
 
-// Snapshot stores closing month m's figures inside the closing
-// transaction tx (reports.WriteSnapshot): passed in, so that periods
-// knows when a snapshot is taken and reports what it holds.
-type Snapshot func(ctx context.Context, tx *sqlx.Tx, m Month) error
-
 // Close closes month m in a transaction of its own. See CloseTx.
-func Close(ctx context.Context, db *sqlx.DB, cal Calendar, m Month, now time.Time, by string, snap Snapshot) error {
+func Close(ctx context.Context, db *sqlx.DB, cal Calendar, m Month, now time.Time, by string, figures Figures) error {
 	tx, err := db.BeginTxx(ctx, WriteTx())
 	if err != nil {
 		return fmt.Errorf("close %s: begin: %w", m, err)
 	}
 	defer tx.Rollback()
-	if err := CloseTx(ctx, tx, cal, m, now, by, snap); err != nil {
+	if err := CloseTx(ctx, tx, cal, m, now, by, figures); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
@@ -55,10 +51,11 @@ func Close(ctx context.Context, db *sqlx.DB, cal Calendar, m Month, now time.Tim
 	return nil
 }
 
-// CloseTx closes competence month m inside tx and stores its snapshot
-// (snap) in the same transaction, so a closed month always has its
-// snapshot. From then on the database refuses any posting set dated in
-// m, and late events go to the next open month.
+// CloseTx closes competence month m inside tx and stores its trial
+// balance and income statement snapshot (computed by figures) in the same
+// transaction, so a closed month always has its snapshot. From then on
+// the database refuses any posting set dated in m, and late events go to
+// the next open month.
 //
 // Months close in order, and only once they have ended in cal's time zone
 // at now (the caller's clock): CheckCloseTime and CheckCloseOrder. by is
@@ -69,7 +66,7 @@ func Close(ctx context.Context, db *sqlx.DB, cal Calendar, m Month, now time.Tim
 //
 // tx must be READ COMMITTED (WriteTx), as the snapshot must see every set
 // committed before the close's lock was granted.
-func CloseTx(ctx context.Context, tx *sqlx.Tx, cal Calendar, m Month, now time.Time, by string, snap Snapshot) error {
+func CloseTx(ctx context.Context, tx *sqlx.Tx, cal Calendar, m Month, now time.Time, by string, figures Figures) error {
 	if err := m.Check(); err != nil {
 		return err
 	}
@@ -83,7 +80,12 @@ func CloseTx(ctx context.Context, tx *sqlx.Tx, cal Calendar, m Month, now time.T
 	if err := closeMonth(ctx, tx, cal, m, now, by); err != nil {
 		return fmt.Errorf("close %s: %w", m, err)
 	}
-	return snap(ctx, tx, m)
+	if err := writeSnapshot(ctx, tx, m, figures); err != nil {
+		// A month whose figures do not fit int64 cannot be snapshotted,
+		// so it is not closed: said so, not a bare 500.
+		return exact.SumError(err, "the month's snapshot")
+	}
+	return nil
 }
 
 // closeMonth applies the rules and records the close. It takes the close

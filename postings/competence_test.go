@@ -7,9 +7,9 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 func TestSeptemberRefundLeavesAugustUnchanged(t *testing.T) {
@@ -45,7 +45,7 @@ func TestLateEventForClosedMonthBookedInFirstOpenMonth(t *testing.T) {
 	ledgertest.Post(t, l, s, err)
 	for _, m := range []string{"2026-08", "2026-09"} {
 		month, _ := postings.ParseMonth(m)
-		if err := periods.Close(ctx, db, l.Calendar(), month, now, "", reports.WriteSnapshot); err != nil {
+		if err := periods.Close(ctx, db, l.Calendar(), month, now, "", monthsums.Closing); err != nil {
 			t.Fatalf("close %s: %v", m, err)
 		}
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 // TestLedgerRefusesSetsOutsideTheEventWindow: whoever calls the ledger, a
@@ -102,13 +102,13 @@ func TestMonthClosesDespiteSetsWrittenBeforeTheWindow(t *testing.T) {
 	s, err := postings.Sale("ch-1", "BRL", 4990, 0, ledgertest.SaoPaulo(2026, 8, 10, 12, 0))
 	ledgertest.Post(t, l, s, err)
 	after := ledgertest.SaoPaulo(2026, 10, 2, 12, 0)
-	if err := periods.Close(ctx, db, l.Calendar(), postings.Month{Year: 2026, Month: time.August}, after, "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), postings.Month{Year: 2026, Month: time.August}, after, "", monthsums.Closing); err != nil {
 		t.Fatalf("close 2026-08 beside a set of 0001-01: %v", err)
 	}
-	if err := periods.Close(ctx, db, l.Calendar(), postings.Month{Year: 2026, Month: time.September}, after, "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), postings.Month{Year: 2026, Month: time.September}, after, "", monthsums.Closing); err != nil {
 		t.Fatalf("close 2026-09: %v", err)
 	}
-	if err := periods.Close(context.Background(), db, l.Calendar(), postings.Month{Year: 2020, Month: time.October}, after, "", reports.WriteSnapshot); !errors.Is(err, postings.ErrInvalidMonth) {
+	if err := periods.Close(context.Background(), db, l.Calendar(), postings.Month{Year: 2020, Month: time.October}, after, "", monthsums.Closing); !errors.Is(err, postings.ErrInvalidMonth) {
 		t.Fatalf("close a month before go-live: %v, want ErrInvalidMonth", err)
 	}
 }

@@ -20,10 +20,10 @@ import (
 	"github.com/razao/razao/api"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/metrics"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
-	"github.com/razao/razao/reports"
 )
 
 // TestLineOfAClosedMonthIsBookedInTheFirstOpenMonth: a lost payment of a
@@ -34,7 +34,7 @@ func TestLineOfAClosedMonthIsBookedInTheFirstOpenMonth(t *testing.T) {
 	e := newEnv(t)
 	e.charge("late1", 700, "")
 	lastMonth := postings.MonthOf(goLive)
-	if err := periods.Close(context.Background(), e.db, e.ledger.Calendar(), lastMonth, now, "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(context.Background(), e.db, e.ledger.Calendar(), lastMonth, now, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	paidAt := goLive.Add(36 * time.Hour)

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
-	"github.com/razao/razao/reports"
 	"github.com/razao/razao/webhook"
 )
 
@@ -171,7 +171,7 @@ func TestSweepBooksARefundOfAClosedMonthInTheFirstOpenMonth(t *testing.T) {
 	e.paid("closed6", 900, it)
 	e.psp.add(it)
 	lastMonth := postings.MonthOf(goLive)
-	if err := periods.Close(context.Background(), e.db, e.ledger.Calendar(), lastMonth, now, "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(context.Background(), e.db, e.ledger.Calendar(), lastMonth, now, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.rec.RunDue(context.Background(), map[string]time.Time{}); err != nil {

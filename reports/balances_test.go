@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -36,7 +37,7 @@ func TestBalancesRollParentsUp(t *testing.T) {
 		}
 	}
 	got := map[string]reports.AccountBalance{}
-	bs, err := reports.Balances(context.Background(), db)
+	bs, err := reports.Balances(context.Background(), db, monthsums.Books{})
 	if err != nil {
 		t.Fatal(err)
 	}

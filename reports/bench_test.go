@@ -19,9 +19,11 @@ import (
 	"github.com/razao/razao"
 	"github.com/razao/razao/internal/benchledger"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
+	"github.com/razao/razao/verify"
 )
 
 // The benchmark ledger: benchSales sales over the 24 months of 2024 and
@@ -62,7 +64,7 @@ func BenchmarkReports(b *testing.B) {
 
 	b.Run("trial-balance/closed-month-snapshot", func(b *testing.B) {
 		for b.Loop() {
-			tb, err := reports.TrialBalance(ctx, db, benchClosedMonth)
+			tb, err := reports.TrialBalance(ctx, db, monthsums.Books{}, benchClosedMonth)
 			if err != nil || !tb.Snapshot {
 				b.Fatal(err, tb.Snapshot)
 			}
@@ -71,7 +73,7 @@ func BenchmarkReports(b *testing.B) {
 	for _, m := range []postings.Month{benchOpenMonth, benchLastMonth} {
 		b.Run("trial-balance/open-month-"+m.String(), func(b *testing.B) {
 			for b.Loop() {
-				tb, err := reports.TrialBalance(ctx, db, m)
+				tb, err := reports.TrialBalance(ctx, db, monthsums.Books{}, m)
 				if err != nil || tb.Snapshot {
 					b.Fatal(err)
 				}
@@ -82,21 +84,21 @@ func BenchmarkReports(b *testing.B) {
 	// from, which reads every earlier posting.
 	b.Run("trial-balance/open-month-no-snapshot", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := reports.LiveOwnLines(ctx, db, benchLastMonth, sql.NullTime{}, false); err != nil {
+			if _, err := monthsums.Cached.Lines(ctx, db, benchLastMonth, sql.NullTime{}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("income-statement/closed-month-snapshot", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := reports.IncomeStatement(ctx, db, benchClosedMonth); err != nil {
+			if _, err := reports.IncomeStatement(ctx, db, monthsums.Books{}, benchClosedMonth); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("income-statement/open-month", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := reports.IncomeStatement(ctx, db, benchLastMonth); err != nil {
+			if _, err := reports.IncomeStatement(ctx, db, monthsums.Books{}, benchLastMonth); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -104,7 +106,7 @@ func BenchmarkReports(b *testing.B) {
 	for _, code := range []string{"assets:cash", "liabilities:commission-payable", "liabilities:commission-payable:bp-042"} {
 		b.Run("series-24-months/"+code, func(b *testing.B) {
 			for b.Loop() {
-				s, err := reports.AccountSeries(ctx, db, code, benchFirstMonth, benchLastMonth)
+				s, err := reports.AccountSeries(ctx, db, monthsums.Books{}, code, benchFirstMonth, benchLastMonth)
 				if err != nil || len(s.Points) != 24 {
 					b.Fatal(err)
 				}
@@ -131,7 +133,7 @@ func BenchmarkReports(b *testing.B) {
 	})
 	b.Run("balances-all-time", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := reports.Balances(ctx, db); err != nil {
+			if _, err := reports.Balances(ctx, db, monthsums.Books{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -141,7 +143,7 @@ func BenchmarkReports(b *testing.B) {
 	// it also proves the benchmark's snapshots right.
 	b.Run("check-snapshots", func(b *testing.B) {
 		for b.Loop() {
-			bad, err := reports.CheckSnapshots(ctx, db)
+			bad, err := verify.CheckSnapshots(ctx, db)
 			if err != nil || len(bad) > 0 {
 				b.Fatal(err, bad)
 			}
@@ -155,7 +157,9 @@ func BenchmarkReports(b *testing.B) {
 		for _, d := range []reports.Dialect{reports.RFC4180, reports.Brazil} {
 			b.Run(fmt.Sprintf("journal-csv-vs-copy/%s/%s", m, d), func(b *testing.B) {
 				benchExportVsCopy(b, url, m,
-					func(w io.Writer) (int64, error) { return reports.WriteCSV(ctx, db, w, reports.ExportJournal, m, d) })
+					func(w io.Writer) (int64, error) {
+						return reports.WriteCSV(ctx, db, monthsums.Books{}, w, reports.ExportJournal, m, d)
+					})
 			})
 		}
 	}

@@ -7,9 +7,11 @@ import (
 
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
+	"github.com/razao/razao/verify"
 )
 
 // postPixParts books August 2026's Pix with parts, as the webhook front
@@ -52,7 +54,7 @@ func TestIncomeStatementShowsPixPartsAsLinesOfTheirOwn(t *testing.T) {
 		PSPFees: 50, Interest: 200, Fines: 300, Rebates: 500, Discounts: 150, NetIncome: 46000 - 50 + 200 + 300 - 500 - 150}
 	check := func(closed bool) {
 		t.Helper()
-		inc, err := reports.IncomeStatement(ctx, db, aug2026)
+		inc, err := reports.IncomeStatement(ctx, db, monthsums.Books{}, aug2026)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +70,7 @@ func TestIncomeStatementShowsPixPartsAsLinesOfTheirOwn(t *testing.T) {
 				t.Fatalf("income statement CSV lacks %q:\n%s", line, csv)
 			}
 		}
-		tb, err := reports.TrialBalance(ctx, db, aug2026)
+		tb, err := reports.TrialBalance(ctx, db, monthsums.Books{}, aug2026)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,11 +92,11 @@ func TestIncomeStatementShowsPixPartsAsLinesOfTheirOwn(t *testing.T) {
 		}
 	}
 	check(false)
-	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	check(true)
-	if mm, err := reports.CheckSnapshots(ctx, db); err != nil || len(mm) != 0 {
+	if mm, err := verify.CheckSnapshots(ctx, db); err != nil || len(mm) != 0 {
 		t.Fatalf("CheckSnapshots = %+v, %v; want none", mm, err)
 	}
 }
@@ -104,7 +106,7 @@ func TestIncomeStatementShowsPixPartsAsLinesOfTheirOwn(t *testing.T) {
 func TestIncomeStatementCSVWithoutPixPartsIsUnchanged(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	csv := exportCSV(t, db, reports.ExportIncomeStatement, aug2026, reports.RFC4180)
 	for _, name := range []string{"interest", "fines", "rebates", "discounts"} {
 		if strings.Contains(csv, ","+name+",") {

@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -110,7 +112,7 @@ var (
 // a failing query are reported before anything is written, so a caller can
 // still answer with an error status; an error after that means w holds a
 // truncated file.
-func WriteCSV(ctx context.Context, q sqlx.QueryerContext, w io.Writer, kind ExportKind, m postings.Month, d Dialect) (int64, error) {
+func WriteCSV(ctx context.Context, q sqlx.QueryerContext, s Sums, w io.Writer, kind ExportKind, m postings.Month, d Dialect) (int64, error) {
 	if _, err := ParseExportKind(string(kind)); err != nil {
 		return 0, err
 	}
@@ -126,12 +128,12 @@ func WriteCSV(ctx context.Context, q sqlx.QueryerContext, w io.Writer, kind Expo
 		switch kind {
 		case ExportTrialBalance:
 			var tb TrialBalanceReport
-			if tb, err = trialBalance(ctx, q, m); err == nil {
+			if tb, err = trialBalance(ctx, q, s, m); err == nil {
 				n, err = writeTrialBalance(NewCSVWriter(w, d), tb)
 			}
 		case ExportIncomeStatement:
 			var inc Income
-			if inc, err = incomeStatement(ctx, q, m); err == nil {
+			if inc, err = incomeStatement(ctx, q, s, m); err == nil {
 				n, err = writeIncome(NewCSVWriter(w, d), inc)
 			}
 		default:
@@ -268,6 +270,13 @@ func writeTrialBalance(c *CSVWriter, tb TrialBalanceReport) (int64, error) {
 	return int64(len(tb.Lines) + len(tb.Totals)), nil
 }
 
+// csvAlways are the income lines the CSV has had from the start, exported
+// even at 0. Every later line (a Pix's interest, fines, rebates and
+// discounts, the returns made under the MED, any added since) is a line
+// of its own only in the months that have it, so that a month exported
+// before the line existed is exported again byte for byte.
+var csvAlways = map[string]bool{"commission": true, "psp_fees": true}
+
 func writeIncome(c *CSVWriter, inc Income) (int64, error) {
 	c.Header(incomeColumns)
 	type line struct {
@@ -280,18 +289,12 @@ func writeIncome(c *CSVWriter, inc Income) (int64, error) {
 		{"sales", inc.SalesCount, true, inc.Sales},
 		{"refunds", inc.RefundsCount, true, inc.Refunds},
 		{"net_revenue", 0, false, inc.NetRevenue},
-		{"commission", 0, false, inc.Commission},
-		{"psp_fees", 0, false, inc.PSPFees},
 	}
-	// A Pix's interest, fines, rebates and discounts, and the returns made
-	// under the MED: lines of their own in the months that have them, so
-	// that a month exported before they existed is exported again byte for
-	// byte.
-	for _, l := range []line{{"interest", 0, false, inc.Interest}, {"fines", 0, false, inc.Fines},
-		{"rebates", 0, false, inc.Rebates}, {"discounts", 0, false, inc.Discounts},
-		{"med_returns", 0, false, inc.MEDReturns}} {
-		if l.amount != 0 {
-			lines = append(lines, l)
+	fields := reflect.ValueOf(inc)
+	for _, l := range periods.IncomeLines {
+		amount := fields.Field(incomeField[l.Name]).Int()
+		if amount != 0 || csvAlways[l.Name] {
+			lines = append(lines, line{l.Name, 0, false, amount})
 		}
 	}
 	lines = append(lines, line{"other", 0, false, inc.Other}, line{"net_income", 0, false, inc.NetIncome})

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -160,8 +161,8 @@ var (
 func TestCSVGoldenOfScriptedMonths(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 	tests := []struct {
 		kind    reports.ExportKind
 		month   postings.Month
@@ -183,7 +184,7 @@ func TestCSVGoldenOfScriptedMonths(t *testing.T) {
 		t.Run(reports.FileName(tt.kind, tt.month, tt.dialect), func(t *testing.T) {
 			t.Parallel()
 			var b bytes.Buffer
-			n, err := reports.WriteCSV(context.Background(), db, &b, tt.kind, tt.month, tt.dialect)
+			n, err := reports.WriteCSV(context.Background(), db, monthsums.Books{}, &b, tt.kind, tt.month, tt.dialect)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -202,8 +203,8 @@ func TestCSVGoldenOfScriptedMonths(t *testing.T) {
 func TestCSVExportsAreDeterministic(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 	for _, kind := range []reports.ExportKind{reports.ExportJournal, reports.ExportTrialBalance, reports.ExportIncomeStatement} {
 		for _, d := range []reports.Dialect{reports.RFC4180, reports.Brazil} {
 			for _, m := range []postings.Month{aug2026, sep2026, oct2026} {
@@ -221,7 +222,7 @@ func TestCSVExportsAreDeterministic(t *testing.T) {
 func TestBrazilDialectParsesBack(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	raw := exportCSV(t, db, reports.ExportJournal, aug2026, reports.Brazil)
 	body, ok := strings.CutPrefix(raw, bom)
 	if !ok {
@@ -283,7 +284,7 @@ func TestWriteCSVRefusesBeforeWriting(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var b bytes.Buffer
-			if _, err := reports.WriteCSV(context.Background(), db, &b, tt.kind, tt.month, tt.d); !errors.Is(err, tt.err) {
+			if _, err := reports.WriteCSV(context.Background(), db, monthsums.Books{}, &b, tt.kind, tt.month, tt.d); !errors.Is(err, tt.err) {
 				t.Errorf("err %v, want %v", err, tt.err)
 			}
 			if b.Len() != 0 {

@@ -16,13 +16,13 @@ import (
 // is mid-stream, when the status is gone: the caller must cut the
 // connection (panic(http.ErrAbortHandler)) so that the client sees a
 // broken download rather than a short file that looks whole.
-func ServeCSV(ctx context.Context, q sqlx.QueryerContext, w http.ResponseWriter, kind ExportKind, m postings.Month, d Dialect) (started bool, err error) {
+func ServeCSV(ctx context.Context, q sqlx.QueryerContext, s Sums, w http.ResponseWriter, kind ExportKind, m postings.Month, d Dialect) (started bool, err error) {
 	out := &lazyHeader{w: w, header: func() {
 		w.Header().Set("Content-Type", d.ContentType())
 		w.Header().Set("Content-Disposition", `attachment; filename="`+FileName(kind, m, d)+`"`)
 		w.Header().Set("Cache-Control", "no-store")
 	}}
-	_, err = WriteCSV(ctx, q, out, kind, m, d)
+	_, err = WriteCSV(ctx, q, s, out, kind, m, d)
 	return out.started, err
 }
 

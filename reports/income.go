@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"reflect"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/exact"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -57,223 +59,79 @@ type Income struct {
 	NetIncome int64 `json:"net_income"`
 }
 
-// incomeFigures is what a snapshot stores; the rest is derived.
-type incomeFigures struct {
-	Currency     string `db:"currency"`
-	Sales        int64  `db:"sales"`
-	SalesCount   int64  `db:"sales_count"`
-	Refunds      int64  `db:"refunds"`
-	RefundsCount int64  `db:"refunds_count"`
-	Commission   int64  `db:"commission"`
-	PSPFees      int64  `db:"psp_fees"`
-	Interest     int64  `db:"interest"`
-	Fines        int64  `db:"fines"`
-	Rebates      int64  `db:"rebates"`
-	Discounts    int64  `db:"discounts"`
-	MEDReturns   int64  `db:"med_returns"`
-	Other        int64  `db:"other"`
-}
+// incomeField is the index in Income of each income line's field, the one
+// whose JSON name is the line's: filled from periods.IncomeLines, so that
+// a new line is a field and an entry, no code.
+var incomeField = func() map[string]int {
+	t := reflect.TypeFor[Income]()
+	byJSON := map[string]int{}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		byJSON[name] = i
+	}
+	out := map[string]int{}
+	for _, l := range periods.IncomeLines {
+		i, ok := byJSON[l.Name]
+		if !ok || t.Field(i).Type.Kind() != reflect.Int64 {
+			panic("reports: income line " + l.Name + " has no int64 field in Income")
+		}
+		out[l.Name] = i
+	}
+	return out
+}()
 
-// incomeSnapshotColumns are month_snapshots' income figures, in incomeFigures'
-// order (after currency), as a snapshot is written.
-const incomeSnapshotColumns = `currency, sales, sales_count, refunds, refunds_count, commission, psp_fees,
-	interest, fines, rebates, discounts, med_returns, other`
-
-// incomeSnapshotRead reads them back. A month closed before sql/0042 has
-// no med_returns (NULL): its MED returns are in other, as it showed them,
-// and its line reads 0.
-const incomeSnapshotRead = `currency, sales, sales_count, refunds, refunds_count, commission, psp_fees,
-	interest, fines, rebates, discounts, coalesce(med_returns, 0) AS med_returns, other`
-
-func (f incomeFigures) income(m postings.Month, closed, snapshot bool) (Income, error) {
-	var sum sums
-	net := sum.sub(f.Sales, f.Refunds, "net revenue", "")
+// income derives month m's income statement from its figures.
+func income(m postings.Month, st State, f periods.Income) (Income, error) {
+	var sum exact.Sums
+	net := sum.Sub(f.Sales, f.Refunds, "net revenue", "")
 	// In 128 bits: a step may overflow where the result does not (large
 	// fees and large other income), and only the result must fit.
 	var r big.Int
 	r.SetInt64(net)
-	r.Sub(&r, big.NewInt(f.Commission))
-	r.Sub(&r, big.NewInt(f.PSPFees))
-	r.Add(&r, big.NewInt(f.Interest))
-	r.Add(&r, big.NewInt(f.Fines))
-	r.Sub(&r, big.NewInt(f.Rebates))
-	r.Sub(&r, big.NewInt(f.Discounts))
-	r.Sub(&r, big.NewInt(f.MEDReturns))
+	for _, l := range periods.IncomeLines {
+		if l.Credit {
+			r.Add(&r, big.NewInt(f.Lines[l.Name]))
+		} else {
+			r.Sub(&r, big.NewInt(f.Lines[l.Name]))
+		}
+	}
 	r.Add(&r, big.NewInt(f.Other))
 	if !r.IsInt64() {
-		sum.overflow("net income", "")
+		sum.Overflow("net income", "")
 	}
-	if sum.err != nil {
-		return Income{}, fmt.Errorf("income statement %s: %w", m, sum.err)
+	if sum.Err() != nil {
+		return Income{}, fmt.Errorf("income statement %s: %w", m, sum.Err())
 	}
-	income := r.Int64()
-	return Income{
-		Month: m.String(), Closed: closed, Snapshot: snapshot, Currency: f.Currency,
+	inc := Income{
+		Month: m.String(), Closed: st.Closed, Snapshot: st.Snapshot, Currency: f.Currency,
 		Sales: f.Sales, SalesCount: f.SalesCount, Refunds: f.Refunds, RefundsCount: f.RefundsCount,
-		NetRevenue: net, Commission: f.Commission, PSPFees: f.PSPFees,
-		Interest: f.Interest, Fines: f.Fines, Rebates: f.Rebates, Discounts: f.Discounts,
-		MEDReturns: f.MEDReturns, Other: f.Other,
-		NetIncome: income,
-	}, nil
+		NetRevenue: net, Other: f.Other, NetIncome: r.Int64(),
+	}
+	fields := reflect.ValueOf(&inc).Elem()
+	for _, l := range periods.IncomeLines {
+		fields.Field(incomeField[l.Name]).SetInt(f.Lines[l.Name])
+	}
+	return inc, nil
 }
 
-// IncomeStatement returns month m's income statement, read from the
-// month's snapshot when it has one.
-func IncomeStatement(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (Income, error) {
+// IncomeStatement returns month m's income statement, from s's figures.
+func IncomeStatement(ctx context.Context, q sqlx.QueryerContext, s Sums, m postings.Month) (Income, error) {
 	if err := m.Check(); err != nil {
 		return Income{}, err
 	}
 	var inc Income
 	err := read(ctx, q, func(q sqlx.QueryerContext) error {
 		var err error
-		inc, err = incomeStatement(ctx, q, m)
+		inc, err = incomeStatement(ctx, q, s, m)
 		return err
 	})
 	return inc, err
 }
 
-func incomeStatement(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (Income, error) {
-	st, err := readMonthState(ctx, q, m)
+func incomeStatement(ctx context.Context, q sqlx.QueryerContext, s Sums, m postings.Month) (Income, error) {
+	f, err := s.Income(ctx, q, m)
 	if err != nil {
 		return Income{}, err
 	}
-	var f incomeFigures
-	if st.Snapshot {
-		err = sqlx.GetContext(ctx, q, &f, `SELECT `+incomeSnapshotRead+` FROM month_snapshots WHERE month = $1`, m.First())
-		if err != nil {
-			return Income{}, fmt.Errorf("income statement %s: read snapshot: %w", m, err)
-		}
-	} else if f, err = liveIncome(ctx, q, m, false); err != nil {
-		return Income{}, err
-	}
-	return f.income(m, st.Closed, st.Snapshot)
-}
-
-// The buckets of the income statement, by account.
-const (
-	bucketRevenue    = "revenue"
-	bucketCommission = "commission"
-	bucketPSPFees    = "psp_fees"
-	bucketInterest   = "interest"
-	bucketFines      = "fines"
-	bucketRebates    = "rebates"
-	bucketDiscounts  = "discounts"
-	bucketMEDReturns = "med_returns"
-	bucketOther      = "other"
-)
-
-func bucketOf(code string) string {
-	under := func(root string) bool { return code == root || strings.HasPrefix(code, root+":") }
-	switch {
-	case under(accounts.Revenue):
-		return bucketRevenue
-	case under(accounts.CommissionExpense):
-		return bucketCommission
-	case under(accounts.PSPFees):
-		return bucketPSPFees
-	case under(accounts.Interest):
-		return bucketInterest
-	case under(accounts.Fines):
-		return bucketFines
-	case under(accounts.Rebates):
-		return bucketRebates
-	case under(accounts.Discounts):
-		return bucketDiscounts
-	case under(accounts.MEDReturns):
-		return bucketMEDReturns
-	}
-	return bucketOther
-}
-
-// liveIncome computes month m's income statement from its month sums
-// (sumMonths): the revenue accounts' by kind of set, with the sets
-// counted, and the other income and expense accounts' by account.
-// fromPostings ignores stored sums, for verify.
-func liveIncome(ctx context.Context, q sqlx.QueryerContext, m postings.Month, fromPostings bool) (incomeFigures, error) {
-	var accts []accounts.Account
-	err := sqlx.SelectContext(ctx, q, &accts, `SELECT a.id, a.code, a.type, a.normal_side, a.currency, a.parent_id
-		FROM accounts a JOIN accounts r ON r.code = $1 AND r.currency = a.currency
-		WHERE a.type IN ('income', 'expense')`, accounts.Revenue)
-	if err != nil {
-		return incomeFigures{}, fmt.Errorf("income statement %s: accounts: %w", m, err)
-	}
-	f := incomeFigures{Currency: accounts.DefaultCurrency}
-	revenue, ids := []int64{}, []int64{}
-	bucket := map[int64]string{}
-	codes := map[int64]string{}
-	for _, a := range accts {
-		codes[a.ID] = a.Code
-		ids = append(ids, a.ID)
-		b := bucketOf(a.Code)
-		bucket[a.ID] = b
-		if b == bucketRevenue {
-			revenue = append(revenue, a.ID)
-			if a.Code == accounts.Revenue {
-				f.Currency = a.Currency
-			}
-		}
-	}
-	flows, err := sumMonths(ctx, q, sumQuery{Months: []postings.Month{m}, Accounts: ids, Revenue: revenue, FromPostings: fromPostings})
-	if err != nil {
-		return incomeFigures{}, fmt.Errorf("income statement %s: %w", m, err)
-	}
-	// Each figure in 128 bits, checked once whole.
-	byKind := map[string]wide{}
-	byAccount := map[int64]wide{}
-	for k, fl := range flows {
-		switch {
-		case k.Account == revenueAccount:
-			n := byKind[k.Kind]
-			n.addWide(fl.net())
-			byKind[k.Kind] = n
-			switch postings.Kind(k.Kind) {
-			case postings.KindSale:
-				f.SalesCount = fl.sets
-			case postings.KindRefund:
-				f.RefundsCount = fl.sets
-			}
-		case bucket[k.Account] == bucketRevenue: // counted together, above
-		default:
-			n := byAccount[k.Account]
-			n.addWide(fl.net())
-			byAccount[k.Account] = n
-		}
-	}
-	var sum sums
-	for kind, n := range byKind {
-		net := sum.fit(n, "net of the "+kind+" sets on", accounts.Revenue)
-		switch postings.Kind(kind) {
-		case postings.KindSale:
-			f.Sales = sum.sub(0, net, "sales", "")
-		case postings.KindRefund:
-			f.Refunds = net
-		default: // revenue moved by another kind of set
-			f.Other = sum.sub(f.Other, net, "other", "")
-		}
-	}
-	for id, n := range byAccount {
-		net := sum.fit(n, "net of", codes[id])
-		switch bucket[id] {
-		case bucketCommission:
-			f.Commission = sum.add(f.Commission, net, "commission", "")
-		case bucketPSPFees:
-			f.PSPFees = sum.add(f.PSPFees, net, "psp fees", "")
-		case bucketInterest:
-			f.Interest = sum.sub(f.Interest, net, "interest", "")
-		case bucketFines:
-			f.Fines = sum.sub(f.Fines, net, "fines", "")
-		case bucketRebates:
-			f.Rebates = sum.add(f.Rebates, net, "rebates", "")
-		case bucketDiscounts:
-			f.Discounts = sum.add(f.Discounts, net, "discounts", "")
-		case bucketMEDReturns:
-			f.MEDReturns = sum.add(f.MEDReturns, net, "med returns", "")
-		default:
-			f.Other = sum.sub(f.Other, net, "other", "")
-		}
-	}
-	if sum.err != nil {
-		return incomeFigures{}, fmt.Errorf("income statement %s: %w", m, sum.err)
-	}
-	return f, nil
+	return income(m, f.State, f.Figures)
 }

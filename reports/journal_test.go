@@ -17,8 +17,8 @@ func TestJournalPages(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
 	ctx := context.Background()
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 
 	// Four pages of two sets: 1-2, 3-4, 5-6, and none left after 6.
 	var got []string

@@ -10,9 +10,11 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
+	"github.com/razao/razao/verify"
 )
 
 // postMEDMonth books August 2026 as the bcb-pix front books it: a sale of
@@ -53,7 +55,7 @@ func TestIncomeStatementShowsMEDReturnsAsALineOfTheirOwn(t *testing.T) {
 		"net_income": 10000.0 - 1000 - 2000}
 	check := func(closed bool) {
 		t.Helper()
-		inc, err := reports.IncomeStatement(ctx, db, aug2026)
+		inc, err := reports.IncomeStatement(ctx, db, monthsums.Books{}, aug2026)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,11 +81,11 @@ func TestIncomeStatementShowsMEDReturnsAsALineOfTheirOwn(t *testing.T) {
 		}
 	}
 	check(false)
-	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	check(true)
-	if mm, err := reports.CheckSnapshots(ctx, db); err != nil || len(mm) != 0 {
+	if mm, err := verify.CheckSnapshots(ctx, db); err != nil || len(mm) != 0 {
 		t.Fatalf("CheckSnapshots = %+v, %v; want none", mm, err)
 	}
 }
@@ -92,7 +94,7 @@ func TestIncomeStatementShowsMEDReturnsAsALineOfTheirOwn(t *testing.T) {
 func TestIncomeStatementCSVWithoutMEDReturnsIsUnchanged(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	if csv := exportCSV(t, db, reports.ExportIncomeStatement, aug2026, reports.RFC4180); strings.Contains(csv, ",med_returns,") {
 		t.Fatalf("income statement CSV of a month without MED returns has a line for them:\n%s", csv)
 	}
@@ -107,11 +109,11 @@ func TestMonthClosedBeforeMEDLineKeepsThemInOther(t *testing.T) {
 	l, db := ledgertest.New(t)
 	ctx := context.Background()
 	postMEDMonth(t, l)
-	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, ledgertest.SaoPaulo(2026, 9, 1, 0, 5), "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	asBefore(t, db, `UPDATE month_snapshots SET med_returns = NULL, other = other - 2000 WHERE month = '2026-08-01'`)
-	inc, err := reports.IncomeStatement(ctx, db, aug2026)
+	inc, err := reports.IncomeStatement(ctx, db, monthsums.Books{}, aug2026)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +126,12 @@ func TestMonthClosedBeforeMEDLineKeepsThemInOther(t *testing.T) {
 	if strings.Contains(csv, ",med_returns,") || !hasCSVLine(csv, "2026-08,BRL,other,,-20.00,-2000") {
 		t.Fatalf("income statement CSV of a month closed before the MED line:\n%s", csv)
 	}
-	if mm, err := reports.CheckSnapshots(ctx, db); err != nil || len(mm) != 0 {
+	if mm, err := verify.CheckSnapshots(ctx, db); err != nil || len(mm) != 0 {
 		t.Fatalf("CheckSnapshots = %+v, %v; want none", mm, err)
 	}
 	// And a snapshot that does state the line is held to it.
 	asBefore(t, db, `UPDATE month_snapshots SET med_returns = 0 WHERE month = '2026-08-01'`)
-	if mm, err := reports.CheckSnapshots(ctx, db); err != nil || len(mm) != 2 {
+	if mm, err := verify.CheckSnapshots(ctx, db); err != nil || len(mm) != 2 {
 		t.Fatalf("CheckSnapshots of a snapshot with med_returns 0 and them in other = %+v, %v; want med_returns and other", mm, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
@@ -54,21 +55,21 @@ func TestReportsRefuseFiguresBeyondInt64(t *testing.T) {
 		// the total debits, and the expenses parent, are 10^19.
 		bookHuge(t, db, "a", 5000, "expenses:commission", "income:revenue")
 		bookHuge(t, db, "b", 5000, "expenses:psp-fees", "assets:cash")
-		_, err := reports.TrialBalance(ctx, db, aug2026)
+		_, err := reports.TrialBalance(ctx, db, monthsums.Books{}, aug2026)
 		wantOverflow(t, "trial balance", err, "expenses")
-		_, err = reports.Balances(ctx, db)
+		_, err = reports.Balances(ctx, db, monthsums.Books{})
 		wantOverflow(t, "balances", err, "expenses")
-		_, err = reports.AccountSeries(ctx, db, "expenses", aug2026, aug2026)
+		_, err = reports.AccountSeries(ctx, db, monthsums.Books{}, "expenses", aug2026, aug2026)
 		wantOverflow(t, "series of expenses", err, "")
-		_, err = reports.WriteCSV(ctx, db, io.Discard, reports.ExportTrialBalance, aug2026, reports.RFC4180)
+		_, err = reports.WriteCSV(ctx, db, monthsums.Books{}, io.Discard, reports.ExportTrialBalance, aug2026, reports.RFC4180)
 		wantOverflow(t, "trial balance csv", err, "expenses")
 
 		// What fits is answered, exactly.
-		s, err := reports.AccountSeries(ctx, db, "expenses:commission", aug2026, aug2026)
+		s, err := reports.AccountSeries(ctx, db, monthsums.Books{}, "expenses:commission", aug2026, aug2026)
 		if err != nil || s.Points[0].Debits != 5000*money.Ceiling || s.Points[0].Historical != 5000*money.Ceiling {
 			t.Fatalf("series of expenses:commission: %+v, %v", s.Points, err)
 		}
-		inc, err := reports.IncomeStatement(ctx, db, aug2026)
+		inc, err := reports.IncomeStatement(ctx, db, monthsums.Books{}, aug2026)
 		if err != nil || inc.Commission != 5000*money.Ceiling || inc.PSPFees != 5000*money.Ceiling ||
 			inc.Other != 5000*money.Ceiling || inc.NetIncome != -5000*money.Ceiling {
 			t.Fatalf("income statement: %+v, %v", inc, err)
@@ -83,20 +84,20 @@ func TestReportsRefuseFiguresBeyondInt64(t *testing.T) {
 		}
 		// 9,300 × 10^15 > 2^63−1: the database's own sum is refused.
 		bookHuge(t, db, "c", 9300, "expenses:commission", "liabilities:commission-payable:p1")
-		_, err := reports.TrialBalance(ctx, db, aug2026)
+		_, err := reports.TrialBalance(ctx, db, monthsums.Books{}, aug2026)
 		wantOverflow(t, "trial balance", err, "")
-		_, err = reports.Balances(ctx, db)
+		_, err = reports.Balances(ctx, db, monthsums.Books{})
 		wantOverflow(t, "balances", err, "")
-		_, err = reports.IncomeStatement(ctx, db, aug2026)
+		_, err = reports.IncomeStatement(ctx, db, monthsums.Books{}, aug2026)
 		wantOverflow(t, "income statement", err, "")
-		_, err = reports.AccountSeries(ctx, db, "expenses:commission", aug2026, aug2026)
+		_, err = reports.AccountSeries(ctx, db, monthsums.Books{}, "expenses:commission", aug2026, aug2026)
 		wantOverflow(t, "series", err, "")
 		_, err = partners.Get(ctx, db, "p1")
 		wantOverflow(t, "partner", err, "")
 		for _, k := range []reports.ExportKind{reports.ExportTrialBalance, reports.ExportIncomeStatement} {
 			for _, d := range []reports.Dialect{reports.RFC4180, reports.Brazil} {
 				var b strings.Builder
-				_, err := reports.WriteCSV(ctx, db, &b, k, aug2026, d)
+				_, err := reports.WriteCSV(ctx, db, monthsums.Books{}, &b, k, aug2026, d)
 				wantOverflow(t, string(k)+" csv", err, "")
 				if b.Len() != 0 {
 					t.Errorf("%s %s csv wrote %d bytes before refusing", k, d, b.Len())
@@ -104,11 +105,11 @@ func TestReportsRefuseFiguresBeyondInt64(t *testing.T) {
 			}
 		}
 		// The journal has no sums: it lists every posting, exactly.
-		if n, err := reports.WriteCSV(ctx, db, io.Discard, reports.ExportJournal, aug2026, reports.RFC4180); err != nil || n != 18600 {
+		if n, err := reports.WriteCSV(ctx, db, monthsums.Books{}, io.Discard, reports.ExportJournal, aug2026, reports.RFC4180); err != nil || n != 18600 {
 			t.Fatalf("journal csv: %d lines, %v", n, err)
 		}
 		// A month whose figures cannot be snapshotted is not closed.
-		err = periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "", reports.WriteSnapshot)
+		err = periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "", monthsums.Closing)
 		wantOverflow(t, "close", err, "")
 		var closed int
 		if err := db.Get(&closed, `SELECT count(*) FROM closed_periods`); err != nil || closed != 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
@@ -42,8 +43,8 @@ func diffLines(t *testing.T, got, want []reports.TrialBalanceLine) {
 func TestTrialBalanceAndIncomeOfScriptedMonths(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 
 	tests := []struct {
 		month  postings.Month
@@ -113,7 +114,7 @@ func TestTrialBalanceAndIncomeOfScriptedMonths(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.month.String(), func(t *testing.T) {
 			t.Parallel()
-			tb, err := reports.TrialBalance(context.Background(), db, tt.month)
+			tb, err := reports.TrialBalance(context.Background(), db, monthsums.Books{}, tt.month)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +125,7 @@ func TestTrialBalanceAndIncomeOfScriptedMonths(t *testing.T) {
 			if !reflect.DeepEqual(tb.Totals, tt.totals) {
 				t.Errorf("totals %+v, want %+v", tb.Totals, tt.totals)
 			}
-			inc, err := reports.IncomeStatement(context.Background(), db, tt.month)
+			inc, err := reports.IncomeStatement(context.Background(), db, monthsums.Books{}, tt.month)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,13 +153,13 @@ func TestTrialBalanceAndIncomeOfScriptedMonths(t *testing.T) {
 func TestIncomeOtherCountsAdjustments(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	ledgertest.Post(t, l, postings.Set{
 		Kind: postings.KindAdjustment, IdempotencyKey: "adj:revenue-fix", Amount: 300, Currency: "BRL",
 		EventAt: ledgertest.SaoPaulo(2026, 8, 30, 12, 0),
 		Legs:    []postings.Leg{{Account: "equity:adjustments", Amount: 300}, {Account: "income:revenue", Amount: -300}},
 	}, nil)
-	inc, err := reports.IncomeStatement(context.Background(), db, aug2026)
+	inc, err := reports.IncomeStatement(context.Background(), db, monthsums.Books{}, aug2026)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestIncomeOtherCountsAdjustments(t *testing.T) {
 func TestTrialBalanceTotalsPerCurrency(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	db.MustExec(`INSERT INTO accounts (code, type, normal_side, currency, parent_id)
 		SELECT c.code, c.type, c.side, 'USD', p.id FROM (VALUES
 			('assets:usd-wallet', 'asset', 'debit', 'assets'),
@@ -185,7 +186,7 @@ func TestTrialBalanceTotalsPerCurrency(t *testing.T) {
 		EventAt: ledgertest.SaoPaulo(2026, 8, 15, 12, 0),
 		Legs:    []postings.Leg{{Account: "assets:usd-wallet", Amount: 700}, {Account: "equity:usd-capital", Amount: -700}},
 	}, nil)
-	tb, err := reports.TrialBalance(context.Background(), db, aug2026)
+	tb, err := reports.TrialBalance(context.Background(), db, monthsums.Books{}, aug2026)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,10 +215,13 @@ func TestReportsRefuseInvalidMonths(t *testing.T) {
 	ctx := context.Background()
 	bad := postings.Month{Year: 2026, Month: 13}
 	for name, call := range map[string]func() error{
-		"trial balance": func() error { _, err := reports.TrialBalance(ctx, db, bad); return err },
-		"income":        func() error { _, err := reports.IncomeStatement(ctx, db, bad); return err },
+		"trial balance": func() error { _, err := reports.TrialBalance(ctx, db, monthsums.Books{}, bad); return err },
+		"income":        func() error { _, err := reports.IncomeStatement(ctx, db, monthsums.Books{}, bad); return err },
 		"journal":       func() error { _, err := reports.Journal(ctx, db, postings.Month{}, "", 0); return err },
-		"series":        func() error { _, err := reports.AccountSeries(ctx, db, "assets", bad, aug2026); return err },
+		"series": func() error {
+			_, err := reports.AccountSeries(ctx, db, monthsums.Books{}, "assets", bad, aug2026)
+			return err
+		},
 	} {
 		if err := call(); !errors.Is(err, reports.ErrInvalidMonth) {
 			t.Errorf("%s: %v, want ErrInvalidMonth", name, err)
@@ -228,8 +232,8 @@ func TestReportsRefuseInvalidMonths(t *testing.T) {
 func TestAccountSeriesViews(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 	type point = reports.SeriesPoint
 	tests := []struct {
 		name     string
@@ -269,7 +273,7 @@ func TestAccountSeriesViews(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := reports.AccountSeries(context.Background(), db, tt.code, tt.from, tt.to)
+			s, err := reports.AccountSeries(context.Background(), db, monthsums.Books{}, tt.code, tt.from, tt.to)
 			if tt.err != nil {
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("err %v, want %v", err, tt.err)
@@ -295,13 +299,13 @@ func TestAccountSeriesSameAcrossClose(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
 	ctx := context.Background()
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 	codes := []string{"assets", "assets:cash", "income:revenue", "expenses", "liabilities:commission-payable:p2"}
 	read := func() map[string][]reports.SeriesPoint {
 		out := map[string][]reports.SeriesPoint{}
 		for _, c := range codes {
-			s, err := reports.AccountSeries(ctx, db, c, jul2026, oct2026)
+			s, err := reports.AccountSeries(ctx, db, monthsums.Books{}, c, jul2026, oct2026)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -314,14 +318,14 @@ func TestAccountSeriesSameAcrossClose(t *testing.T) {
 	}
 	before := read()
 	for _, m := range []postings.Month{aug2026, sep2026} {
-		if err := periods.Close(ctx, db, l.Calendar(), m, afterSeptember, "", reports.WriteSnapshot); err != nil {
+		if err := periods.Close(ctx, db, l.Calendar(), m, afterSeptember, "", monthsums.Closing); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if after := read(); !reflect.DeepEqual(before, after) {
 		t.Errorf("series changed by closing:\nbefore %+v\n after %+v", before, after)
 	}
-	s, err := reports.AccountSeries(ctx, db, "assets", jul2026, oct2026)
+	s, err := reports.AccountSeries(ctx, db, monthsums.Books{}, "assets", jul2026, oct2026)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,23 +344,23 @@ func TestBalancesSameAcrossClose(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
 	ctx := context.Background()
-	postAugust(t, l)
-	before, err := reports.Balances(ctx, db)
+	ledgertest.PostAugust(t, l)
+	before, err := reports.Balances(ctx, db, monthsums.Books{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
-	after, err := reports.Balances(ctx, db)
+	after, err := reports.Balances(ctx, db, monthsums.Books{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(before, after) {
 		t.Errorf("balances changed by closing:\nbefore %+v\n after %+v", before, after)
 	}
-	postSeptember(t, l)
-	now, err := reports.Balances(ctx, db)
+	ledgertest.PostSeptember(t, l)
+	now, err := reports.Balances(ctx, db, monthsums.Books{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,14 +3,13 @@ package reports
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/exact"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
@@ -58,177 +57,31 @@ type TrialBalanceReport struct {
 
 // TrialBalance returns the trial balance of month m: per account, the
 // opening balance (every posting of an earlier month), the month's debits
-// and credits, and the closing balance, parents rolled up by code prefix.
-// A snapshotted (closed) month is read from its snapshot; any other month is
-// computed from the latest snapshot before it plus the postings since.
-func TrialBalance(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (TrialBalanceReport, error) {
+// and credits, and the closing balance, parents rolled up by code prefix,
+// from s's lines.
+func TrialBalance(ctx context.Context, q sqlx.QueryerContext, s Sums, m postings.Month) (TrialBalanceReport, error) {
 	if err := m.Check(); err != nil {
 		return TrialBalanceReport{}, err
 	}
 	var tb TrialBalanceReport
 	err := read(ctx, q, func(q sqlx.QueryerContext) error {
 		var err error
-		tb, err = trialBalance(ctx, q, m)
+		tb, err = trialBalance(ctx, q, s, m)
 		return err
 	})
 	return tb, err
 }
 
-func trialBalance(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (TrialBalanceReport, error) {
-	st, err := readMonthState(ctx, q, m)
+func trialBalance(ctx context.Context, q sqlx.QueryerContext, s Sums, m postings.Month) (TrialBalanceReport, error) {
+	own, err := s.Lines(ctx, q, m)
 	if err != nil {
 		return TrialBalanceReport{}, err
 	}
-	var own []ownLine
-	if st.Snapshot {
-		own, err = snapshotOwnLines(ctx, q, m)
-	} else if own, err = liveOwnLines(ctx, q, m, st.Base, false); err == nil {
-		own = keepShown(own)
-	}
-	if err != nil {
-		return TrialBalanceReport{}, err
-	}
-	lines, totals, err := rollUp(own)
+	lines, totals, err := rollUp(own.Lines)
 	if err != nil {
 		return TrialBalanceReport{}, fmt.Errorf("trial balance %s: %w", m, err)
 	}
-	return TrialBalanceReport{Month: m.String(), Closed: st.Closed, Snapshot: st.Snapshot, Lines: lines, Totals: totals}, nil
-}
-
-// monthState is what a report needs to know about a month before reading it.
-type monthState struct {
-	Closed   bool         `db:"-"`
-	Last     sql.NullTime `db:"last_closed"`
-	Snapshot bool         `db:"snapshot"`
-	// Base is the latest snapshotted month before the month, if any.
-	Base sql.NullTime `db:"base"`
-}
-
-// readMonthState reads month m's state (closed: periods.Closed).
-func readMonthState(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (monthState, error) {
-	var st monthState
-	err := sqlx.GetContext(ctx, q, &st, `SELECT
-		(SELECT max(month) FROM closed_periods) AS last_closed,
-		EXISTS (SELECT 1 FROM month_snapshots WHERE month = $1) AS snapshot,
-		(SELECT max(month) FROM month_snapshots WHERE month < $1) AS base`, m.First())
-	if err != nil {
-		return monthState{}, fmt.Errorf("month %s: read state: %w", m, err)
-	}
-	st.Closed = periods.Closed(m, periods.MonthOrZero(st.Last))
-	return st, nil
-}
-
-// ownLine is one account's own figures in a month: its postings only, not
-// its descendants'.
-type ownLine struct {
-	AccountID  int64  `db:"account_id"`
-	Code       string `db:"code"`
-	Type       string `db:"type"`
-	NormalSide string `db:"normal_side"`
-	Currency   string `db:"currency"`
-	Opening    int64  `db:"opening"`
-	Debits     int64  `db:"debits"`
-	Credits    int64  `db:"credits"`
-}
-
-func (l ownLine) zero() bool { return l.Opening == 0 && l.Debits == 0 && l.Credits == 0 }
-
-// liveOwnLines computes every account's own figures for month m from the
-// snapshot of month base (the latest before m, NULL if none) and the month
-// sums (sumMonths) of the months since, m included: the cost grows with
-// the sets since the month sums were refreshed, not with the ledger.
-func liveOwnLines(ctx context.Context, q sqlx.QueryerContext, m postings.Month, base sql.NullTime, fromPostings bool) ([]ownLine, error) {
-	var accts []ownLine
-	err := sqlx.SelectContext(ctx, q, &accts, `SELECT a.id AS account_id, a.code, a.type, a.normal_side, a.currency,
-		coalesce(s.closing, 0) AS opening, 0 AS debits, 0 AS credits
-		FROM accounts a LEFT JOIN trial_balance_snapshots s ON s.month = $1::date AND s.account_id = a.id`, base)
-	if err != nil {
-		return nil, fmt.Errorf("trial balance %s: accounts: %w", m, err)
-	}
-	months, err := monthsBetween(ctx, q, base, m)
-	if err != nil {
-		return nil, fmt.Errorf("trial balance %s: %w", m, err)
-	}
-	flows, err := sumMonths(ctx, q, sumQuery{Months: append(months, m), FromPostings: fromPostings})
-	if err != nil {
-		return nil, fmt.Errorf("trial balance %s: %w", m, err)
-	}
-	type figures struct{ opening, debits, credits wide }
-	byID := make(map[int64]*figures, len(accts))
-	for i := range accts {
-		f := &figures{}
-		f.opening.add(accts[i].Opening)
-		byID[accts[i].AccountID] = f
-	}
-	for k, fl := range flows {
-		f := byID[k.Account]
-		if f == nil {
-			return nil, fmt.Errorf("trial balance %s: postings on account %d, which does not exist", m, k.Account)
-		}
-		if k.Month == m {
-			f.debits.addWide(fl.debits)
-			f.credits.addWide(fl.credits)
-		} else {
-			f.opening.addWide(fl.net())
-		}
-	}
-	var sum sums
-	for i := range accts {
-		f := byID[accts[i].AccountID]
-		accts[i].Opening = sum.fit(f.opening, "opening of", accts[i].Code)
-		accts[i].Debits = sum.fit(f.debits, "debits of", accts[i].Code)
-		accts[i].Credits = sum.fit(f.credits, "credits of", accts[i].Code)
-	}
-	if sum.err != nil {
-		return nil, fmt.Errorf("trial balance %s: %w", m, sum.err)
-	}
-	return accts, nil
-}
-
-// ownSums is an ownLine as the database sums it, before its figures are
-// known to fit int64.
-type ownSums struct {
-	AccountID  int64        `db:"account_id"`
-	Code       string       `db:"code"`
-	Type       string       `db:"type"`
-	NormalSide string       `db:"normal_side"`
-	Currency   string       `db:"currency"`
-	Opening    postings.Sum `db:"opening"`
-	Debits     postings.Sum `db:"debits"`
-	Credits    postings.Sum `db:"credits"`
-}
-
-// fitOwn checks every figure of rows fits int64: the first that does not
-// is ErrSumOverflow naming it and its account.
-func fitOwn(rows []ownSums) ([]ownLine, error) {
-	own := make([]ownLine, len(rows))
-	for i, r := range rows {
-		l := ownLine{AccountID: r.AccountID, Code: r.Code, Type: r.Type, NormalSide: r.NormalSide, Currency: r.Currency}
-		var err error
-		if l.Opening, err = r.Opening.Int64("opening of", r.Code); err != nil {
-			return nil, err
-		}
-		if l.Debits, err = r.Debits.Int64("debits of", r.Code); err != nil {
-			return nil, err
-		}
-		if l.Credits, err = r.Credits.Int64("credits of", r.Code); err != nil {
-			return nil, err
-		}
-		own[i] = l
-	}
-	return own, nil
-}
-
-func snapshotOwnLines(ctx context.Context, q sqlx.QueryerContext, m postings.Month) ([]ownLine, error) {
-	var own []ownLine
-	err := sqlx.SelectContext(ctx, q, &own, `
-		SELECT a.id AS account_id, a.code, a.type, a.normal_side, a.currency, s.opening, s.debits, s.credits
-		FROM trial_balance_snapshots s JOIN accounts a ON a.id = s.account_id
-		WHERE s.month = $1`, m.First())
-	if err != nil {
-		return nil, fmt.Errorf("trial balance %s: read snapshot: %w", m, err)
-	}
-	return own, nil
+	return TrialBalanceReport{Month: m.String(), Closed: own.Closed, Snapshot: own.Snapshot, Lines: lines, Totals: totals}, nil
 }
 
 // ancestors calls fn with each proper ancestor code of code, nearest first:
@@ -240,44 +93,14 @@ func ancestors(code string, fn func(string)) {
 	}
 }
 
-// keepShown returns, ordered by code, the lines a trial balance shows: an
-// account with an opening balance or activity, and every existing ancestor
-// of one in the same currency.
-func keepShown(all []ownLine) []ownLine {
-	slices.SortFunc(all, func(a, b ownLine) int { return cmp.Compare(a.Code, b.Code) })
-	index := make(map[string]int, len(all))
-	for i, l := range all {
-		index[l.Code] = i
-	}
-	keep := make([]bool, len(all))
-	for i, l := range all {
-		if l.zero() {
-			continue
-		}
-		keep[i] = true
-		ancestors(l.Code, func(p string) {
-			if j, ok := index[p]; ok && all[j].Currency == l.Currency {
-				keep[j] = true
-			}
-		})
-	}
-	var out []ownLine
-	for i, l := range all {
-		if keep[i] {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 // rollUp turns own figures into report lines, each account carrying its
 // descendants of the same currency among own, ordered by code, and the
 // totals per currency. It reads nothing but own: a snapshot rolls up the
 // same way whatever accounts were created after it. Every sum is checked:
 // a figure that does not fit int64 is ErrSumOverflow, naming it.
-func rollUp(own []ownLine) ([]TrialBalanceLine, []TrialBalanceTotal, error) {
+func rollUp(own []periods.Line) ([]TrialBalanceLine, []TrialBalanceTotal, error) {
 	sorted := slices.Clone(own)
-	slices.SortFunc(sorted, func(a, b ownLine) int { return cmp.Compare(a.Code, b.Code) })
+	slices.SortFunc(sorted, func(a, b periods.Line) int { return cmp.Compare(a.Code, b.Code) })
 	lines := make([]TrialBalanceLine, len(sorted))
 	index := make(map[string]int, len(sorted))
 	for i, l := range sorted {
@@ -286,13 +109,13 @@ func rollUp(own []ownLine) ([]TrialBalanceLine, []TrialBalanceTotal, error) {
 	}
 	// Each figure is summed in 128 bits and checked once, when it is
 	// known whole.
-	type figures struct{ opening, debits, credits wide }
+	type figures struct{ opening, debits, credits exact.Wide }
 	wl := make([]figures, len(sorted))
 	totals := map[string]*figures{}
-	add := func(f *figures, l ownLine) {
-		f.opening.add(l.Opening)
-		f.debits.add(l.Debits)
-		f.credits.add(l.Credits)
+	add := func(f *figures, l periods.Line) {
+		f.opening.Add(l.Opening)
+		f.debits.Add(l.Debits)
+		f.credits.Add(l.Credits)
 	}
 	var currencies []string
 	for i, l := range sorted {
@@ -310,13 +133,13 @@ func rollUp(own []ownLine) ([]TrialBalanceLine, []TrialBalanceTotal, error) {
 		}
 		add(t, l)
 	}
-	var sum sums
+	var sum exact.Sums
 	fit := func(f figures, what string) (opening, debits, credits, closing int64) {
 		c := f.opening
-		c.addWide(f.debits)
-		c.subWide(f.credits)
-		return sum.fit(f.opening, "opening of", what), sum.fit(f.debits, "debits of", what),
-			sum.fit(f.credits, "credits of", what), sum.fit(c, "closing of", what)
+		c.AddWide(f.debits)
+		c.SubWide(f.credits)
+		return sum.Fit(f.opening, "opening of", what), sum.Fit(f.debits, "debits of", what),
+			sum.Fit(f.credits, "credits of", what), sum.Fit(c, "closing of", what)
 	}
 	for i := range lines {
 		lines[i].Opening, lines[i].Debits, lines[i].Credits, lines[i].Closing = fit(wl[i], lines[i].Account)
@@ -329,11 +152,8 @@ func rollUp(own []ownLine) ([]TrialBalanceLine, []TrialBalanceTotal, error) {
 		t.Balanced = t.Opening == 0 && t.Closing == 0 && t.Debits == t.Credits
 		out = append(out, t)
 	}
-	if sum.err != nil {
-		return nil, nil, sum.err
+	if sum.Err() != nil {
+		return nil, nil, sum.Err()
 	}
 	return lines, out, nil
 }
-
-// monthOf converts a date column to a Month.
-func monthOf(t time.Time) postings.Month { return postings.MonthOf(t.UTC()) }

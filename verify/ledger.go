@@ -260,7 +260,7 @@ func ledgerChecks() []sqlCheck {
 		FROM charges c LEFT JOIN posting_sets s ON s.kind = 'commission' AND s.charge_id = c.id
 		WHERE c.paid_amount IS NOT NULL AND c.commission <> coalesce(s.amount, 0) ORDER BY c.id`, nil},
 		// The snapshot's figures are compared with the postings
-		// (reports.CheckSnapshots); its currency is the ledger's.
+		// (CheckSnapshots); its currency is the ledger's.
 		{"every closed month's snapshot is in the revenue account's currency", `
 		SELECT 'month ' || to_char(m.month, 'YYYY-MM') || ': its snapshot is in ' || m.currency || ', the revenue account in ' || a.currency
 		FROM month_snapshots m JOIN accounts a ON a.code = 'income:revenue'

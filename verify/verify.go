@@ -14,8 +14,6 @@ import (
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/razao/razao/reports"
 )
 
 // Run runs every check over the whole ledger in one repeatable-read
@@ -97,15 +95,15 @@ func run(ctx context.Context, db *sqlx.DB, want wantSchema) (Report, error) {
 }
 
 // monthSumsCheck compares the month sums the reports read with the
-// postings (reports.CheckMonthSums), as snapshotCheck does snapshots.
+// postings (CheckMonthSums), as snapshotCheck does snapshots.
 func monthSumsCheck(ctx context.Context, tx *sqlx.Tx) (Check, error) {
-	return mismatchCheck(ctx, tx, "month sums equal their postings", "read", reports.CheckMonthSums)
+	return mismatchCheck(ctx, tx, "month sums equal their postings", "read", CheckMonthSums)
 }
 
 // snapshotCheck compares every closed month's snapshot with its postings
-// (reports.CheckSnapshots).
+// (CheckSnapshots).
 func snapshotCheck(ctx context.Context, tx *sqlx.Tx) (Check, error) {
-	return mismatchCheck(ctx, tx, "closed months' snapshots equal their postings", "snapshot", reports.CheckSnapshots)
+	return mismatchCheck(ctx, tx, "closed months' snapshots equal their postings", "snapshot", CheckSnapshots)
 }
 
 // mismatchCheck runs a comparison of stored figures with the postings as
@@ -114,7 +112,7 @@ func snapshotCheck(ctx context.Context, tx *sqlx.Tx) (Check, error) {
 // check, and the error is returned beside it so that a clean ledger does
 // not hide it. stored names the figure compared with the ledger's.
 func mismatchCheck(ctx context.Context, tx *sqlx.Tx, name, stored string,
-	compare func(context.Context, sqlx.QueryerContext) ([]reports.SnapshotMismatch, error)) (Check, error) {
+	compare func(context.Context, sqlx.QueryerContext) ([]Mismatch, error)) (Check, error) {
 	check := Check{Name: name}
 	mismatches, err := compare(ctx, tx)
 	if err != nil {

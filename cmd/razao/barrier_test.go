@@ -12,10 +12,10 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 // The database barrier, tried as an attacker connected as the service
@@ -50,7 +50,7 @@ func newBarrierEnv(t *testing.T) *barrierEnv {
 		t.Fatal(err)
 	}
 	e.saleID = p.ID
-	if err := periods.Close(context.Background(), svc, e.l.Calendar(), postings.Month{Year: 2026, Month: 8}, sep10, "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(context.Background(), svc, e.l.Calendar(), postings.Month{Year: 2026, Month: 8}, sep10, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -253,7 +253,7 @@ func TestUnrelatedRoleCannotFreezeTheLedger(t *testing.T) {
 	if _, err := partners.Payout(ctx, e.svc, e.l, partners.PayoutRequest{Partner: "p1", IdempotencyKey: "po-1", Amount: 10, At: sep10}); err != nil {
 		t.Fatalf("payout while an unrelated role holds advisory locks: %v", err)
 	}
-	if err := periods.Close(ctx, e.svc, e.l.Calendar(), postings.Month{Year: 2026, Month: 9}, sep10.AddDate(0, 1, 0), "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(ctx, e.svc, e.l.Calendar(), postings.Month{Year: 2026, Month: 9}, sep10.AddDate(0, 1, 0), "", monthsums.Closing); err != nil {
 		t.Fatalf("close while an unrelated role holds advisory locks: %v", err)
 	}
 }
@@ -387,14 +387,14 @@ func TestCloseGivesUpWhilePostingsHoldTheLockTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	sep := postings.Month{Year: 2026, Month: 9}
-	err := periods.Close(context.Background(), e.svc, e.l.Calendar(), sep, sep10.AddDate(0, 1, 0), "", reports.WriteSnapshot)
+	err := periods.Close(context.Background(), e.svc, e.l.Calendar(), sep, sep10.AddDate(0, 1, 0), "", monthsums.Closing)
 	if !errors.Is(err, periods.ErrCloseBusy) {
 		t.Fatalf("close while a posting transaction holds the lock: %v, want ErrCloseBusy", err)
 	}
 	if err := gate.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if err := periods.Close(context.Background(), e.svc, e.l.Calendar(), sep, sep10.AddDate(0, 1, 0), "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(context.Background(), e.svc, e.l.Calendar(), sep, sep10.AddDate(0, 1, 0), "", monthsums.Closing); err != nil {
 		t.Fatalf("close once the postings committed: %v", err)
 	}
 }

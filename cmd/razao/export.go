@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/razao/razao/exports"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -65,7 +66,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if bar != nil {
 			w = io.MultiWriter(w, bar)
 		}
-		return reports.WriteCSV(ctx, conn, w, kind, m, d)
+		return reports.WriteCSV(ctx, conn, monthsums.Books{}, w, kind, m, d)
 	}
 	var w exports.Written
 	summary := stdout

@@ -16,9 +16,9 @@ import (
 
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 func runCmd(t *testing.T, args ...string) (int, string) {
@@ -185,7 +185,7 @@ func TestVerifyReportsABalanceBeyondInt64InAClosedMonth(t *testing.T) {
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
 	l := postings.New(db, cal)
 	seedLedger(t, db, l)
-	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)), time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC), "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)), time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC), "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	if code, out := runCmd(t, "verify", "-database-url", url); code != 0 {

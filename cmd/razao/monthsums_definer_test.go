@@ -11,8 +11,9 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
+	"github.com/razao/razao/verify"
 )
 
 // postAs books a sale of amount in August 2026 as db's role.
@@ -32,7 +33,7 @@ func postAs(t *testing.T, db *sqlx.DB, charge string, amount int64) {
 // postings' own figures.
 func monthSumsAgree(t *testing.T, owner *sqlx.DB, what string) {
 	t.Helper()
-	bad, err := reports.CheckMonthSums(context.Background(), owner)
+	bad, err := verify.CheckMonthSums(context.Background(), owner)
 	if err != nil || len(bad) != 0 {
 		t.Fatalf("%s: month sums against the postings: %v, %+v", what, err, bad)
 	}
@@ -49,12 +50,12 @@ func TestServiceRoleWritesMonthSumsOnlyThroughTheRefresh(t *testing.T) {
 	r := pgtest.NewRoles(t, owner, ownerURL)
 	svc := r.Connect(r.Service())
 	postAs(t, svc, "c1", 10000)
-	if n, err := reports.RefreshMonthSums(ctx, svc); err != nil || n != 1 {
+	if n, err := monthsums.Refresh(ctx, svc); err != nil || n != 1 {
 		t.Fatalf("refresh as the service role: %d months, %v; want August", n, err)
 	}
 	monthSumsAgree(t, owner, "first refresh")
 	postAs(t, svc, "c2", 2500)
-	if n, err := reports.RefreshMonthSums(ctx, svc); err != nil || n != 1 {
+	if n, err := monthsums.Refresh(ctx, svc); err != nil || n != 1 {
 		t.Fatalf("refresh after a new sale: %d months, %v; want August", n, err)
 	}
 	monthSumsAgree(t, owner, "refreshed with a new sale")
@@ -98,7 +99,7 @@ func TestTempMonthSumsCannotDivertTheRefresh(t *testing.T) {
 	r := pgtest.NewRoles(t, owner, ownerURL)
 	svc := r.Connect(r.Service())
 	postAs(t, svc, "c1", 10000)
-	if _, err := reports.RefreshMonthSums(ctx, svc); err != nil {
+	if _, err := monthsums.Refresh(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
 	postAs(t, svc, "c2", 2500) // the next refresh adds it to the stored lines

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
+	"github.com/razao/razao/verify"
 )
 
 // The service role of docs/razao-role.sql wrote the month sums (they are
@@ -41,7 +42,7 @@ func TestForgedMonthSumsCannotRepeatAPayout(t *testing.T) {
 	if _, err := l.Post(ctx, comm); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reports.RefreshMonthSums(ctx, svc); err != nil {
+	if _, err := monthsums.Refresh(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
 	// A snapshot from "the future".
@@ -60,13 +61,13 @@ func TestForgedMonthSumsCannotRepeatAPayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		paid++
-		if _, err := reports.RefreshMonthSums(ctx, svc); err != nil {
+		if _, err := monthsums.Refresh(ctx, svc); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The forged snapshot is ignored by the reports and replaced by the
 	// refresh: the month sums agree with the postings again.
-	if bad, err := reports.CheckMonthSums(ctx, owner); err != nil || len(bad) != 0 {
+	if bad, err := verify.CheckMonthSums(ctx, owner); err != nil || len(bad) != 0 {
 		t.Fatalf("month sums against the postings after a refresh: %v, %+v", err, bad)
 	}
 	var ledgerOwed int64

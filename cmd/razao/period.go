@@ -9,9 +9,9 @@ import (
 	"os/user"
 	"time"
 
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 // cmdPeriod lists the competence months and closes one, with the same
@@ -60,7 +60,7 @@ func cmdPeriod(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		if err := periods.Close(ctx, conn, cal, m, now, cliCloser(), reports.WriteSnapshot); err != nil {
+		if err := periods.Close(ctx, conn, cal, m, now, cliCloser(), monthsums.Closing); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s closed\n", m)

@@ -9,10 +9,10 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 // The service's role, from docs/razao-role.sql, can run the business but
@@ -39,7 +39,7 @@ func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
 		Amount: 100, At: time.Date(2026, 8, 20, 12, 0, 0, 0, time.UTC)}); err != nil {
 		t.Fatalf("payout as service role: %v", err)
 	}
-	if err := periods.Close(context.Background(), svc, l.Calendar(), postings.Month{Year: 2026, Month: 8}, time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC), "", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(context.Background(), svc, l.Calendar(), postings.Month{Year: 2026, Month: 8}, time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC), "", monthsums.Closing); err != nil {
 		t.Fatalf("close a month as service role: %v", err)
 	}
 	// Rewriting the ledger does not.

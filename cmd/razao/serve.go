@@ -31,9 +31,9 @@ import (
 	"github.com/razao/razao/internal/logsink"
 	"github.com/razao/razao/internal/reqid"
 	"github.com/razao/razao/metrics"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
-	"github.com/razao/razao/reports"
 	"github.com/razao/razao/webhook"
 )
 
@@ -330,7 +330,7 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	// hot path; every replica may run it (a month being refreshed by
 	// another is left to it).
 	wg.Add(1)
-	go func() { defer wg.Done(); reports.RunMonthSums(bg, s.db, s.log, reports.MonthSumsInterval) }()
+	go func() { defer wg.Done(); monthsums.Run(bg, s.db, s.log, monthsums.Interval) }()
 	if s.exports != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.exports.Run(bg, 30*time.Second) }()

@@ -22,9 +22,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
-	"github.com/razao/razao/reports"
 )
 
 // The months of the ledger: FirstMonth to LastClosed are closed, the
@@ -160,7 +160,7 @@ func Build(b testing.TB, db *sqlx.DB, benchSales, benchPartners int) {
 	l := postings.New(db, cal)
 	now := LastMonth.End(cal.Location()).Add(24 * time.Hour)
 	for m := FirstMonth; !LastClosed.Before(m); m = m.Next() {
-		if err := periods.Close(ctx, db, l.Calendar(), m, now, "", reports.WriteSnapshot); err != nil {
+		if err := periods.Close(ctx, db, l.Calendar(), m, now, "", monthsums.Closing); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package reports_test
+package monthsums_test
 
 import (
 	"context"
@@ -14,9 +14,11 @@ import (
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/internal/storm"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
+	"github.com/razao/razao/verify"
 )
 
 // After a logical restore (pg_dump into another cluster), month_sums'
@@ -31,8 +33,8 @@ func TestMonthSumsAfterALogicalRestore(t *testing.T) {
 	ctx := context.Background()
 	src, srcURL := pgtest.NewWithURL(t)
 	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	postAugust(t, postings.New(src, cal))
-	if _, err := reports.RefreshMonthSums(ctx, src); err != nil {
+	ledgertest.PostAugust(t, postings.New(src, cal))
+	if _, err := monthsums.Refresh(ctx, src); err != nil {
 		t.Fatal(err)
 	}
 
@@ -66,19 +68,19 @@ func TestMonthSumsAfterALogicalRestore(t *testing.T) {
 	l := postings.New(dst, cal)
 	s, err := postings.Sale("after-restore", "BRL", 7777, 0, ledgertest.SaoPaulo(2026, 8, 25, 9, 0))
 	ledgertest.Post(t, l, s, err)
-	if _, err := reports.RefreshMonthSums(ctx, dst); !errors.Is(err, reports.ErrForeignXids) {
+	if _, err := monthsums.Refresh(ctx, dst); !errors.Is(err, monthsums.ErrForeignXids) {
 		t.Fatalf("refresh after a restore: %v, want ErrForeignXids", err)
 	}
-	got, err := reports.IncomeStatement(ctx, dst, aug2026)
+	got, err := reports.IncomeStatement(ctx, dst, monthsums.Books{}, aug2026)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := fromPostings(t, dst, aug2026)[0].Income
 	// Closing the month seals what the sums say, for good.
-	if err := periods.Close(ctx, dst, cal, aug2026, afterSeptember, "probe", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(ctx, dst, cal, aug2026, afterSeptember, "probe", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := reports.CheckSnapshots(ctx, dst)
+	sealed, err := verify.CheckSnapshots(ctx, dst)
 	if err != nil {
 		t.Fatal(err)
 	}

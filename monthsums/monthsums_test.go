@@ -1,4 +1,4 @@
-package reports_test
+package monthsums_test
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
+	"github.com/razao/razao/verify"
 )
 
 // books is what the reports say of a month.
@@ -27,17 +29,17 @@ func readBooks(t *testing.T, q sqlx.QueryerContext, months ...postings.Month) []
 	ctx := context.Background()
 	var out []books
 	for _, m := range months {
-		tb, err := reports.TrialBalance(ctx, q, m)
+		tb, err := reports.TrialBalance(ctx, q, monthsums.Books{}, m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		inc, err := reports.IncomeStatement(ctx, q, m)
+		inc, err := reports.IncomeStatement(ctx, q, monthsums.Books{}, m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var series [2]reports.Series
 		for i, code := range []string{"assets:cash", "income:revenue"} {
-			if series[i], err = reports.AccountSeries(ctx, q, code, m.Prev(), m); err != nil {
+			if series[i], err = reports.AccountSeries(ctx, q, monthsums.Books{}, code, m.Prev(), m); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -63,7 +65,7 @@ func fromPostings(t *testing.T, db *sqlx.DB, months ...postings.Month) []books {
 
 func refresh(t *testing.T, db *sqlx.DB) int {
 	t.Helper()
-	n, err := reports.RefreshMonthSums(context.Background(), db)
+	n, err := monthsums.Refresh(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +84,8 @@ func sameBooks(t *testing.T, what string, got, want []books) {
 func TestMonthSumsGiveThePostingsFigures(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 	months := []postings.Month{jul2026, aug2026, sep2026, oct2026}
 	want := fromPostings(t, db, months...)
 	if n := refresh(t, db); n != 2 {
@@ -100,7 +102,7 @@ func TestMonthSumsGiveThePostingsFigures(t *testing.T) {
 	// Sets after the sums: read as their delta, then folded in.
 	s, err := postings.Sale("c9", "BRL", 7000, 100, ledgertest.SaoPaulo(2026, 9, 28, 9, 0))
 	ledgertest.Post(t, l, s, err)
-	commission(t, l, "c9", "p2", 7000, 500, ledgertest.SaoPaulo(2026, 9, 28, 9, 0))
+	ledgertest.Commission(t, l, "c9", "p2", 7000, 500, ledgertest.SaoPaulo(2026, 9, 28, 9, 0))
 	want = fromPostings(t, db, months...)
 	sameBooks(t, "a delta since the sums", readBooks(t, db, months...), want)
 	if n := refresh(t, db); n != 1 {
@@ -109,11 +111,11 @@ func TestMonthSumsGiveThePostingsFigures(t *testing.T) {
 	sameBooks(t, "after the delta was folded in", readBooks(t, db, months...), want)
 
 	ctx := context.Background()
-	if err := periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "test", reports.WriteSnapshot); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "test", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	// The snapshot, written from the sums, is what the postings say.
-	if bad, err := reports.CheckSnapshots(ctx, db); err != nil || len(bad) != 0 {
+	if bad, err := verify.CheckSnapshots(ctx, db); err != nil || len(bad) != 0 {
 		t.Fatalf("snapshot written from month sums: %v %+v", err, bad)
 	}
 	want = fromPostings(t, db, months...)
@@ -127,7 +129,7 @@ func TestMonthSumsGiveThePostingsFigures(t *testing.T) {
 func TestMonthSumsCountASetCommittedAfterAHigherID(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
+	ledgertest.PostAugust(t, l)
 	refresh(t, db)
 	ctx := context.Background()
 
@@ -172,12 +174,12 @@ func TestMonthSumsCountASetCommittedAfterAHigherID(t *testing.T) {
 func TestMonthSumsCheckedAndRefreshedConcurrently(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	postAugust(t, l)
-	postSeptember(t, l)
+	ledgertest.PostAugust(t, l)
+	ledgertest.PostSeptember(t, l)
 	ctx := context.Background()
 	errs := make(chan error, 4)
 	for i := 0; i < cap(errs); i++ {
-		go func() { _, err := reports.RefreshMonthSums(ctx, db); errs <- err }()
+		go func() { _, err := monthsums.Refresh(ctx, db); errs <- err }()
 	}
 	for i := 0; i < cap(errs); i++ {
 		if err := <-errs; err != nil {
@@ -187,14 +189,14 @@ func TestMonthSumsCheckedAndRefreshedConcurrently(t *testing.T) {
 	if n := ledgertest.Count(t, db, `SELECT count(*) FROM month_sums`); n != 2 {
 		t.Fatalf("%d months stored, want 2", n)
 	}
-	if bad, err := reports.CheckMonthSums(ctx, db); err != nil || len(bad) != 0 {
+	if bad, err := verify.CheckMonthSums(ctx, db); err != nil || len(bad) != 0 {
 		t.Fatalf("fresh sums: %v %+v", err, bad)
 	}
 	if _, err := db.Exec(`UPDATE month_sum_lines SET debits = debits + 1
 		WHERE month = '2026-08-01' AND account_id = (SELECT id FROM accounts WHERE code = 'assets:cash') AND kind = 'sale'`); err != nil {
 		t.Fatal(err)
 	}
-	bad, err := reports.CheckMonthSums(ctx, db)
+	bad, err := verify.CheckMonthSums(ctx, db)
 	if err != nil || len(bad) != 1 || bad[0].Month != "2026-08" || bad[0].Snapshot != bad[0].Ledger+1 {
 		t.Fatalf("tampered sums: %v %+v", err, bad)
 	}
@@ -212,7 +214,7 @@ func TestMonthSumsRefreshCannotBeHeldByAnotherRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	postAugust(t, postings.New(db, cal))
+	ledgertest.PostAugust(t, postings.New(db, cal))
 	other := pgtest.NewRoles(t, db, url)
 	conn := other.Connect(other.Create("bystander", ""))
 	held, err := conn.Conn(ctx)
@@ -223,7 +225,7 @@ func TestMonthSumsRefreshCannotBeHeldByAnotherRole(t *testing.T) {
 	if _, err := held.ExecContext(ctx, `SELECT pg_advisory_lock(hashtextextended('razao-month-sums:' || $1, 0))`, aug2026.String()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reports.RefreshMonthSums(ctx, db); err != nil {
+	if _, err := monthsums.Refresh(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	var n int
