@@ -148,3 +148,27 @@ func Ensure(ctx context.Context, q sqlx.ExtContext, code string) (Account, error
 	}
 	return Get(ctx, q, code)
 }
+
+// Codes maps every account id to its code. Accounts never change once
+// written, and there are as many as partners, not as postings, so readers
+// that name many postings' accounts read this once.
+func Codes(ctx context.Context, q sqlx.QueryerContext) (map[int64]string, error) {
+	rows, err := q.QueryxContext(ctx, `SELECT id, code FROM accounts`)
+	if err != nil {
+		return nil, fmt.Errorf("account codes: %w", err)
+	}
+	defer rows.Close()
+	codes := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var code string
+		if err := rows.Scan(&id, &code); err != nil {
+			return nil, fmt.Errorf("account codes: %w", err)
+		}
+		codes[id] = code
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("account codes: %w", err)
+	}
+	return codes, nil
+}

@@ -478,25 +478,12 @@ func lockAccount(ctx context.Context, tx *sqlx.Tx, code string) (accounts.Accoun
 	return a, nil
 }
 
-type priorSet struct {
-	ID         int64          `db:"id"`
-	Kind       string         `db:"kind"`
-	Amount     int64          `db:"amount"`
-	Currency   string         `db:"currency"`
-	Partner    sql.NullString `db:"partner"`
-	Competence time.Time      `db:"competence"`
-	EventAt    time.Time      `db:"event_at"`
-}
+type priorSet = postings.KeyedSet
 
 func existing(ctx context.Context, tx *sqlx.Tx, key string) (priorSet, bool, error) {
-	var s priorSet
-	err := tx.GetContext(ctx, &s, `SELECT id, kind, amount, currency, partner, competence, event_at
-		FROM posting_sets WHERE idempotency_key = $1`, key)
-	if errors.Is(err, sql.ErrNoRows) {
-		return priorSet{}, false, nil
-	}
+	s, ok, err := postings.SetByKey(ctx, tx, key)
 	if err != nil {
 		return priorSet{}, false, fmt.Errorf("read payout %s: %w", key, err)
 	}
-	return s, true, nil
+	return s, ok, nil
 }

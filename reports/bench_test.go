@@ -241,7 +241,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // psqlCopy has PostgreSQL itself export the same rows with COPY … TO
 // STDOUT WITH CSV through psql into /dev/null (lib/pq has no COPY TO).
 func psqlCopy(url string, m postings.Month) (int64, error) {
-	query := strings.ReplaceAll(reports.JournalCSVSQL, "$1", "'"+m.First().Format(time.DateOnly)+"'")
+	query := strings.ReplaceAll(postings.MonthPostingsSQL, "$1", "'"+m.First().Format(time.DateOnly)+"'")
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		return 0, err

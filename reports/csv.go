@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
@@ -144,102 +145,42 @@ func WriteCSV(ctx context.Context, q sqlx.QueryerContext, s Sums, w io.Writer, k
 	return n, err
 }
 
-// journalCSVSQL selects a month's postings in export order: each set of
-// the month (ix_posting_sets_competence_month), then its postings
-// (ix_postings_set), so the cost follows the month's size, never the
-// ledger's. The set's competence is read as text (YYYY-MM-DD) and the
-// event time as epoch microseconds, both exact and cheaper to decode than
-// dates and timestamps; accounts are named from a map read beforehand.
-const journalCSVSQL = `
-SELECT s.id, s.kind, s.competence::text,
-	(extract(epoch FROM s.event_at) * 1000000)::bigint AS event_us,
-	coalesce(s.charge_id, ''), coalesce(s.refund_id, ''), coalesce(s.partner, ''),
-	s.idempotency_key, s.description, p.id, p.account_id, p.currency, p.amount
-FROM posting_sets s
-CROSS JOIN LATERAL (
-	SELECT p.id, p.account_id, p.currency, p.amount FROM postings p
-	WHERE p.posting_set_id = s.id ORDER BY p.id
-) p
-WHERE s.competence_month = $1
-ORDER BY s.id, p.id`
-
 func writeJournal(ctx context.Context, q sqlx.QueryerContext, w io.Writer, m postings.Month, d Dialect) (int64, error) {
-	codes, err := accountCodes(ctx, q)
+	codes, err := accounts.Codes(ctx, q)
 	if err != nil {
 		return 0, fmt.Errorf("journal csv %s: %w", m, err)
 	}
-	// Cancelling makes the driver abandon the rest of the result when the
-	// writer fails (a client that went away), instead of draining it.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	rows, err := q.QueryContext(ctx, journalCSVSQL, m.First())
-	if err != nil {
-		return 0, fmt.Errorf("journal csv %s: %w", m, err)
-	}
-	defer rows.Close()
 	c := NewCSVWriter(w, d)
 	c.Header(journalColumns)
-	var (
-		n                                                     int64
-		setID, eventUS, postingID, accountID, amount          int64
-		setKind, competence, chargeID, refundID, partner, key string
-		description, currency                                 string
-	)
-	for rows.Next() {
-		if err := rows.Scan(&setID, &setKind, &competence, &eventUS, &chargeID, &refundID, &partner,
-			&key, &description, &postingID, &accountID, &currency, &amount); err != nil {
-			return n, fmt.Errorf("journal csv %s: %w", m, err)
-		}
-		c.Int(setID)
-		c.Text(setKind)
-		c.Text(competence)
-		c.Time(eventUS)
-		c.Text(chargeID)
-		c.Text(refundID)
-		c.Text(partner)
-		c.Text(key)
-		c.Text(description)
-		c.Int(postingID)
-		c.Text(codes[accountID])
-		c.Text(currency)
-		c.Reais(amount)
-		c.Int(amount)
+	var n int64
+	err = postings.EachMonthPosting(ctx, q, m, func(p *postings.MonthPosting) error {
+		c.Int(p.SetID)
+		c.Text(p.Kind)
+		c.Text(p.Competence)
+		c.Time(p.EventUS)
+		c.Text(p.ChargeID)
+		c.Text(p.RefundID)
+		c.Text(p.Partner)
+		c.Text(p.IdempotencyKey)
+		c.Text(p.Description)
+		c.Int(p.PostingID)
+		c.Text(codes[p.AccountID])
+		c.Text(p.Currency)
+		c.Reais(p.Amount)
+		c.Int(p.Amount)
 		if err := c.EndLine(); err != nil {
-			cancel()
-			return n, fmt.Errorf("journal csv %s: write: %w", m, err)
+			return fmt.Errorf("write: %w", err)
 		}
 		n++
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return n, fmt.Errorf("journal csv %s: %w", m, err)
 	}
 	if err := c.Flush(); err != nil {
 		return n, fmt.Errorf("journal csv %s: write: %w", m, err)
 	}
 	return n, nil
-}
-
-// accountCodes maps every account id to its code. Accounts never change,
-// and there are as many as partners, not as postings.
-func accountCodes(ctx context.Context, q sqlx.QueryerContext) (map[int64]string, error) {
-	rows, err := q.QueryxContext(ctx, `SELECT id, code FROM accounts`)
-	if err != nil {
-		return nil, fmt.Errorf("account codes: %w", err)
-	}
-	defer rows.Close()
-	codes := map[int64]string{}
-	for rows.Next() {
-		var id int64
-		var code string
-		if err := rows.Scan(&id, &code); err != nil {
-			return nil, fmt.Errorf("account codes: %w", err)
-		}
-		codes[id] = code
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("account codes: %w", err)
-	}
-	return codes, nil
 }
 
 func writeTrialBalance(c *CSVWriter, tb TrialBalanceReport) (int64, error) {

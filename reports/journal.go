@@ -2,12 +2,10 @@ package reports
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"github.com/razao/razao/internal/cursor"
 	"github.com/razao/razao/postings"
@@ -80,26 +78,7 @@ func Journal(ctx context.Context, q sqlx.QueryerContext, m postings.Month, pageC
 }
 
 func journal(ctx context.Context, q sqlx.QueryerContext, m postings.Month, scope string, after int64, limit int) (JournalPage, error) {
-	var sets []struct {
-		ID             int64          `db:"id"`
-		Kind           string         `db:"kind"`
-		IdempotencyKey string         `db:"idempotency_key"`
-		Amount         int64          `db:"amount"`
-		Currency       string         `db:"currency"`
-		Competence     time.Time      `db:"competence"`
-		EventAt        time.Time      `db:"event_at"`
-		ChargeID       sql.NullString `db:"charge_id"`
-		RefundID       sql.NullString `db:"refund_id"`
-		Partner        sql.NullString `db:"partner"`
-		InboxID        sql.NullInt64  `db:"inbox_id"`
-		Description    string         `db:"description"`
-		CreatedAt      time.Time      `db:"created_at"`
-	}
-	err := sqlx.SelectContext(ctx, q, &sets, `
-		SELECT id, kind, idempotency_key, amount, currency, competence, event_at, charge_id, refund_id,
-			partner, inbox_id, description, created_at
-		FROM posting_sets WHERE competence_month = $1 AND id > $2 ORDER BY id LIMIT $3`,
-		m.First(), after, limit+1)
+	sets, err := postings.MonthSets(ctx, q, m, after, limit+1)
 	if err != nil {
 		return JournalPage{}, fmt.Errorf("journal %s: %w", m, err)
 	}
@@ -124,20 +103,13 @@ func journal(ctx context.Context, q sqlx.QueryerContext, m postings.Month, scope
 			Postings: []JournalPosting{},
 		})
 	}
-	var legs []struct {
-		SetID int64 `db:"posting_set_id"`
-		JournalPosting
-	}
-	err = sqlx.SelectContext(ctx, q, &legs, `
-		SELECT p.posting_set_id, p.id, a.code AS account, p.currency, p.amount
-		FROM postings p JOIN accounts a ON a.id = p.account_id
-		WHERE p.posting_set_id = ANY($1) ORDER BY p.posting_set_id, p.id`, pq.Array(ids))
+	legs, err := postings.LegsOf(ctx, q, ids)
 	if err != nil {
 		return JournalPage{}, fmt.Errorf("journal %s: postings: %w", m, err)
 	}
 	for _, l := range legs {
 		s := &page.Sets[index[l.SetID]]
-		s.Postings = append(s.Postings, l.JournalPosting)
+		s.Postings = append(s.Postings, JournalPosting{ID: l.ID, Account: l.Account, Currency: l.Currency, Amount: l.Amount})
 	}
 	return page, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/exact"
 	"github.com/razao/razao/internal/snapshot"
 	"github.com/razao/razao/monthsums"
@@ -70,7 +71,7 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]Mismatch, err
 	if err != nil {
 		return nil, fmt.Errorf("check snapshots: lines: %w", err)
 	}
-	codes, err := accountCodes(ctx, q)
+	codes, err := accounts.Codes(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("check snapshots: %w", err)
 	}
@@ -198,7 +199,7 @@ func CheckMonthSums(ctx context.Context, q sqlx.QueryerContext) ([]Mismatch, err
 		if err != nil {
 			return err
 		}
-		codes, err := accountCodes(ctx, q)
+		codes, err := accounts.Codes(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -255,20 +256,4 @@ func CheckMonthSums(ctx context.Context, q sqlx.QueryerContext) ([]Mismatch, err
 // database (22003) is named an overflow.
 func read(ctx context.Context, q sqlx.QueryerContext, fn func(q sqlx.QueryerContext) error) error {
 	return exact.SumError(snapshot.Read(ctx, q, fn, `SET LOCAL jit = off`), "")
-}
-
-// accountCodes maps every account id to its code.
-func accountCodes(ctx context.Context, q sqlx.QueryerContext) (map[int64]string, error) {
-	var rows []struct {
-		ID   int64  `db:"id"`
-		Code string `db:"code"`
-	}
-	if err := sqlx.SelectContext(ctx, q, &rows, `SELECT id, code FROM accounts`); err != nil {
-		return nil, fmt.Errorf("account codes: %w", err)
-	}
-	codes := make(map[int64]string, len(rows))
-	for _, r := range rows {
-		codes[r.ID] = r.Code
-	}
-	return codes, nil
 }
