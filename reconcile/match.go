@@ -40,7 +40,8 @@ func decideSteps(table string, run Run, ep endpointInfo) []step {
 // statement moved (an item added between two fetches) lists items twice.
 // The last copy wins: it is the freshest. The keys listed twice are found
 // by hashing them, and only their copies are read again: ranking every
-// line by its key sorted a million lines to delete none.
+// line by its key would sort every line of the run to delete, most often,
+// none (docs/performance.md, "Reconciliation load").
 const dedupeSQL = `
 	DELETE FROM {lines} l USING (
 		SELECT event_type, event_id, max(line) AS last
