@@ -298,9 +298,9 @@ func TestPSPHangingUpMidBatchLosesNothing(t *testing.T) {
 // Only the stuck redelivery goes through a processor with a short
 // timeout: its repair cannot end before the lock is released, which is
 // after its answer, so it fails whatever the timeout and however loaded
-// the machine. The rest goes through the default timeout: given 300 ms,
-// the next redelivery's repair was itself cut on a loaded machine and
-// answered 503 ("next redelivery: 503" in CI).
+// the machine. The rest goes through the default timeout: a short one
+// would cut the next redelivery's repair too on a loaded machine
+// (docs/performance.md, "Timeouts in tests").
 func TestFailedRedeliveryFollowUpIsNot2xx(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

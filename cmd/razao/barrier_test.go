@@ -100,11 +100,11 @@ func legsSQL(set, month, debitCode, creditCode string, amount int64) string {
 
 const lastSet = `currval('public.posting_sets_id_seq')`
 
-// Temporary tables named like the ledger's used to answer the triggers'
-// unqualified queries (pg_temp is searched first). Each of the four
-// writes they let through is refused now, for the service role, which has
-// TEMP (docs/razao-role.sql grants it to the service alone: statement
-// files are staged in a temporary table).
+// Temporary tables named like the ledger's would answer the triggers'
+// unqualified queries if pg_temp came first in their search path. Each
+// of the four writes they could steer is refused, for the service role,
+// which has TEMP (docs/razao-role.sql grants it to the service alone:
+// statement files are staged in a temporary table).
 func TestShadowTablesCannotSteerTheLedgerTriggers(t *testing.T) {
 	t.Parallel()
 	e := newBarrierEnv(t)
