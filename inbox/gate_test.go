@@ -217,7 +217,7 @@ func TestGroupCommitKeepsExactlyOnce(t *testing.T) {
 
 // A storm of copies of a payment already applied must drain: each copy
 // reads, none holds a connection while asking the pool for another (with
-// a small pool that was a deadlock until the request timed out).
+// a small pool that would be a deadlock until the request timed out).
 func TestDuplicateStormOfAppliedPaymentDrainsWithASmallPool(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

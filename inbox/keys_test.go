@@ -56,10 +56,10 @@ func TestInboxRowsStoredBeforeKeysByPartsStillDeduplicate(t *testing.T) {
 }
 
 // TestNULOrBadUTF8InAnIDIsMalformed: PostgreSQL's text and jsonb refuse
-// a NUL and invalid UTF-8, so such an id failed to store (503) and, for
-// the PSP, looked like an outage. It is authentic but malformed: 400,
-// kept. (A NUL escaped in a JSON body was already refused by strictjson;
-// a header id was not.)
+// a NUL and invalid UTF-8, so such an id would fail to store (503) and,
+// for the PSP, look like an outage. It is authentic but malformed: 400,
+// kept. (strictjson refuses a NUL escaped in a JSON body; a header id
+// does not go through it.)
 func TestNULOrBadUTF8InAnIDIsMalformed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -38,7 +38,8 @@ type Ledger struct {
 	known map[string]accounts.Account
 
 	// insert is insertSetsSQL prepared once: the statement is large, and
-	// planning it on every posting was a good part of its cost.
+	// planning it on every posting would be a good part of its cost
+	// (docs/performance.md, "Prepared statements").
 	insert *sqlstmt.Stmt
 
 	// limit bounds every amount posted (see WithLimit).

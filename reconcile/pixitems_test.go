@@ -122,11 +122,11 @@ func TestPixWebhookThenStatementOfTheSameItemIsOneDivergence(t *testing.T) {
 }
 
 // TestPixStatementWithAnotherValorUnderAStoredKey: a statement line under
-// the key of a delivery stored but not booked (set aside, parked) was
-// read as that delivery whatever its amount: the webhook's 49.90 for a
-// Pix the statement says was 59.90 stayed an unknown charge, and a
-// devolução of 12.00 the webhook had said was 10.00 was "booked". Each
-// is now a divergence with both amounts.
+// the key of a delivery stored but not booked (set aside, parked) is not
+// that delivery whatever its amount: read as it, the webhook's 49.90 for
+// a Pix the statement says was 59.90 would stay an unknown charge, and a
+// devolução of 12.00 the webhook had said was 10.00 would count as
+// "booked". Each is a divergence with both amounts.
 func TestPixStatementWithAnotherValorUnderAStoredKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
