@@ -169,9 +169,10 @@ func TestUndecodableDeliveryFailsAloneAndSparesItsBatch(t *testing.T) {
 //
 // The batch's statement is cancelled once it waits on the lock, as the
 // processor's timeout cancels it; the timeout itself stays the default, a
-// safety net. Given 300 ms, the timeout also cut the claim before the
-// lock, the failure's record after it and the worker's retry on a loaded
-// machine (the delivery was then never applied).
+// safety net. A short timeout would also cut the claim before the lock,
+// the failure's record after it and the worker's retry on a loaded
+// machine, and the delivery would never be applied (docs/performance.md,
+// "Timeouts in tests").
 func TestBatchStuckOnALockGivesUpAndTheWorkerFinishes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -64,7 +64,7 @@ func (e *env) wantDivergence(reason string, says ...string) {
 
 // A Troco Pix of 80.00 purchase + 20.00 change on a charge of 80.00 is
 // its payment: a sale of 80.00, and 20.00 that came in by Pix and went out
-// of the till. It was an amount_mismatch (valor 100.00 against 80.00).
+// of the till.
 func TestBCBPixTrocoBooksTheSaleAndTheCashPaidOut(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, pixEndpoint(10))
@@ -85,7 +85,7 @@ func TestBCBPixTrocoBooksTheSaleAndTheCashPaidOut(t *testing.T) {
 }
 
 // On a charge of 100.00 the same Pix is not the charge's payment: the sale
-// in it is 80.00. It was booked as revenue of 100.00, change included.
+// in it is 80.00. Booking it would make the change revenue.
 func TestBCBPixTrocoOnAChargeOfValorIsAnAmountMismatch(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, pixEndpoint(10))

@@ -217,7 +217,7 @@ func TestGroupCommitKeepsExactlyOnce(t *testing.T) {
 
 // A storm of copies of a payment already applied must drain: each copy
 // reads, none holds a connection while asking the pool for another (with
-// a small pool that was a deadlock until the request timed out).
+// a small pool that would be a deadlock until the request timed out).
 func TestDuplicateStormOfAppliedPaymentDrainsWithASmallPool(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -298,9 +298,9 @@ func TestPSPHangingUpMidBatchLosesNothing(t *testing.T) {
 // Only the stuck redelivery goes through a processor with a short
 // timeout: its repair cannot end before the lock is released, which is
 // after its answer, so it fails whatever the timeout and however loaded
-// the machine. The rest goes through the default timeout: given 300 ms,
-// the next redelivery's repair was itself cut on a loaded machine and
-// answered 503 ("next redelivery: 503" in CI).
+// the machine. The rest goes through the default timeout: a short one
+// would cut the next redelivery's repair too on a loaded machine
+// (docs/performance.md, "Timeouts in tests").
 func TestFailedRedeliveryFollowUpIsNot2xx(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

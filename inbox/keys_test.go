@@ -13,8 +13,9 @@ import (
 
 // TestInboxKeyPartsCannotCollide: the event type "DEPOSIT_ASSET_REFUNDED|rf"
 // with id "77" and the refund "DEPOSIT_ASSET_REFUNDED" with id "rf|77"
-// joined into one '|'-separated key, so the real refund was answered
-// "duplicate" and never booked. Both are accepted, and the refund booked.
+// would join into one '|'-separated key, and the real refund would be
+// answered "duplicate" and never booked. Both are accepted, and the
+// refund booked.
 func TestInboxKeyPartsCannotCollide(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -55,10 +56,10 @@ func TestInboxRowsStoredBeforeKeysByPartsStillDeduplicate(t *testing.T) {
 }
 
 // TestNULOrBadUTF8InAnIDIsMalformed: PostgreSQL's text and jsonb refuse
-// a NUL and invalid UTF-8, so such an id failed to store (503) and, for
-// the PSP, looked like an outage. It is authentic but malformed: 400,
-// kept. (A NUL escaped in a JSON body was already refused by strictjson;
-// a header id was not.)
+// a NUL and invalid UTF-8, so such an id would fail to store (503) and,
+// for the PSP, look like an outage. It is authentic but malformed: 400,
+// kept. (strictjson refuses a NUL escaped in a JSON body; a header id
+// does not go through it.)
 func TestNULOrBadUTF8InAnIDIsMalformed(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -131,9 +132,9 @@ func TestRefundIDTooLongForItsSetKeysIsMalformed(t *testing.T) {
 }
 
 // TestBCBPixCallbackStoresItsBodyOnce: each Pix of a callback is its own
-// inbox row, and each row kept the whole callback: 2,200 Pix (254 KB)
-// stored 560 MB and ended in 503. The body is now stored once, and every
-// Pix is booked.
+// inbox row, and the callback's body is stored once for all of them
+// (docs/performance.md, "bcb-pix callbacks: one body per delivery");
+// every Pix is booked.
 func TestBCBPixCallbackStoresItsBodyOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, webhook.EndpointConfig{Name: "pix", Scheme: "bcb-pix", Merchant: "loja-1",

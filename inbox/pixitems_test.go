@@ -53,10 +53,9 @@ func (e *env) listDivergences() []divergences.Divergence {
 }
 
 // TestPixCallbackBooksWhatItCanAndSetsAsideTheRest: a DEVOLVIDO without
-// horario.liquidacao and a devolução of a status razao does not know
-// answered the whole callback 400, and neither the three credits nor the
-// good refund were booked. Now the callback is answered 200, the credits
-// and the refund are booked, and each of the two others is a divergence
+// horario.liquidacao and a devolução of a status razao does not know do
+// not fail the callback: it is answered 200, the credits and the refund
+// are booked, and each of the two others is a divergence
 // with what the PSP said and what the ledger has.
 func TestPixCallbackBooksWhatItCanAndSetsAsideTheRest(t *testing.T) {
 	t.Parallel()
@@ -105,9 +104,9 @@ func TestPixCallbackBooksWhatItCanAndSetsAsideTheRest(t *testing.T) {
 }
 
 // TestPixSameEndToEndIdWithAnotherValorIsADivergence: the same endToEndId
-// with another valor was answered "duplicate" and dropped, as was a
-// devolução with another valor. Each is now kept, answered 200, and a
-// divergence with both amounts; the same conflicting callback again is a
+// with another valor, or a devolução with another valor, is not a
+// duplicate: each is kept, answered 200, and a divergence with both
+// amounts; the same conflicting callback again is a
 // duplicate of it, and the ledger keeps what it booked.
 func TestPixSameEndToEndIdWithAnotherValorIsADivergence(t *testing.T) {
 	t.Parallel()

@@ -11,9 +11,9 @@ import (
 )
 
 // TestPixMEDReturnIsBookedApartFromTheMerchantsRefund: a devolução made
-// under the MED (natureza MED_OPERACIONAL) was booked as the merchant's
-// own refund, revenue undone, and its rtrId and natureza were lost. Each
-// refund now keeps both with its posting set; the MED return is booked on
+// under the MED (natureza MED_OPERACIONAL) is not the merchant's own
+// refund: each refund keeps its rtrId and natureza with its posting set;
+// the MED return is booked on
 // expenses:med-returns, its own line of the trial balance, and the income
 // statement's refunds are the merchant's only.
 func TestPixMEDReturnIsBookedApartFromTheMerchantsRefund(t *testing.T) {

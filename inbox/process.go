@@ -293,9 +293,10 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	// This transaction's statements are prepared lookups and writes by key
 	// over arrays of ids, and PostgreSQL would plan each on every call: its
 	// generic estimate of "= ANY($1)" assumes ten elements and looks dearer
-	// than a custom plan for two. Their generic plans are the right ones
-	// and planning was a fifth of their time. Set for this transaction
-	// only: queries elsewhere (reports) need their custom plans.
+	// than a custom plan for two. Their generic plans are the right ones,
+	// and planning is a large share of their time (docs/performance.md,
+	// "Prepared statements"). Set for this transaction only: queries
+	// elsewhere (reports) need their custom plans.
 	if _, err := tx.ExecContext(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 		return res, fmt.Errorf("process deliveries: %w", err)
 	}

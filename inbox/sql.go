@@ -29,8 +29,9 @@ const insertSQL = `
 
 // insertSharedSQL is insertSQL for a batch where some deliveries carry
 // several events: a bcb-pix callback makes an inbox row per Pix and per
-// devolução, and each row kept the whole callback (2,200 rows each with
-// the callback's 254 KB were 560 MB, and a 503). Such a delivery stores
+// devolução, and a copy of the whole callback in each row would grow with
+// the square of its size (docs/performance.md, "bcb-pix callbacks: one
+// body per delivery"). Such a delivery stores
 // its body and audit headers once, in inbox_bodies, and its rows refer to
 // that row ($13 gives each entry's body, 0 for one inline). A shared body
 // none of whose events is new (a redelivery) is not kept. Its id is drawn

@@ -38,7 +38,8 @@ type Ledger struct {
 	known map[string]accounts.Account
 
 	// insert is insertSetsSQL prepared once: the statement is large, and
-	// planning it on every posting was a good part of its cost.
+	// planning it on every posting would be a good part of its cost
+	// (docs/performance.md, "Prepared statements").
 	insert *sqlstmt.Stmt
 
 	// limit bounds every amount posted (see WithLimit).
@@ -291,8 +292,9 @@ func (l *Ledger) account(ctx context.Context, tx *sqlx.Tx, code string) (account
 // rules are periods'). Postings find their set by idempotency key. No conflict target: a
 // concurrent writer of the same business event may win on
 // uq_sale_per_charge rather than on the key. The legs written are counted
-// per set once, in a join: a subquery per set scanned every posting of
-// the statement for each set, sets × postings rows.
+// per set once, in a join: a subquery per set would scan every posting of
+// the statement for each set, sets × postings rows (docs/performance.md,
+// "Counting legs per set").
 const insertSetsSQL = `
 WITH input AS (
 	SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::date[], $7::timestamptz[],

@@ -182,8 +182,8 @@ func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
 			t.Fatalf("got %v, want ErrCurrencyMismatch", err)
 		}
 	})
-	// What the foreign keys on postings guarded until migration 0034, now
-	// trg_postings_sealed_set's, set-based.
+	// What foreign keys on postings would guard, which
+	// trg_postings_sealed_set checks set-based instead (migration 0034).
 	for _, c := range []struct {
 		name, account, set, month string
 	}{

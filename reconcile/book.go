@@ -68,8 +68,8 @@ const bookChunk = 500
 func (r *Reconciler) book(ctx context.Context, run Run, ep *endpoint) (int, error) {
 	stored := 0
 	// Each chunk reads on from the last line of the one before, by the
-	// run's key: reading from the start each time rescanned every line
-	// already passed, for each chunk (a million-line run took minutes).
+	// run's key: reading from the start each time would rescan every line
+	// already passed, for each chunk, quadratic in the run's length.
 	// A line is read once: stored, refused, or found stored already.
 	// The refused are written together once every chunk is read: a run
 	// that dies before reads them again, still to book.
@@ -133,7 +133,7 @@ func (r *Reconciler) events(lines []toBook, ep *endpoint, refused map[int64]stri
 }
 
 // refuse makes the run's lines the ledger would refuse invalid lines
-// saying why, in one statement (they were one transaction each).
+// saying why, in one statement, however many there are.
 func (r *Reconciler) refuse(ctx context.Context, run int64, refused map[int64]string) error {
 	if len(refused) == 0 {
 		return nil

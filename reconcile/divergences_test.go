@@ -59,8 +59,7 @@ func listOpen(e *env, h http.Handler, token string) []divergences.Divergence {
 // for finance like the webhook front's: listed by GET /v1/divergences
 // with both sides, announced by divergence.opened, and pointed at by its
 // line. Running the windows again opens none twice and announces none
-// again; the new runs' lines point at the same divergences. (They were
-// only states of reconciliation_lines, which none of those read.)
+// again; the new runs' lines point at the same divergences.
 func TestReconciliationDivergencesAreListedAndAnnouncedOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -113,8 +113,8 @@ func (c *cutShort) Read(p []byte) (int, error) {
 
 // TestStatementFileCutShortKeepsNothing: an upload whose body ends early
 // (io.ErrUnexpectedEOF, which net/http gives for a client gone mid-body)
-// fails its run and keeps nothing. It was kept as if whole and its first
-// half reconciled: the missing half's payments would have been phantoms.
+// fails its run and keeps nothing. Kept as if whole, its first half would
+// be reconciled and the missing half's payments would be phantoms.
 func TestStatementFileCutShortKeepsNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -130,8 +130,7 @@ func TestStatementFileCutShortKeepsNothing(t *testing.T) {
 }
 
 // TestStatementFileRefusedByItsHeaderIsNotKept: a file whose header lacks
-// a mapped column is refused before any of it is stored. It was stored
-// whole first (up to the endpoint's size limit), then refused, and stayed.
+// a mapped column is refused before any of it is stored.
 func TestStatementFileRefusedByItsHeaderIsNotKept(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

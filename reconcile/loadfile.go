@@ -13,9 +13,10 @@ import (
 )
 
 // copyConfig is how a statement file's load connects: with pgx, whose
-// binary COPY streams lines several times faster than lib/pq's CopyIn
-// (one database/sql Exec and a text encoding per line). Only the load
-// uses it; everything else goes through the pool.
+// binary COPY streams lines in bulk, where lib/pq's CopyIn costs one
+// database/sql Exec and a text encoding per line (docs/performance.md,
+// "Reconciliation load"). Only the load uses it; everything else goes
+// through the pool.
 func copyConfig(url string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
@@ -60,14 +61,15 @@ func (r *Reconciler) loadFile(ctx context.Context, run *Run, ep *endpoint) error
 	// The lines are copied into a staging table of this transaction and
 	// written into reconciliation_lines once, the payments decided as
 	// they are (stagedSteps): a temporary table writes no WAL, and
-	// deciding a million lines in reconciliation_lines rewrote each one.
+	// deciding the lines in reconciliation_lines would rewrite each one.
 	// Its name is no table of the ledger's and is always written with its
 	// schema; the pinned search path puts pg_temp last, so it shadows
 	// nothing either. The connection is this load's own: temp_buffers
 	// can still be set, and the table is gone with the transaction.
 	// JIT off: the planner prices the payments' per-line lookups as
-	// millions of index scans that one-time filters skip, and compiled
-	// them with optimisation for a fifth of a second a load.
+	// millions of index scans that one-time filters skip, and would
+	// compile them with optimisation on every load, for nothing
+	// (docs/performance.md, "Reconciliation load").
 	for _, q := range []string{`SET LOCAL temp_buffers = '256MB'`, `SET LOCAL work_mem = '256MB'`, `SET LOCAL jit = off`,
 		`CREATE TEMP TABLE ` + stagedLines + ` (LIKE reconciliation_lines INCLUDING DEFAULTS) ON COMMIT DROP`} {
 		if _, err := tx.Exec(ctx, q); err != nil {

@@ -40,7 +40,8 @@ func decideSteps(table string, run Run, ep endpointInfo) []step {
 // statement moved (an item added between two fetches) lists items twice.
 // The last copy wins: it is the freshest. The keys listed twice are found
 // by hashing them, and only their copies are read again: ranking every
-// line by its key sorted a million lines to delete none.
+// line by its key would sort every line of the run to delete, most often,
+// none (docs/performance.md, "Reconciliation load").
 const dedupeSQL = `
 	DELETE FROM {lines} l USING (
 		SELECT event_type, event_id, max(line) AS last
@@ -57,10 +58,11 @@ const dedupeSQL = `
 // $4 its merchant. Only a line its PSP id finds no payment for looks
 // further (the LATERAL lookups, by index; LIMIT 1 keeps the planner from
 // turning them into joins): hashing every charge by our id, and the
-// inbox, for the few lines that need them was half of the join's time
-// at a million lines. A verdict names the outcome: matched, book (to store
-// into the inbox), in_inbox (stored and pending: the delivery path books
-// it), or a divergence's reason.
+// inbox, for the few lines that need them would be a large share of the
+// join's time (docs/performance.md, "Reconciliation load"). A verdict
+// names the outcome: matched, book (to store into the inbox), in_inbox
+// (stored and pending: the delivery path books it), or a divergence's
+// reason.
 const matchPaidSQL = `
 	UPDATE {lines} l SET outcome = v.outcome, reason = v.reason, charge_id = v.charge_id,
 		ledger_amount = v.ledger_amount, ledger_fee = v.ledger_fee, inbox_id = v.inbox_id
@@ -258,11 +260,11 @@ func phantomsStep(run Run, ep endpointInfo) (step, bool) {
 // after a crash, though the ledger has it by then.
 func match(ctx context.Context, db *sqlx.DB, run Run, ep endpointInfo) error {
 	// The run's lines were just copied in: without fresh statistics the
-	// planner takes them for a handful and joins them by nested loops (a
-	// bcb-pix run of 200,000 lines did not dedupe in ten minutes; the
-	// partial index of undecided lines does not help a plan that expects
-	// none). ANALYZE runs alone, before the transaction: its lock
-	// (SHARE UPDATE EXCLUSIVE, which conflicts with itself) is then held
+	// planner takes them for a handful and joins them by nested loops,
+	// quadratic in the run's length (docs/performance.md, "Reconciliation
+	// load"; the partial index of undecided lines does not help a plan
+	// that expects none). ANALYZE runs alone, before the transaction: its
+	// lock (SHARE UPDATE EXCLUSIVE, which conflicts with itself) is then held
 	// for the analyze, not to the commit of this match, so another run's
 	// match never queues behind this one.
 	if err := analyzeLines(ctx, db); err != nil {

@@ -11,8 +11,8 @@ import (
 // TestMatchDoesNotWaitOnAnotherRunsMatch: run 1's match is held midway
 // (a second connection holds its lines' rows, so its first update
 // waits); run 2's match must still go through. ANALYZE inside the match
-// took a lock that conflicts with itself and held it to commit: run 2
-// queued behind the whole of run 1's match.
+// would take a lock that conflicts with itself and hold it to commit: run
+// 2 would queue behind the whole of run 1's match.
 func TestMatchDoesNotWaitOnAnotherRunsMatch(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)

@@ -13,7 +13,7 @@ import (
 // TestReconciliationPagesAreBoundedAndEndExactly: the runs and a run's
 // lines are paged as the rest of the API pages (internal/cursor): a
 // limit over 1000 serves 1000, and a last page exactly full names no
-// next page (it named one, whose page was empty).
+// next page (not one whose page would be empty).
 func TestReconciliationPagesAreBoundedAndEndExactly(t *testing.T) {
 	e := newEnv(t)
 	h, tok := apiEnv(e)

@@ -61,10 +61,9 @@ func (e *env) divergencesOf(reason string) []divergences.Divergence {
 	return out
 }
 
-// TestPixStatementJudgesEachItemAlone: the same items read from the
-// statement made the third Pix one invalid line, so neither its credit
-// nor its good refund was booked. Each devolução is now a line of its
-// own: the credits and the good refund are booked, and the two others
+// TestPixStatementJudgesEachItemAlone: each devolução of a statement item
+// is a line of its own, so one bad devolução does not make the whole Pix
+// invalid: the credits and the good refund are booked, and the two others
 // are divergences keyed by their inbox keys, with the statement's side.
 func TestPixStatementJudgesEachItemAlone(t *testing.T) {
 	t.Parallel()
@@ -123,11 +122,11 @@ func TestPixWebhookThenStatementOfTheSameItemIsOneDivergence(t *testing.T) {
 }
 
 // TestPixStatementWithAnotherValorUnderAStoredKey: a statement line under
-// the key of a delivery stored but not booked (set aside, parked) was
-// read as that delivery whatever its amount: the webhook's 49.90 for a
-// Pix the statement says was 59.90 stayed an unknown charge, and a
-// devolução of 12.00 the webhook had said was 10.00 was "booked". Each
-// is now a divergence with both amounts.
+// the key of a delivery stored but not booked (set aside, parked) is not
+// that delivery whatever its amount: read as it, the webhook's 49.90 for
+// a Pix the statement says was 59.90 would stay an unknown charge, and a
+// devolução of 12.00 the webhook had said was 10.00 would count as
+// "booked". Each is a divergence with both amounts.
 func TestPixStatementWithAnotherValorUnderAStoredKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -158,9 +157,9 @@ func TestPixStatementWithAnotherValorUnderAStoredKey(t *testing.T) {
 
 // TestPixItemAtExactlyFimIsReadOnce: GET /pix lists horario in [inicio,
 // fim], fim inclusive, and razao's windows are [from, to): an item at
-// exactly the end of one window was read by it and by the next. It is
-// now the next window's only, and an item a second before it the first
-// window's only; both are booked once and neither is a phantom.
+// exactly the end of one window is the next window's only, and an item a
+// second before it the first window's only; both are booked once and
+// neither is a phantom.
 func TestPixItemAtExactlyFimIsReadOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -32,7 +32,7 @@ func (e *env) refunds(charge string) int {
 
 // A refund whose webhook (data.eventId "evt-r1") was booked, listed by the
 // statement file under another id ("HR-77"), is the same refund: the
-// file's line books nothing, now or on a second run. It was booked twice.
+// file's line books nothing, now or on a second run.
 func TestCSVRefundUnderAnotherIDAfterItsWebhookBooksNothing(t *testing.T) {
 	e := newEnv(t)
 	e.charge("h1", 1000, "")

@@ -73,7 +73,8 @@ func TestReconcilesAsTheServiceRole(t *testing.T) {
 		t.Fatalf("the bcb-pix run's lines: %q, want 2", got)
 	}
 	// Matching refreshed the lines' statistics: the role's own ANALYZE
-	// was skipped with a warning, leaving the table never analysed (-1).
+	// would be skipped with a warning, leaving the table never analysed
+	// (-1).
 	var tuples float64
 	if err := e.db.Get(&tuples, `SELECT reltuples FROM pg_class WHERE oid = 'reconciliation_lines'::regclass`); err != nil || tuples < 0 {
 		t.Fatalf("reconciliation_lines never analysed as the service role (reltuples %v, %v)", tuples, err)

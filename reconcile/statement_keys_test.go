@@ -9,7 +9,7 @@ import (
 
 // Two Pix each with a devolução "D1" (the Pix API numbers devoluções per
 // Pix) in one CSV: both are refunded. Keyed by the refund id alone, the
-// two lines were one, and one refund was lost.
+// two lines would be one, and one refund lost.
 func TestCSVRefundIDsArePerPayment(t *testing.T) {
 	e := newEnv(t)
 	e.charge("c1", 1000, "")
@@ -31,7 +31,7 @@ func TestCSVRefundIDsArePerPayment(t *testing.T) {
 
 // A refund id of 200 bytes (within the reader's 256, beyond what its set
 // keys may hold) is one invalid line: the lost payment beside it is still
-// booked. It used to refuse the whole chunk, on every run.
+// booked, and so is the rest of its chunk.
 func TestCSVLineTheInboxWouldRefuseIsInvalidAlone(t *testing.T) {
 	e := newEnv(t)
 	e.charge("p1", 1000, "")

@@ -14,7 +14,7 @@ import (
 // from parallel PSP connections. The clock stops once the last delivery
 // is applied, not when the last request is answered. Charges, inbox and ledger are pre-loaded
 // with a few hundred thousand rows and analysed first: empty tables plan
-// differently (with an empty ledger, every posting scanned posting_sets).
+// differently (docs/performance.md, "An empty ledger in benchmarks").
 func BenchmarkDelivery(b *testing.B) {
 	e := newEnv(b)
 	// As razao.Open does: a pool that keeps its connections, or every

@@ -18,8 +18,7 @@ const DefaultMaxBody = 256 << 10
 // with more sends several callbacks. A body of DefaultMaxBody holds about
 // 2,200 Pix, so with both defaults the body limit binds first and a
 // legitimate callback is never refused for its count; the bound is for an
-// endpoint that raises max_body_bytes (make load's 2,000-item callback
-// leaves razao's peak RSS at about 41 MB).
+// endpoint that raises max_body_bytes (docs/performance.md, "max_items").
 const DefaultMaxItems = 2500
 
 // maxMaxItems bounds max_items.

@@ -70,10 +70,11 @@ func TestLargeUnauthenticatedBodiesShareOneReadBudget(t *testing.T) {
 }
 
 // A sender that stalls mid-body loses its slot once readWithin has passed,
-// instead of holding it until the server's read timeout: two idle
-// connections reopened every 15 s used to turn away every large delivery
-// with 503. Here both slots are taken by stalled senders, and a large body
-// sent after them still reaches authentication (401: it is forged).
+// instead of holding it until the server's read timeout: otherwise two
+// idle connections reopened every so often would turn away every large
+// delivery with 503 (docs/performance.md, "Unauthenticated bodies").
+// Here both slots are taken by stalled senders, and a large body sent
+// after them still reaches authentication (401: it is forged).
 func TestStalledLargeBodiesGiveUpTheirSlots(t *testing.T) {
 	t.Parallel()
 	ep, err := NewEndpoint(EndpointConfig{Name: "hodle", Scheme: "hodle", Merchant: "m",

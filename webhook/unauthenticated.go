@@ -22,10 +22,11 @@ import (
 //     then competes with the genuine deliveries for two goroutines'
 //     worth of CPU, not for as many as it opens connections;
 //   - those large bodies are read at most largeRate bytes a second in all.
-//     Two slots alone still let a flood on the same machine push about
-//     380 MB/s through them (read, MAC'd and refused), and the flood's
-//     sender and the kernel's copies took the CPU the genuine deliveries
-//     needed. What is not read stays in the sender's socket: TCP slows
+//     Two slots alone still let a flood on the same machine push bodies
+//     through as fast as it can send them (read, MAC'd and refused), and
+//     the flood's sender and the kernel's copies take the CPU the genuine
+//     deliveries need (docs/performance.md, "Unauthenticated bodies").
+//     What is not read stays in the sender's socket: TCP slows
 //     the sender down instead of razao speeding it up. largeRate is
 //     far above what genuine large deliveries need (a 2,000-item bcb-pix
 //     callback is about 250 KB, and PSPs send a few a second at most);

@@ -100,11 +100,11 @@ func legsSQL(set, month, debitCode, creditCode string, amount int64) string {
 
 const lastSet = `currval('public.posting_sets_id_seq')`
 
-// Temporary tables named like the ledger's used to answer the triggers'
-// unqualified queries (pg_temp is searched first). Each of the four
-// writes they let through is refused now, for the service role, which has
-// TEMP (docs/razao-role.sql grants it to the service alone: statement
-// files are staged in a temporary table).
+// Temporary tables named like the ledger's would answer the triggers'
+// unqualified queries if pg_temp came first in their search path. Each
+// of the four writes they could steer is refused, for the service role,
+// which has TEMP (docs/razao-role.sql grants it to the service alone:
+// statement files are staged in a temporary table).
 func TestShadowTablesCannotSteerTheLedgerTriggers(t *testing.T) {
 	t.Parallel()
 	e := newBarrierEnv(t)
@@ -413,7 +413,7 @@ func rawSetIn(tx *sqlx.Tx, key, day string) error {
 // A close closes every month up to it (migration 0035). August is the
 // ledger's first close, so July and every month before it were never
 // closed: a set dated in one of them, written after August's close,
-// changed August's opening balances. Each is refused now.
+// would change August's opening balances. Each is refused.
 func TestSetsBeforeTheLastClosedMonthAreRefused(t *testing.T) {
 	t.Parallel()
 	e := newBarrierEnv(t)
@@ -446,11 +446,11 @@ func TestSetsBeforeTheLastClosedMonthAreRefused(t *testing.T) {
 	}
 }
 
-// The trigger functions run as the writer, and saw what a row-level
-// security policy let the writer see: the owner could hide a leg from the
+// The trigger functions run as the writer, and would see what a row-level
+// security policy lets the writer see: the owner could hide a leg from the
 // balance check with a policy alone, no trigger touched. Every ledger
-// function runs with row_security = off now (migration 0035), so a query
-// of theirs that a policy would filter fails: the write is refused.
+// function runs with row_security = off (migration 0035), so a query of
+// theirs that a policy would filter fails: the write is refused.
 func TestRowSecurityCannotHideLegsFromTheChecks(t *testing.T) {
 	t.Parallel()
 	e := newBarrierEnv(t)

@@ -27,9 +27,9 @@ func givenUp(t *testing.T, db *sqlx.DB, eventID string) int64 {
 
 // razao inbox retry resolves the delivery's divergence, so it takes the
 // note finance's resolution takes, refused the same way: without one (or
-// with one that is blank, too long or not text) nothing changes. It used
-// to requeue without any note, resolving the divergence behind finance's
-// back.
+// with one that is blank, too long or not text) nothing changes. Without
+// this, a retry would requeue without any note, resolving the divergence
+// behind finance's back.
 func TestInboxRetryRefusesAMissingOrInvalidNoteLikeResolve(t *testing.T) {
 	t.Parallel()
 	db, url := pgtest.NewWithURL(t)

@@ -14,10 +14,10 @@ import (
 	"github.com/razao/razao/verify"
 )
 
-// The service role of docs/razao-role.sql wrote the month sums (they are
-// its cache) and could forge them; since sql/0041 it may not
-// (TestServiceRoleWritesMonthSumsOnlyThroughTheRefresh), and the forgery
-// below is the owner's, which the readers still withstand. A month's
+// The service role of docs/razao-role.sql may not write the month sums,
+// though they are its cache (sql/0041;
+// TestServiceRoleWritesMonthSumsOnlyThroughTheRefresh), and the forgery
+// below is the owner's, which the readers withstand. A month's
 // stored snapshot moved past every transaction id yet assigned would make
 // every later set of the month read as "already summed": payouts never
 // lowering what is owed, the same commission paid out again and again. A

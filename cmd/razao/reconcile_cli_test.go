@@ -11,10 +11,9 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 )
 
-// razao reconcile -file used to print an empty run and exit 0 whatever
-// went wrong (the file's error was assigned to a variable of its own
-// block): an unknown endpoint, a file its header refuses. Each is an
-// error and a non-zero exit now, as the API answers them 404 and 400.
+// razao reconcile -file fails with a non-zero exit on what the run
+// refuses (an unknown endpoint, a file its header refuses), as the API
+// answers them 404 and 400, never an empty run and exit 0.
 func TestReconcileCommandFailsOnWhatTheRunRefuses(t *testing.T) {
 	_, url := pgtest.NewWithURL(t)
 	t.Setenv("RAZAO_TEST_RECONCILE_SECRET", strings.Repeat("s", 40))

@@ -28,9 +28,9 @@ func TestReplicasStormWithCrashOutageAndShutdown(t *testing.T) {
 	t.Parallel()
 	// Bounded before the test binary's -timeout (10 minutes by default),
 	// so that the cleanup (replicas killed, cluster stopped) gets to run.
-	// A safety net, not a verdict: the run takes about a minute, and a
-	// fixed 110 s was spent on a machine loaded by other work (setup
-	// alone took 38 s there).
+	// A safety net, not a verdict: the run takes about a minute on a quiet
+	// machine and much longer on a loaded one (docs/performance.md,
+	// "Timeouts in tests").
 	deadline := time.Now().Add(5 * time.Minute)
 	if d, ok := t.Deadline(); ok {
 		deadline = d.Add(-30 * time.Second)

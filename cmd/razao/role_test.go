@@ -63,8 +63,9 @@ func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
 // Every table the migrations create is one the service role has some
 // right on, given by docs/razao-role.sql: a table added without its grant
 // leaves the service failing with "permission denied" where it is used
-// (inbox_bodies, refund_aliases and the reconciliation tables were so:
-// every callback of several events, and every reconciliation run).
+// (without inbox_bodies', every callback of several events; without
+// refund_aliases' or the reconciliation tables', every reconciliation
+// run).
 func TestRoleDocumentGrantsEveryTable(t *testing.T) {
 	t.Parallel()
 	owner, ownerURL := pgtest.NewWithURL(t)

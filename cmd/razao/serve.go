@@ -80,11 +80,9 @@ func newLogger(w io.Writer) *slog.Logger {
 
 // tuneGC collects garbage less often than Go's default, unless GOGC says
 // otherwise: the service's live heap is small (every input is bounded)
-// and it allocates per request, so at GOGC=100 the collector took a tenth
-// of its CPU. Measured, alternating runs of 6,000 deliveries at 8
-// clients: razao used 0.53–0.57 cores at GOGC=400 against 0.59–0.64, for
-// 1,452–1,593 confirmed/s against 1,372–1,577 (within the machine's noise;
-// the CPU it frees goes to PostgreSQL). Under a cgroup memory limit, and
+// and it allocates per request, so at the default the collector takes a
+// visible share of its CPU, which PostgreSQL on the same machine can use
+// (docs/performance.md, "GOGC"). Under a cgroup memory limit, and
 // unless GOMEMLIMIT says otherwise, the heap is held to three quarters of
 // it: near that, the collector runs as often as it must.
 func tuneGC(getenv func(string) string) {
@@ -134,9 +132,9 @@ type server struct {
 	reload   <-chan os.Signal // SIGHUP: certs reloads
 }
 
-// batchLoops is how many group commits the inbox runs at once. Measured
-// over HTTP on 2 cores, 8 clients, alternating runs of 6,000 deliveries:
-// 2 loops 1,377–1,499 confirmed/s; 3 loops 1,196–1,323/s.
+// batchLoops is how many group commits the inbox runs at once: one
+// batch gathers while the other commits, and on two cores more loops did
+// worse, not better (docs/performance.md, "Group-commit loops").
 const batchLoops = 2
 
 func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (*server, error) {

@@ -54,10 +54,10 @@ func readUntilClosed(t *testing.T, c net.Conn, deadline time.Time) []byte {
 }
 
 // A webhook body trickled one byte every half second is cut by the server
-// itself: the large-body gate used to lift the read deadline once it gave
-// the body up, and net/http then read the rest of it (up to 256 KiB) with
-// no deadline at all, so one unsigned client held a connection for as
-// long as it kept trickling. Whatever answer comes before the close is a
+// itself: the large-body gate keeps the read deadline after it gives the
+// body up: without it net/http would read the rest (up to 256 KiB) with
+// no deadline at all, so one unsigned client could hold a connection for
+// as long as it kept trickling. Whatever answer comes before the close is a
 // refusal that says the connection closes.
 func TestSlowWebhookBodyIsCutByTheServer(t *testing.T) {
 	t.Parallel()

@@ -4,25 +4,26 @@
 -- ledger_refuse_closed_month has refused any level but READ COMMITTED and
 -- taken the close lock.
 --
--- * No new set is in a closed month (sql/0034, which moved the check out
---   of the per-row trigger: a worker writes a batch of sets in one
---   statement, and the row trigger was a good part of what writing them
---   cost). closed_periods is read after the close lock was taken, in a
+-- * No new set is in a closed month (sql/0034), checked once per statement,
+--   not per row: a worker writes a batch of sets in one statement, and a
+--   per-row trigger would be a good part of what writing them costs
+--   (docs/performance.md, "Ledger guards once per statement").
+--   closed_periods is read after the close lock was taken, in a
 --   snapshot of this statement's own, so every close that can commit
 --   before this transaction has.
 -- * Every month up to the last closed one is closed (sql/0035). A close
 --   takes only the month after the last closed one, but the first close
---   may be of any month that has ended; when only the closed months
---   themselves were refused, a month before the first close stayed open
+--   may be of any month that has ended; were only the closed months
+--   themselves refused, a month before the first close would stay open
 --   for ever, and a set dated in it, written after a later month closed,
---   changed that closed month's opening balances and every month's after
---   it. A new set's month must be after the last closed month, which is
---   where razao books a late event already; a month before the first
+--   would change that closed month's opening balances and every month's
+--   after it. A new set's month must be after the last closed month,
+--   which is where razao books a late event already; a month before the first
 --   close that was never closed keeps the sets it had and gets no more.
 -- * Each new set carries its writer's xid (sql/0012: verify judges commit
 --   order by created_xid). created_xid defaults to pg_current_xact_id();
---   an INSERT that states another is refused (sql/0034), where the row
---   trigger used to overwrite it.
+--   an INSERT that states another is refused (sql/0034), not overwritten:
+--   a statement trigger checks the new rows, it cannot change them.
 --
 -- A logical replication apply worker fires row triggers only: on a
 -- subscriber neither check runs (sql/0034). razao's ledger is written by

@@ -7,24 +7,22 @@
 -- * The set's amount is the sum of its debits in its currency (sql/0009),
 --   so the refund cap (ledger_check_refunds_within_sale), which compares
 --   set amounts, compares money the postings actually move.
--- * No session state (sql/0012). sql/0009 raised a transaction-local flag
---   here, razao.balance_checked, that the sealed-set trigger read so no
---   leg could join a set after its check; any client can clear a custom
---   setting with set_config. ledger_refuse_sealed_set now has a set's
---   postings all written by one statement, so this check, at COMMIT or
---   earlier under SET CONSTRAINTS ... IMMEDIATE, sees every leg the set
---   will ever have.
--- * The refund cap, here since sql/0001, moved to
---   ledger_check_refunds_within_sale (sql/0012), which must run as the
---   owner.
+-- * No session state (sql/0012): any client can clear a custom setting
+--   with set_config, so no flag (such as sql/0009's razao.balance_checked)
+--   tells the sealed-set trigger that this check ran.
+--   ledger_refuse_sealed_set has a set's postings all written by one
+--   statement instead, so this check, at COMMIT or earlier under SET
+--   CONSTRAINTS ... IMMEDIATE, sees every leg the set will ever have.
+-- * The refund cap is not here but in ledger_check_refunds_within_sale
+--   (sql/0012), which must run as the owner.
 -- * Sums are numeric and every comparison is between one type (sql/0012):
 --   a comparison of a numeric sum with an integer literal has no exact
 --   match in pg_catalog, so an operator of exactly those types in a schema
 --   on the search path would win over pg_catalog's, which needs a cast.
 -- * row_security = off (sql/0035): the owner could enable row-level
 --   security on postings with a policy that hides a leg from the writer,
---   and this check summed the legs it was shown (+100/-100/+13 passed as
---   balanced). A query a policy would filter now fails instead.
+--   and this check would sum the legs it is shown (+100/-100/+13 would
+--   pass as balanced). A query a policy would filter fails instead.
 --
 -- search_path and row_security as every function here (README.md).
 CREATE OR REPLACE FUNCTION ledger_check_posting_set()

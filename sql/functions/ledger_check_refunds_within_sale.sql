@@ -3,10 +3,10 @@
 -- posting_sets, DEFERRABLE INITIALLY DEFERRED, each row, WHEN (NEW.kind =
 -- 'refund'), enabled ALWAYS).
 --
--- The cap was part of the balance check from sql/0001, serialised by an
--- advisory lock per charge; any role that can connect may take, and hold,
--- an advisory lock. Since sql/0012 concurrent refunds of one charge are
--- serialised by a row lock on the charge's sale set. Locking a row needs
+-- Concurrent refunds of one charge are serialised by a row lock on the
+-- charge's sale set (sql/0012), not by an advisory lock per charge (as in
+-- sql/0001's balance check): any role that can connect may take, and
+-- hold, an advisory lock. Locking a row needs
 -- UPDATE rights, which the service role has on no ledger table, so the
 -- function runs as its owner (SECURITY DEFINER, with the pinned
 -- search_path), and no other role can take that lock at all. NO KEY

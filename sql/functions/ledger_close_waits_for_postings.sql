@@ -8,8 +8,8 @@
 --   ROW EXCLUSIVE mode (ledger_refuse_closed_month; needs INSERT): postings
 --   in flight do not wait for one another, a close waits for all of them,
 --   and new ones wait for the close. Only the owner and the service role
---   have those rights. It replaced the advisory lock of sql/0007, which
---   any role that can connect could take and hold to freeze every write.
+--   have those rights. An advisory lock (sql/0007's) would let any role
+--   that can connect take and hold it to freeze every write.
 -- * READ COMMITTED only: at REPEATABLE READ or SERIALIZABLE the check,
 --   run after waiting for the lock, would read closed_periods from the
 --   transaction's first snapshot, from before the closes it waited for.
@@ -19,10 +19,10 @@
 --   month for the first close). That is the barrier, whoever writes. The
 --   rest of the month-close rule (once ended in the ledger's zone, never
 --   before go-live, the first close at the first month with activity) is
---   periods.CheckCloseTime and CheckCloseOrder, pure functions of values;
---   before this file was its only definition, it also refused a month not
---   yet ended at UTC+14, a second idea of "ended" with its own clock.
---   `razao verify` still names a closed month that has not ended.
+--   periods.CheckCloseTime and CheckCloseOrder, pure functions of values
+--   and razao's one clock: a check here would be a second idea of "ended"
+--   with a clock of its own. `razao verify` names a closed month that has
+--   not ended.
 -- * closed_xid and closed_at are the closing transaction's own, whatever
 --   the INSERT says: verify judges commit order by closed_xid (sql/0011
 --   added the column, sql/0012 stamps it).

@@ -12,15 +12,15 @@
 -- * The close lock, taken shared: month_close_lock in ROW EXCLUSIVE mode,
 --   which ledger_close_waits_for_postings takes in EXCLUSIVE mode, so a
 --   close waits for the sets in flight and new sets wait for the close.
---   sql/0001 had the close lock posting_sets (which needs rights the
---   service role does not have); sql/0007 took an advisory lock instead,
---   which any role could take and hold; sql/0012 made it a table, which
---   needs INSERT on it: only the owner and the service role have it.
+--   A table of its own (sql/0012), because locking it needs INSERT on it,
+--   which only the owner and the service role have: not posting_sets
+--   (sql/0001), whose lock needs rights the service role does not have,
+--   nor an advisory lock (sql/0007), which any role could take and hold.
 --   razao's own posting transaction has taken it already, before it dated
 --   its sets (ledger_last_closed_month); here it is taken again for any
 --   other writer, at no cost to razao's.
 -- * Once per statement, not per row (sql/0034): a worker writes a batch
---   of sets in one statement; the month check and created_xid's moved to
+--   of sets in one statement; the month check and created_xid's run at
 --   the statement's end (ledger_check_new_sets).
 --
 -- search_path and row_security as every function here (README.md).

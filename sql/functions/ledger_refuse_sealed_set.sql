@@ -4,31 +4,32 @@
 --
 -- * A set, once written, is sealed (sql/0001): postings join only a set
 --   of their own transaction, so the balance check at its commit stays
---   true. Since sql/0012 a set's postings are all written by one
---   statement, the one after which this trigger finds every posting of
---   the set among the statement's new rows; a later statement adding legs
+--   true. A set's postings are all written by one statement (sql/0012),
+--   the one after which this trigger finds every posting of the set
+--   among the statement's new rows; a later statement adding legs
 --   to a set, committed or not, is refused. The balance check
 --   (ledger_check_posting_set), at COMMIT or earlier under SET CONSTRAINTS
 --   ... IMMEDIATE, therefore sees every leg the set will ever have, with
 --   no flag to remember that it ran (sql/0009's razao.balance_checked,
---   which any client could clear).
--- * It does what the two foreign keys on postings did, which sql/0034
---   dropped (their per-row lookups were most of what writing postings
---   cost): every new posting is on an existing account of its currency
+--   which any client can clear).
+-- * It does the work of two foreign keys on postings, which sql/0034
+--   dropped (their per-row lookups would be most of what writing postings
+--   costs: docs/performance.md, "Ledger guards once per statement"):
+--   every new posting is on an existing account of its currency
 --   (fk_postings_account_currency, checked first), in an existing set of
 --   its own competence month (fk_postings_set_month). The errors keep the
 --   keys' names and SQLSTATE. Neither lookup locks: an account or a set
 --   can never be updated or deleted, by any role (ledger_refuse_change),
 --   and these triggers fire ALWAYS, under session_replication_role =
 --   replica too, where a foreign key's do not. The lookups read ONLY the
---   tables, as the keys did: a row of a table inheriting from accounts or
---   posting_sets (which no trigger guards) is no account and no set.
+--   tables, as a foreign key does: a row of a table inheriting from
+--   accounts or posting_sets (which no trigger guards) is no account and
+--   no set.
 -- * Each set is read once and each (account, currency) once per
---   statement, not once per posting (sql/0010 looked each set up by its
---   key, where a join planned for a transition table of unknown size had
---   scanned all of posting_sets; sql/0036 made the lookups per set and
---   per account). When a statement breaks both the month and the sealing
---   rule, the month's error is the one raised.
+--   statement, not once per posting (sql/0036), each set by its key
+--   (sql/0010): a join planned for a transition table of unknown size
+--   would scan all of posting_sets. When a statement breaks both the
+--   month and the sealing rule, the month's error is the one raised.
 -- * Every comparison is between one type, and every function and
 --   aggregate an exact match in pg_catalog (see ledger_check_posting_set
 --   on operators).

@@ -1,11 +1,11 @@
 -- The month sums are written by this function alone, as the owner, from
 -- the postings (sql/0041); the service role may only read them and call
 -- it. month_sums and month_sum_lines (sql/0021) are every report's reading
--- of an open month's postings, and the service role could write them: a
--- forged line or snapshot was read by every report until the next refresh
--- (a snapshot from "the future" hid every later set of its month, see
--- TestForgedMonthSumsCannotRepeatAPayout). A function that stored sums
--- handed to it would forge as well, so it computes them itself: the
+-- of an open month's postings; could the service role write them, a
+-- forged line or snapshot would be read by every report until the next
+-- refresh (a snapshot from "the future" would hide every later set of its
+-- month, see TestForgedMonthSumsCannotRepeatAPayout). A function that
+-- stored sums handed to it would forge as well, so it computes them itself: the
 -- stored lines plus the sets their snapshot did not see, or, without
 -- stored lines of this cluster, every set of the month; the same reading
 -- as the reports' (reports/monthsums.go, monthSumsSQL).

@@ -1,8 +1,9 @@
 -- A statement's reconciliation lines name an existing run, checked once
--- per statement instead of by a foreign key, whose trigger looked the run
--- up once per line, a large part of writing a big statement (sql/0029):
+-- per statement instead of by a foreign key, whose trigger would look the
+-- run up once per line, a large part of writing a big statement (sql/0029;
+-- docs/performance.md, "Reconciliation load"):
 -- trg_reconciliation_lines_check_runs (AFTER INSERT, REFERENCING NEW
--- TABLE AS new_lines, FOR EACH STATEMENT). It does what the key did,
+-- TABLE AS new_lines, FOR EACH STATEMENT). It does what a foreign key does,
 -- set-based: it locks the runs the new lines name as the key does (FOR KEY
 -- SHARE: no run is deleted under lines being written) and refuses lines
 -- of a run that does not exist. A line's run never changes

@@ -1,5 +1,5 @@
--- Deleting a reconciliation run deletes its lines, as the foreign key's
--- ON DELETE CASCADE did (sql/0029, with reconciliation_lines_check_runs):
+-- Deleting a reconciliation run deletes its lines, as a foreign key's
+-- ON DELETE CASCADE would (sql/0029, with reconciliation_lines_check_runs):
 -- trg_reconciliation_runs_delete_lines (AFTER DELETE, REFERENCING OLD
 -- TABLE AS old_runs, FOR EACH STATEMENT).
 --

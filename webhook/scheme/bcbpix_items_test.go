@@ -30,8 +30,8 @@ const pixItemsCallback = `{"pix":[
 ]}`
 
 // TestBCBPixJudgesEachDevolucaoOnItsOwn: a DEVOLVIDO without liquidacao
-// and a status razao does not know no longer refuse the callback: the
-// credits and the good refund are events as before, keyed as before, and
+// and a status razao does not know do not refuse the callback: the
+// credits and the good refund are events, keyed as any, and
 // the two others are unbookable under the keys they would have had, with
 // what the PSP said (ids, amount) and why.
 func TestBCBPixJudgesEachDevolucaoOnItsOwn(t *testing.T) {
