@@ -202,10 +202,10 @@ func TestMonthSumsCheckedAndRefreshedConcurrently(t *testing.T) {
 	}
 }
 
-// A role that can merely connect cannot stop the refresh: holding the
-// advisory lock the refresh once took for a month left that month
-// without sums for as long as it was held. The refresh now takes the
-// month's row, which only a role that may write month_sums can lock.
+// A role that can merely connect cannot stop the refresh: the refresh
+// takes the month's row, which only a role that may write month_sums can
+// lock (an advisory lock could be held by anyone, leaving the month
+// without sums).
 func TestMonthSumsRefreshCannotBeHeldByAnotherRole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

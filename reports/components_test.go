@@ -40,7 +40,7 @@ func postPixParts(t *testing.T, l *postings.Ledger) {
 }
 
 // The income statement shows a Pix's interest, fines, rebates and
-// discounts as lines of their own (they were lumped into "other"), the
+// discounts as lines of their own, not in "other", the
 // sales as the originals only (cash handed over the counter is never
 // revenue), and the trial balance the till; the same once the month is
 // closed and read from its snapshot, which verify finds equal to the

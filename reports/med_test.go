@@ -38,8 +38,8 @@ func hasCSVLine(csv, line string) bool {
 }
 
 // A return made under the MED is not the merchant's own refund: the income
-// statement shows it as a line of its own (it was lumped into "other"),
-// neither in refunds nor in other, and the net income is what it was; the
+// statement shows it as a line of its own, neither in refunds nor in
+// other, and the net income is what it was; the
 // same once the month is closed and read from its snapshot, which
 // CheckSnapshots finds equal to the postings.
 func TestIncomeStatementShowsMEDReturnsAsALineOfTheirOwn(t *testing.T) {
