@@ -18,6 +18,7 @@ import (
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/contract"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -53,7 +54,7 @@ func newAPIWith(t *testing.T, o apiOptions) (http.Handler, string, *sqlx.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	// No path cleaning: a path with .. is not redirected anywhere; it
 	// simply matches no route.
 	r := mux.NewRouter().SkipClean(true)
@@ -201,7 +202,7 @@ func TestEveryRouteDemandsTokenAndScope(t *testing.T) {
 func TestPayoutNeedsKeyIsIdempotentAndRefusesOverPayout(t *testing.T) {
 	t.Parallel()
 	h, token, db := newAPI(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	at := time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC)
 	for _, s := range []func() (postings.Set, error){
 		func() (postings.Set, error) { return postings.Sale("c1", "BRL", 4990, 0, at) },
@@ -243,7 +244,7 @@ func TestPayoutNeedsKeyIsIdempotentAndRefusesOverPayout(t *testing.T) {
 func TestReportsAndStreamedExportOverHTTP(t *testing.T) {
 	t.Parallel()
 	h, token, db := newAPI(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	sale, _ := postings.Sale("c1", "BRL", 4990, 0, time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC))
 	if _, err := postings.New(db, cal).Post(context.Background(), sale); err != nil {
 		t.Fatal(err)

@@ -10,17 +10,16 @@ import (
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
-	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
 
 // month parses the {month} path variable or ?month= query.
-func month(r *http.Request, name string) (postings.Month, error) {
+func month(r *http.Request, name string) (periods.Month, error) {
 	v := mux.Vars(r)[name]
 	if v == "" {
 		v = r.URL.Query().Get(name)
 	}
-	return postings.ParseMonth(v)
+	return periods.ParseMonth(v)
 }
 
 func limit(r *http.Request) int {

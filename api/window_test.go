@@ -8,6 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -33,7 +34,7 @@ func TestPeriodsStayBoundedOnALedgerWithOldSets(t *testing.T) {
 	insertLegacySet(t, db, "legacy-0001", "0001-01-01")
 	insertLegacySet(t, db, "legacy-1899", "1899-12-31")
 	insertLegacySet(t, db, "legacy-9999", "9999-12-31")
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	sale, _ := postings.Sale("c1", "BRL", 4990, 0, time.Date(2026, 7, 10, 12, 0, 0, 0, time.UTC))
 	if _, err := postings.New(db, cal).Post(context.Background(), sale); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -22,7 +23,7 @@ func TestChargesAboveTheLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, err := periods.NewCalendar(periods.DefaultTimeZone)
 	if err != nil {
 		t.Fatal(err)
 	}

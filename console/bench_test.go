@@ -11,6 +11,7 @@ import (
 
 	"github.com/razao/razao/internal/benchledger"
 	"github.com/razao/razao/monthsums"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -30,10 +31,10 @@ const benchPartners = 500
 const benchDelta = 1000
 
 var (
-	benchFirstMonth = postings.Month{Year: 2024, Month: time.January}
-	benchLastClosed = postings.Month{Year: 2025, Month: time.September}
-	benchLastMonth  = postings.Month{Year: 2025, Month: time.December}
-	benchSmallMonth = postings.Month{Year: 2024, Month: time.February}
+	benchFirstMonth = periods.Month{Year: 2024, Month: time.January}
+	benchLastClosed = periods.Month{Year: 2025, Month: time.September}
+	benchLastMonth  = periods.Month{Year: 2025, Month: time.December}
+	benchSmallMonth = periods.Month{Year: 2024, Month: time.February}
 )
 
 func BenchmarkPages(b *testing.B) {

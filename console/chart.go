@@ -13,7 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/razao/razao/monthsums"
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
 )
 
@@ -25,8 +25,8 @@ const chartMonths = 12
 const svgPolicy = "default-src 'none'; style-src 'unsafe-inline'; font-src data:; frame-ancestors 'self'"
 
 // months returns the chartMonths months ending at to, oldest first.
-func months(to postings.Month) []postings.Month {
-	out := make([]postings.Month, chartMonths)
+func months(to periods.Month) []periods.Month {
+	out := make([]periods.Month, chartMonths)
 	m := to
 	for i := chartMonths - 1; i >= 0; i-- {
 		out[i] = m
@@ -38,7 +38,7 @@ func months(to postings.Month) []postings.Month {
 // trend is the year of income statements to the request's ?to=, read by
 // reports.IncomeStatement as GET /v1/reports/income-statement/{month}
 // reads each.
-func (c *Console) trend(r *http.Request) (postings.Month, []reports.Income, error) {
+func (c *Console) trend(r *http.Request) (periods.Month, []reports.Income, error) {
 	to, err := monthParam(r, "to", c.currentMonth())
 	if err != nil {
 		return to, nil, err
@@ -55,7 +55,7 @@ func (c *Console) trend(r *http.Request) (postings.Month, []reports.Income, erro
 }
 
 type chartPage struct {
-	To, Prev, Next postings.Month
+	To, Prev, Next periods.Month
 	Months         []reports.Income
 	Image          string
 }
@@ -101,7 +101,7 @@ func (c *Console) chartSVG(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeSVG renders lines over ms as an SVG chart with gonum/plot.
-func (c *Console) writeSVG(w http.ResponseWriter, r *http.Request, title string, ms []postings.Month, lines []series) {
+func (c *Console) writeSVG(w http.ResponseWriter, r *http.Request, title string, ms []periods.Month, lines []series) {
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = "R$"
@@ -166,13 +166,13 @@ func (reaisTicks) Ticks(lo, hi float64) []plot.Tick {
 // accountPage is an account's monthly series.
 type accountPage struct {
 	Series         reports.Series
-	To, Prev, Next postings.Month
+	To, Prev, Next periods.Month
 	Image          string
 }
 
 // accountSeries reads the chartMonths months to to of the account in the
 // path, as GET /v1/accounts/{code}/series does.
-func (c *Console) accountSeries(r *http.Request) (reports.Series, postings.Month, error) {
+func (c *Console) accountSeries(r *http.Request) (reports.Series, periods.Month, error) {
 	to, err := monthParam(r, "to", c.currentMonth())
 	if err != nil {
 		return reports.Series{}, to, err

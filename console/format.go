@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 )
 
 // brl formats centavos as Brazilians write money: R$ 1.234,56, a minus
@@ -80,14 +80,14 @@ func monthOptions() []monthOption {
 }
 
 // monthLabel writes a month as ago/2026.
-func monthLabel(m postings.Month) string {
+func monthLabel(m periods.Month) string {
 	return monthNames[m.Month-1] + "/" + strconv.Itoa(m.Year)
 }
 
 // monthText is monthLabel of a "YYYY-MM" string, or the string itself
 // when it is not one (never expected: the reports produce them).
 func monthText(s string) string {
-	m, err := postings.ParseMonth(s)
+	m, err := periods.ParseMonth(s)
 	if err != nil {
 		return s
 	}

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 )
 
 func TestBRL(t *testing.T) {
@@ -33,5 +33,5 @@ func TestMonthLabel(t *testing.T) {
 	if got := count(1234567); got != "1.234.567" {
 		t.Errorf("count = %q", got)
 	}
-	_ = postings.Month{}
+	_ = periods.Month{}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -72,7 +73,7 @@ func newFixture(t *testing.T) *fixture {
 func newBareFixture(t testing.TB) *fixture {
 	t.Helper()
 	db, dbURL := pgtest.NewWithURL(t)
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, err := periods.NewCalendar(periods.DefaultTimeZone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,6 +348,6 @@ func wantFigures(t *testing.T, page, attr, value, what string, want map[string]i
 }
 
 var (
-	aug2026 = postings.Month{Year: 2026, Month: time.August}
-	sep2026 = postings.Month{Year: 2026, Month: time.September}
+	aug2026 = periods.Month{Year: 2026, Month: time.August}
+	sep2026 = periods.Month{Year: 2026, Month: time.September}
 )

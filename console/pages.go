@@ -18,7 +18,6 @@ import (
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
-	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
 
@@ -66,13 +65,13 @@ func (c *Console) failWith(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // currentMonth is the competence month of now.
-func (c *Console) currentMonth() postings.Month {
+func (c *Console) currentMonth() periods.Month {
 	return c.Ledger.Calendar().Month(c.Now())
 }
 
 // monthParam reads a month from the path or query variable name; absent,
 // def.
-func monthParam(r *http.Request, name string, def postings.Month) (postings.Month, error) {
+func monthParam(r *http.Request, name string, def periods.Month) (periods.Month, error) {
 	v := mux.Vars(r)[name]
 	if v == "" {
 		v = r.URL.Query().Get(name)
@@ -80,7 +79,7 @@ func monthParam(r *http.Request, name string, def postings.Month) (postings.Mont
 	if v == "" {
 		return def, nil
 	}
-	return postings.ParseMonth(v)
+	return periods.ParseMonth(v)
 }
 
 func (c *Console) home(w http.ResponseWriter, r *http.Request) {
@@ -103,11 +102,11 @@ func (c *Console) pickMonth(w http.ResponseWriter, r *http.Request) {
 
 // pickedMonth is the month of the picker's year (2026) and month (08)
 // fields, or ErrInvalidMonth.
-func pickedMonth(year, month string) (postings.Month, error) {
+func pickedMonth(year, month string) (periods.Month, error) {
 	if len(year) != 4 || len(month) != 2 {
-		return postings.Month{}, fmt.Errorf("%w: year %q, month %q", reports.ErrInvalidMonth, year, month)
+		return periods.Month{}, fmt.Errorf("%w: year %q, month %q", reports.ErrInvalidMonth, year, month)
 	}
-	return postings.ParseMonth(year + "-" + month)
+	return periods.ParseMonth(year + "-" + month)
 }
 
 // loginForm shows the sign-in form with a fresh double-submit value.
@@ -225,7 +224,7 @@ var exportKinds = []struct {
 	{reports.ExportIncomeStatement, "DRE"},
 }
 
-func exportLinks(m postings.Month) []exportLink {
+func exportLinks(m periods.Month) []exportLink {
 	var out []exportLink
 	for _, k := range exportKinds {
 		for _, d := range []struct{ name, label string }{{"br", "Excel BR (;)"}, {"rfc4180", "RFC 4180 (,)"}} {
@@ -238,7 +237,7 @@ func exportLinks(m postings.Month) []exportLink {
 
 // monthPage is the month's books.
 type monthPage struct {
-	Month, Prev, Next postings.Month
+	Month, Prev, Next periods.Month
 	TB                reports.TrialBalanceReport
 	Tree              []*tbNode
 	Income            reports.Income
@@ -248,7 +247,7 @@ type monthPage struct {
 // books reads the month of the request's {month}: its trial balance and
 // income statement, as GET /v1/reports/trial-balance/{month} and
 // /v1/reports/income-statement/{month} read them.
-func (c *Console) books(r *http.Request) (postings.Month, reports.TrialBalanceReport, reports.Income, error) {
+func (c *Console) books(r *http.Request) (periods.Month, reports.TrialBalanceReport, reports.Income, error) {
 	m, err := monthParam(r, "month", c.currentMonth())
 	if err != nil {
 		return m, reports.TrialBalanceReport{}, reports.Income{}, err

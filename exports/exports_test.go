@@ -30,8 +30,8 @@ var saoPaulo, _ = time.LoadLocation("America/Sao_Paulo")
 func seeded(t *testing.T) *sqlx.DB {
 	t.Helper()
 	db := seededOpen(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	if err := periods.Close(context.Background(), db, cal, postings.Month{Year: 2026, Month: 8}, afterSlot, "", monthsums.Closing); err != nil {
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
+	if err := periods.Close(context.Background(), db, cal, periods.Month{Year: 2026, Month: 8}, afterSlot, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -41,7 +41,7 @@ func seeded(t *testing.T) *sqlx.DB {
 func seededOpen(t *testing.T) *sqlx.DB {
 	t.Helper()
 	db := pgtest.New(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	l := postings.New(db, cal)
 	at := time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC)
 	sale, _ := postings.Sale("c1", "BRL", 4990, 75, at)
@@ -286,8 +286,8 @@ func TestExportWaitsForTheMonthToClose(t *testing.T) {
 	if waiting != 4 {
 		t.Fatalf("%d runs waiting, want 4", waiting)
 	}
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	if err := periods.Close(context.Background(), db, cal, postings.Month{Year: 2026, Month: 8}, afterSlot, "", monthsums.Closing); err != nil {
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
+	if err := periods.Close(context.Background(), db, cal, periods.Month{Year: 2026, Month: 8}, afterSlot, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	if err := newScheduler(t, db, dir, afterSlot.Add(time.Minute)).RunDue(context.Background()); err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
-	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
 
@@ -163,7 +162,7 @@ func (s *Scheduler) retryFailed(ctx context.Context) error {
 
 // runOne claims and runs one export of a slot.
 func (s *Scheduler) runOne(ctx context.Context, slot time.Time, kind reports.ExportKind, d reports.Dialect) error {
-	month := postings.MonthOf(slot.In(s.cfg.Location)).Prev()
+	month := periods.MonthOf(slot.In(s.cfg.Location)).Prev()
 	id, ok, err := s.claim(ctx, slot, kind, d, month)
 	if err != nil || !ok {
 		return err
@@ -205,7 +204,7 @@ func (s *Scheduler) runOne(ctx context.Context, slot time.Time, kind reports.Exp
 // claim makes this replica the runner of (slot, kind, dialect): by
 // inserting its row first, or by taking over a failed run with attempts
 // left or a running one whose lease expired.
-func (s *Scheduler) claim(ctx context.Context, slot time.Time, kind reports.ExportKind, d reports.Dialect, m postings.Month) (int64, bool, error) {
+func (s *Scheduler) claim(ctx context.Context, slot time.Time, kind reports.ExportKind, d reports.Dialect, m periods.Month) (int64, bool, error) {
 	lease := s.cfg.Lease.Milliseconds()
 	var id int64
 	err := s.db.GetContext(ctx, &id, `INSERT INTO export_runs (slot, kind, dialect, month, claimed_by, lease_until)
@@ -234,6 +233,6 @@ func (s *Scheduler) claim(ctx context.Context, slot time.Time, kind reports.Expo
 
 // writeCSV writes the export; WriteCSV reads the month in a read-only
 // snapshot of its own, so the file is consistent with itself.
-func (s *Scheduler) writeCSV(ctx context.Context, w io.Writer, kind reports.ExportKind, m postings.Month, d reports.Dialect) (int64, error) {
+func (s *Scheduler) writeCSV(ctx context.Context, w io.Writer, kind reports.ExportKind, m periods.Month, d reports.Dialect) (int64, error) {
 	return reports.WriteCSV(ctx, s.db, monthsums.Books{}, w, kind, m, d)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook/scheme"
 )
@@ -113,13 +114,13 @@ func checkSetKeys(ev scheme.Event) error {
 }
 
 // checkTimes refuses events dated outside the ledger's window (before its
-// go-live date, past our clock plus postings.MaxAhead — the scheme's 300 s
+// go-live date, past our clock plus periods.MaxAhead — the scheme's 300 s
 // tolerance plus 5 minutes — or at a UTC offset no zone has), so the
 // delivery is kept as malformed (400) at intake, for every scheme alike,
 // instead of being booked in a month nobody can close or failing in the
 // database ten times. The ledger refuses the same times again when it
 // books; the window is its calendar's.
-func checkTimes(evs []scheme.Event, cal postings.Calendar, now time.Time) error {
+func checkTimes(evs []scheme.Event, cal periods.Calendar, now time.Time) error {
 	for _, ev := range evs {
 		if ev.OccurredAt.IsZero() {
 			continue // the scheme carries no time: the delivery's receipt dates it

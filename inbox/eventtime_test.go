@@ -11,7 +11,6 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
-	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
 	"github.com/razao/razao/webhook/scheme"
 )
@@ -21,8 +20,8 @@ import (
 // by its own clock, a little ahead of ours, is never refused.
 func TestEventWindowIsTheSchemeToleranceAndFiveMinutes(t *testing.T) {
 	t.Parallel()
-	if postings.MaxAhead != scheme.TimestampTolerance+5*time.Minute {
-		t.Fatalf("postings.MaxAhead = %v, want the schemes' %v plus 5 minutes", postings.MaxAhead, scheme.TimestampTolerance)
+	if periods.MaxAhead != scheme.TimestampTolerance+5*time.Minute {
+		t.Fatalf("periods.MaxAhead = %v, want the schemes' %v plus 5 minutes", periods.MaxAhead, scheme.TimestampTolerance)
 	}
 }
 
@@ -154,8 +153,8 @@ func TestDeliveriesOutsideTheEventWindowAreMalformedAndKept(t *testing.T) {
 	}
 
 	// Every month from go-live's to the clock's can be closed in turn.
-	last := postings.Month{Year: 2026, Month: time.September}
-	for m := (postings.Month{Year: 2020, Month: time.November}); !last.Before(m); m = m.Next() {
+	last := periods.Month{Year: 2026, Month: time.September}
+	for m := (periods.Month{Year: 2020, Month: time.November}); !last.Before(m); m = m.Next() {
 		if err := periods.Close(ctx, e.DB, e.Applier.Ledger.Calendar(), m, clock.AddDate(0, 1, 0), "", monthsums.Closing); err != nil {
 			t.Fatalf("close %s after deliveries outside the window: %v", m, err)
 		}

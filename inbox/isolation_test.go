@@ -47,8 +47,8 @@ func TestDeliveryWaitingThroughACloseUnderSerializableDefaultLandsInTheOpenMonth
 	}()
 	e.WaitSnoozed(1)
 
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
-	month := postings.MonthOf(cal.Date(clock))
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
+	month := periods.MonthOf(cal.Date(clock))
 	if err := periods.Close(context.Background(), db, cal, month, clock.AddDate(0, 2, 0), "", monthsums.Closing); err != nil {
 		t.Fatalf("close %s while the delivery waits: %v", month, err)
 	}
@@ -69,7 +69,7 @@ func TestDeliveryWaitingThroughACloseUnderSerializableDefaultLandsInTheOpenMonth
 		t.Fatalf("%d posting sets, want the sale and its commission", len(sets))
 	}
 	for _, s := range sets {
-		if got := postings.MonthOf(s.Month); got != month.Next() {
+		if got := periods.MonthOf(s.Month); got != month.Next() {
 			t.Errorf("%s booked in %s, want %s, the first open month", s.Kind, got, month.Next())
 		}
 		if !s.Event.Equal(clock) {
@@ -84,9 +84,9 @@ func TestDeliveryWaitingThroughACloseUnderSerializableDefaultLandsInTheOpenMonth
 func TestDatabaseRefusesPostingSetsOutsideReadCommitted(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	l := postings.New(db, cal)
-	month := postings.MonthOf(cal.Date(clock))
+	month := periods.MonthOf(cal.Date(clock))
 	for _, level := range []string{"SERIALIZABLE", "REPEATABLE READ"} {
 		t.Run(level, func(t *testing.T) {
 			tx := db.MustBegin()

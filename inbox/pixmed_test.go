@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/razao/razao/monthsums"
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
 )
 
@@ -47,7 +47,7 @@ func TestPixMEDReturnIsBookedApartFromTheMerchantsRefund(t *testing.T) {
 	}
 
 	ctx := context.Background()
-	m := postings.Month{Year: 2026, Month: time.September}
+	m := periods.Month{Year: 2026, Month: time.September}
 	tb, err := reports.TrialBalance(ctx, e.DB, monthsums.Books{}, m)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/razao/razao/internal/pgarray"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/metrics"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook/scheme"
 )
@@ -190,7 +191,7 @@ func (p *Processor) repairGrant(ctx context.Context, raw json.RawMessage) error 
 	if missing, err := charges.GrantMissing(ctx, p.db, ev.ChargeID, ev.PSPRef); err != nil || !missing {
 		return err
 	}
-	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
+	tx, err := p.db.BeginTxx(ctx, periods.WriteTx())
 	if err != nil {
 		return fmt.Errorf("repair grant of %s: begin: %w", ev.ChargeID, err)
 	}
@@ -212,7 +213,7 @@ func (p *Processor) repairGrant(ctx context.Context, raw json.RawMessage) error 
 // expireParked makes every refund parked longer than limit a divergence:
 // its payment never came (or was itself a divergence), yet money left.
 func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error {
-	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
+	tx, err := p.db.BeginTxx(ctx, periods.WriteTx())
 	if err != nil {
 		return fmt.Errorf("expire parked refunds: %w", err)
 	}
@@ -285,7 +286,7 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	start := time.Now()
-	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
+	tx, err := p.db.BeginTxx(ctx, periods.WriteTx())
 	if err != nil {
 		return res, fmt.Errorf("process deliveries: begin: %w", err)
 	}
@@ -575,7 +576,7 @@ func (p *Processor) recordFailure(ctx context.Context, id int64, cause error) {
 }
 
 func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) error {
-	tx, err := p.db.BeginTxx(ctx, postings.WriteTx())
+	tx, err := p.db.BeginTxx(ctx, periods.WriteTx())
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/money"
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/webhook/scheme"
 )
 
@@ -22,7 +22,7 @@ import (
 // refused whole (checkTimes, checkAmounts). An amount over the limit is
 // kept in the divergence's detail only: no figure beyond the limit is
 // stored where sums are taken.
-func judgeEach(evs []scheme.Event, cal postings.Calendar, limit money.Limit, now time.Time) []scheme.Event {
+func judgeEach(evs []scheme.Event, cal periods.Calendar, limit money.Limit, now time.Time) []scheme.Event {
 	for i, ev := range evs {
 		one := []scheme.Event{ev}
 		err := checkTimes(one, cal, now)

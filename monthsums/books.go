@@ -9,7 +9,6 @@ import (
 
 	"github.com/razao/razao/internal/exact"
 	"github.com/razao/razao/periods"
-	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
 
@@ -26,7 +25,7 @@ var (
 )
 
 // Lines returns month m's trial balance lines.
-func (Books) Lines(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (reports.MonthLines, error) {
+func (Books) Lines(ctx context.Context, q sqlx.QueryerContext, m periods.Month) (reports.MonthLines, error) {
 	st, err := periods.SnapshotState(ctx, q, m)
 	if err != nil {
 		return reports.MonthLines{}, err
@@ -45,7 +44,7 @@ func (Books) Lines(ctx context.Context, q sqlx.QueryerContext, m postings.Month)
 }
 
 // Income returns month m's income statement figures.
-func (Books) Income(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (reports.MonthIncome, error) {
+func (Books) Income(ctx context.Context, q sqlx.QueryerContext, m periods.Month) (reports.MonthIncome, error) {
 	st, err := periods.SnapshotState(ctx, q, m)
 	if err != nil {
 		return reports.MonthIncome{}, err
@@ -67,12 +66,12 @@ func (Books) Income(ctx context.Context, q sqlx.QueryerContext, m postings.Month
 // a snapshot from it, the others and the months between the latest
 // snapshot before from and from (which make the opening) from their
 // month sums, so a long series costs the open months only.
-func (Books) Moves(ctx context.Context, q sqlx.QueryerContext, name string, ids []int64, from, to postings.Month) (reports.Moves, error) {
+func (Books) Moves(ctx context.Context, q sqlx.QueryerContext, name string, ids []int64, from, to periods.Month) (reports.Moves, error) {
 	rs, err := periods.SnapshotRange(ctx, q, from, to)
 	if err != nil {
 		return reports.Moves{}, fmt.Errorf("series %s: read periods: %w", name, err)
 	}
-	var snapped, live []postings.Month
+	var snapped, live []periods.Month
 	for m := from; !to.Before(m); m = m.Next() {
 		if rs.Snapshot[m.String()] {
 			snapped = append(snapped, m)
@@ -94,7 +93,7 @@ func (Books) Moves(ctx context.Context, q sqlx.QueryerContext, name string, ids 
 	}
 	var openingSum exact.Wide
 	type dc struct{ debits, credits exact.Wide }
-	liveMoves := map[postings.Month]*dc{}
+	liveMoves := map[periods.Month]*dc{}
 	for k, f := range flows {
 		if k.Month.Before(from) {
 			openingSum.AddWide(f.Net())
@@ -108,7 +107,7 @@ func (Books) Moves(ctx context.Context, q sqlx.QueryerContext, name string, ids 
 		mv.debits.AddWide(f.Debits)
 		mv.credits.AddWide(f.Credits)
 	}
-	moves := map[postings.Month][2]int64{}
+	moves := map[periods.Month][2]int64{}
 	var fits exact.Sums
 	for m, mv := range liveMoves {
 		moves[m] = [2]int64{fits.Fit(mv.debits, "debits of", name), fits.Fit(mv.credits, "credits of", name)}
@@ -203,7 +202,7 @@ func total(a, b exact.Sum, what, of string) (int64, error) {
 // Income, from the latest snapshot before it on), read from the postings
 // alone, not the month sums: a snapshot is sealed for good, and the month
 // sums are a cache the service role writes.
-func Closing(ctx context.Context, tx *sqlx.Tx, m postings.Month) (periods.Snapshot, error) {
+func Closing(ctx context.Context, tx *sqlx.Tx, m periods.Month) (periods.Snapshot, error) {
 	if err := m.Check(); err != nil {
 		return periods.Snapshot{}, err
 	}

@@ -20,7 +20,7 @@ import (
 // the snapshot of month base (the latest before m, NULL if none) and the
 // month sums of the months since, m included: the cost grows with the
 // sets since the month sums were refreshed, not with the ledger.
-func (r Reader) Lines(ctx context.Context, q sqlx.QueryerContext, m postings.Month, base sql.NullTime) ([]periods.Line, error) {
+func (r Reader) Lines(ctx context.Context, q sqlx.QueryerContext, m periods.Month, base sql.NullTime) ([]periods.Line, error) {
 	accts, err := periods.SnapshotOpenings(ctx, q, base)
 	if err != nil {
 		return nil, fmt.Errorf("trial balance %s: accounts: %w", m, err)
@@ -120,7 +120,7 @@ func lineOf(code string) int {
 // Income) from its month sums: the revenue accounts' by kind of set, with
 // the sets counted, and the other income and expense accounts' by account,
 // each filed in its line of periods.IncomeLines or in other.
-func (r Reader) Income(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (periods.Income, error) {
+func (r Reader) Income(ctx context.Context, q sqlx.QueryerContext, m periods.Month) (periods.Income, error) {
 	var accts []accounts.Account
 	err := sqlx.SelectContext(ctx, q, &accts, `SELECT a.id, a.code, a.type, a.normal_side, a.currency, a.parent_id
 		FROM accounts a JOIN accounts r ON r.code = $1 AND r.currency = a.currency
@@ -149,7 +149,7 @@ func (r Reader) Income(ctx context.Context, q sqlx.QueryerContext, m postings.Mo
 			}
 		}
 	}
-	flows, err := r.Flows(ctx, q, Query{Months: []postings.Month{m}, Accounts: ids, Revenue: revenue})
+	flows, err := r.Flows(ctx, q, Query{Months: []periods.Month{m}, Accounts: ids, Revenue: revenue})
 	if err != nil {
 		return periods.Income{}, fmt.Errorf("income statement %s: %w", m, err)
 	}

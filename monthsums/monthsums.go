@@ -26,7 +26,7 @@ import (
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/exact"
 	"github.com/razao/razao/internal/snapshot"
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 )
 
 // A month's sums are read from its stored sums (month_sums, the sets
@@ -100,7 +100,7 @@ FROM ms CROSS JOIN LATERAL (
 
 // Key names one figure of month sums.
 type Key struct {
-	Month   postings.Month
+	Month   periods.Month
 	Account int64
 	Kind    string
 }
@@ -123,7 +123,7 @@ func (f Flow) Net() exact.Wide {
 // Query says what Flows reads.
 type Query struct {
 	// Months to sum; nil: every month of the ledger.
-	Months []postings.Month
+	Months []periods.Month
 	// Accounts to sum; nil: all.
 	Accounts []int64
 	// Revenue, when not empty, adds the sums of these accounts together,
@@ -203,8 +203,8 @@ func (r Reader) Flows(ctx context.Context, q sqlx.QueryerContext, sq Query) (map
 
 // MonthsBetween returns the months after from (or from the ledger's first
 // month when from is NULL) and before to.
-func MonthsBetween(ctx context.Context, q sqlx.QueryerContext, from sql.NullTime, to postings.Month) ([]postings.Month, error) {
-	start := postings.Month{}
+func MonthsBetween(ctx context.Context, q sqlx.QueryerContext, from sql.NullTime, to periods.Month) ([]periods.Month, error) {
+	start := periods.Month{}
 	if from.Valid {
 		start = monthOf(from.Time).Next()
 	} else {
@@ -217,7 +217,7 @@ func MonthsBetween(ctx context.Context, q sqlx.QueryerContext, from sql.NullTime
 		}
 		start = monthOf(first.Time)
 	}
-	var out []postings.Month
+	var out []periods.Month
 	for m := start; m.Before(to); m = m.Next() {
 		out = append(out, m)
 	}
@@ -245,4 +245,4 @@ func read(ctx context.Context, q sqlx.QueryerContext, fn func(q sqlx.QueryerCont
 }
 
 // monthOf converts a date column to a Month.
-func monthOf(t time.Time) postings.Month { return postings.MonthOf(t.UTC()) }
+func monthOf(t time.Time) periods.Month { return periods.MonthOf(t.UTC()) }

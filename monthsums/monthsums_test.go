@@ -24,7 +24,7 @@ type books struct {
 	Cash, Revenue reports.Series
 }
 
-func readBooks(t *testing.T, q sqlx.QueryerContext, months ...postings.Month) []books {
+func readBooks(t *testing.T, q sqlx.QueryerContext, months ...periods.Month) []books {
 	t.Helper()
 	ctx := context.Background()
 	var out []books
@@ -50,7 +50,7 @@ func readBooks(t *testing.T, q sqlx.QueryerContext, months ...postings.Month) []
 
 // fromPostings is what the reports say with no month sums stored: read in
 // a transaction that deletes them, rolled back.
-func fromPostings(t *testing.T, db *sqlx.DB, months ...postings.Month) []books {
+func fromPostings(t *testing.T, db *sqlx.DB, months ...periods.Month) []books {
 	t.Helper()
 	tx, err := db.Beginx()
 	if err != nil {
@@ -86,7 +86,7 @@ func TestMonthSumsGiveThePostingsFigures(t *testing.T) {
 	l, db := ledgertest.New(t)
 	ledgertest.PostAugust(t, l)
 	ledgertest.PostSeptember(t, l)
-	months := []postings.Month{jul2026, aug2026, sep2026, oct2026}
+	months := []periods.Month{jul2026, aug2026, sep2026, oct2026}
 	want := fromPostings(t, db, months...)
 	if n := refresh(t, db); n != 2 {
 		t.Fatalf("refresh stored %d months, want August and September", n)
@@ -133,7 +133,7 @@ func TestMonthSumsCountASetCommittedAfterAHigherID(t *testing.T) {
 	refresh(t, db)
 	ctx := context.Background()
 
-	gate, err := db.BeginTxx(ctx, postings.WriteTx())
+	gate, err := db.BeginTxx(ctx, periods.WriteTx())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestMonthSumsRefreshCannotBeHeldByAnotherRole(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, url := pgtest.NewWithURL(t)
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, err := periods.NewCalendar(periods.DefaultTimeZone)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/internal/exact"
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 )
 
 // Refresh brings the stored sums of every month of the ledger up to date:
@@ -93,7 +93,7 @@ func Run(ctx context.Context, db *sqlx.DB, log *slog.Logger, interval time.Durat
 // that could hand it forged sums. REPEATABLE READ: the sums and
 // pg_current_snapshot() are of one snapshot (the function refuses any
 // other level).
-func refreshMonth(ctx context.Context, db *sqlx.DB, m postings.Month) (bool, error) {
+func refreshMonth(ctx context.Context, db *sqlx.DB, m periods.Month) (bool, error) {
 	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	if err != nil {
 		return false, fmt.Errorf("month sums %s: begin: %w", m, err)
@@ -135,12 +135,12 @@ func lostRace(err error) bool {
 }
 
 // Stored returns the months that have stored sums.
-func Stored(ctx context.Context, q sqlx.QueryerContext) ([]postings.Month, error) {
+func Stored(ctx context.Context, q sqlx.QueryerContext) ([]periods.Month, error) {
 	var months []time.Time
 	if err := sqlx.SelectContext(ctx, q, &months, `SELECT month FROM month_sums ORDER BY month`); err != nil {
 		return nil, fmt.Errorf("stored months: %w", err)
 	}
-	out := make([]postings.Month, len(months))
+	out := make([]periods.Month, len(months))
 	for i, m := range months {
 		out[i] = monthOf(m)
 	}

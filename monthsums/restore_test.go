@@ -32,7 +32,7 @@ import (
 func TestMonthSumsAfterALogicalRestore(t *testing.T) {
 	ctx := context.Background()
 	src, srcURL := pgtest.NewWithURL(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	ledgertest.PostAugust(t, postings.New(src, cal))
 	if _, err := monthsums.Refresh(ctx, src); err != nil {
 		t.Fatal(err)

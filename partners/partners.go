@@ -20,6 +20,7 @@ import (
 	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/monthsums"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -324,7 +325,7 @@ func Payout(ctx context.Context, db *sqlx.DB, l *postings.Ledger, req PayoutRequ
 	if err := req.Validate(); err != nil {
 		return Result{}, err
 	}
-	tx, err := db.BeginTxx(ctx, postings.WriteTx())
+	tx, err := db.BeginTxx(ctx, periods.WriteTx())
 	if err != nil {
 		return Result{}, fmt.Errorf("payout to %s: begin: %w", req.Partner, err)
 	}

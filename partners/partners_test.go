@@ -16,6 +16,7 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/partners"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -33,7 +34,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	db := pgtest.New(t)
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, err := periods.NewCalendar(periods.DefaultTimeZone)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ func TestCloseRules(t *testing.T) {
 	ctx := context.Background()
 	s, err := postings.Sale("ch-1", "BRL", 1000, 0, ledgertest.SaoPaulo(2026, 8, 3, 10, 0))
 	ledgertest.Post(t, l, s, err)
-	sep, _ := postings.ParseMonth("2026-09")
-	aug, _ := postings.ParseMonth("2026-08")
+	sep, _ := periods.ParseMonth("2026-09")
+	aug, _ := periods.ParseMonth("2026-08")
 	if err := periods.Close(ctx, db, l.Calendar(), sep, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), "", monthsums.Closing); err == nil {
 		t.Fatal("closed September while August is open")
 	}
@@ -51,7 +51,7 @@ func TestCloseWaitsForPostingInFlight(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- periods.Close(ctx, db, l.Calendar(), postings.Month{Year: 2026, Month: 8}, time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC), "", monthsums.Closing)
+		done <- periods.Close(ctx, db, l.Calendar(), periods.Month{Year: 2026, Month: 8}, time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC), "", monthsums.Closing)
 	}()
 	ledgertest.WaitForLockWaiters(t, db, 1)
 	if err := tx.Commit(); err != nil {
@@ -95,7 +95,7 @@ func TestCloseTxNeedsReadCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if err := periods.CloseTx(ctx, tx, l.Calendar(), postings.Month{Year: 2026, Month: time.August}, time.Date(2026, 10, 2, 12, 0, 0, 0, time.UTC), "", monthsums.Closing); err == nil {
+	if err := periods.CloseTx(ctx, tx, l.Calendar(), periods.Month{Year: 2026, Month: time.August}, time.Date(2026, 10, 2, 12, 0, 0, 0, time.UTC), "", monthsums.Closing); err == nil {
 		t.Fatal("closed in a repeatable read transaction")
 	}
 	tx.Rollback()
@@ -131,7 +131,7 @@ func TestListMarksTheOneClosableMonth(t *testing.T) {
 	if got := closable(time.Date(2026, 10, 15, 12, 0, 0, 0, time.UTC)); got != "2026-08" {
 		t.Errorf("mid-October: closable %q, want 2026-08 alone", got)
 	}
-	if err := periods.Close(ctx, db, l.Calendar(), postings.Month{Year: 2026, Month: time.August}, time.Date(2026, 10, 15, 12, 0, 0, 0, time.UTC), "", monthsums.Closing); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), periods.Month{Year: 2026, Month: time.August}, time.Date(2026, 10, 15, 12, 0, 0, 0, time.UTC), "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	if got := closable(time.Date(2026, 10, 15, 12, 0, 0, 0, time.UTC)); got != "2026-09" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 )
 
 // preloadSets is how many posting sets the benchmark database holds before
@@ -25,7 +26,7 @@ const preloadSets = 300_000
 func BenchmarkPostingSet(b *testing.B) {
 	db := pgtest.New(b)
 	db.SetMaxOpenConns(16)
-	cal, _ := NewCalendar(DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	l := New(db, cal)
 	preload(b, db, preloadSets)
 	var seq atomic.Int64

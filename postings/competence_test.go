@@ -24,7 +24,7 @@ func TestSeptemberRefundLeavesAugustUnchanged(t *testing.T) {
 	before := augRevenue()
 	r, err := postings.Refund("ch-1", "rf-1", "BRL", 4990, ledgertest.SaoPaulo(2026, 9, 2, 10, 0))
 	p = ledgertest.Post(t, l, r, err)
-	if got := postings.MonthOf(p.Competence).String(); got != "2026-09" {
+	if got := periods.MonthOf(p.Competence).String(); got != "2026-09" {
 		t.Fatalf("refund booked in %s, want 2026-09", got)
 	}
 	if after := augRevenue(); after != before || after != -4990 {
@@ -44,7 +44,7 @@ func TestLateEventForClosedMonthBookedInFirstOpenMonth(t *testing.T) {
 	s, err := postings.Sale("ch-early", "BRL", 1000, 0, ledgertest.SaoPaulo(2026, 8, 3, 10, 0))
 	ledgertest.Post(t, l, s, err)
 	for _, m := range []string{"2026-08", "2026-09"} {
-		month, _ := postings.ParseMonth(m)
+		month, _ := periods.ParseMonth(m)
 		if err := periods.Close(ctx, db, l.Calendar(), month, now, "", monthsums.Closing); err != nil {
 			t.Fatalf("close %s: %v", m, err)
 		}

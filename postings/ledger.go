@@ -20,16 +20,12 @@ import (
 	"github.com/razao/razao/periods"
 )
 
-// WriteTx is the isolation of every transaction that writes posting sets
-// (periods.WriteTx).
-func WriteTx() *sql.TxOptions { return periods.WriteTx() }
-
 // Ledger writes posting sets. It is safe for concurrent use, and several
 // processes may write to one database at once: every rule that matters is
 // decided inside the caller's transaction or by the database.
 type Ledger struct {
 	db  *sqlx.DB
-	cal Calendar
+	cal periods.Calendar
 	now func() time.Time // the clock event times are checked against
 
 	// Accounts never change once committed (a trigger refuses it), so a
@@ -47,7 +43,7 @@ type Ledger struct {
 }
 
 // New returns a Ledger over db that dates sets with cal.
-func New(db *sqlx.DB, cal Calendar) *Ledger {
+func New(db *sqlx.DB, cal periods.Calendar) *Ledger {
 	return &Ledger{db: db, cal: cal, now: time.Now, known: map[string]accounts.Account{}, insert: sqlstmt.New(db, insertSetsSQL)}
 }
 
@@ -59,11 +55,11 @@ func (l *Ledger) WithClock(now func() time.Time) *Ledger {
 }
 
 // Calendar is the ledger's business calendar.
-func (l *Ledger) Calendar() Calendar { return l.cal }
+func (l *Ledger) Calendar() periods.Calendar { return l.cal }
 
 // Post writes s in a transaction of its own. See PostTx.
 func (l *Ledger) Post(ctx context.Context, s Set) (Posted, error) {
-	tx, err := l.db.BeginTxx(ctx, WriteTx())
+	tx, err := l.db.BeginTxx(ctx, periods.WriteTx())
 	if err != nil {
 		return Posted{}, fmt.Errorf("post %s: begin: %w", s.IdempotencyKey, err)
 	}

@@ -26,7 +26,7 @@ func TestLedgerTablesAreAppendOnlyForSuperuser(t *testing.T) {
 	l, db := ledgertest.New(t)
 	s, err := postings.Sale("ch-1", "BRL", 4990, 0, aug)
 	ledgertest.Post(t, l, s, err)
-	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug, "", monthsums.Closing); err != nil {
+	if err := periods.Close(context.Background(), db, l.Calendar(), periods.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 
@@ -63,7 +63,7 @@ func TestGoRefusesBadSets(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
 	ctx := context.Background()
-	if err := periods.Close(ctx, db, l.Calendar(), postings.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug, "", monthsums.Closing); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), periods.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	base := func(legs ...postings.Leg) postings.Set {
@@ -146,7 +146,7 @@ func rawSet(t *testing.T, db *sqlx.DB, competence string, legs [][2]any) error {
 func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
 	t.Parallel()
 	l, db := ledgertest.New(t)
-	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug, "", monthsums.Closing); err != nil {
+	if err := periods.Close(context.Background(), db, l.Calendar(), periods.MonthOf(time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)), aug, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -40,14 +40,14 @@ func TestLedgerRefusesSetsOutsideTheEventWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Post(context.Background(), sale); !errors.Is(err, postings.ErrOutsideWindow) || !errors.Is(err, postings.ErrInvalid) {
+		if _, err := l.Post(context.Background(), sale); !errors.Is(err, periods.ErrOutsideWindow) || !errors.Is(err, postings.ErrInvalid) {
 			t.Errorf("sale at %s: %v, want ErrOutsideWindow", tc.name, err)
 		}
 		payout, err := postings.Payout("partner-1", "po-"+tc.name, "BRL", 100, tc.at)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := l.CheckWindow(payout); !errors.Is(err, postings.ErrOutsideWindow) {
+		if err := l.CheckWindow(payout); !errors.Is(err, periods.ErrOutsideWindow) {
 			t.Errorf("payout at %s: CheckWindow %v, want ErrOutsideWindow", tc.name, err)
 		}
 	}
@@ -60,7 +60,7 @@ func TestLedgerRefusesSetsOutsideTheEventWindow(t *testing.T) {
 		adj := postings.Set{Kind: postings.KindAdjustment, IdempotencyKey: "adj-" + competence.Format(time.DateOnly),
 			Amount: 100, Currency: "BRL", EventAt: now, Competence: competence,
 			Legs: []postings.Leg{{Account: "assets:cash", Amount: 100}, {Account: "income:revenue", Amount: -100}}}
-		if _, err := l.Post(context.Background(), adj); !errors.Is(err, postings.ErrOutsideWindow) {
+		if _, err := l.Post(context.Background(), adj); !errors.Is(err, periods.ErrOutsideWindow) {
 			t.Errorf("adjustment on %s: %v, want ErrOutsideWindow", competence.Format(time.DateOnly), err)
 		}
 	}
@@ -69,22 +69,22 @@ func TestLedgerRefusesSetsOutsideTheEventWindow(t *testing.T) {
 	}
 
 	// The edges inside: go-live at midnight in São Paulo, and now.
-	for _, at := range []time.Time{ledgertest.SaoPaulo(2020, 11, 1, 0, 0), now, now.Add(postings.MaxAhead - time.Minute)} {
+	for _, at := range []time.Time{ledgertest.SaoPaulo(2020, 11, 1, 0, 0), now, now.Add(periods.MaxAhead - time.Minute)} {
 		s, err := postings.Sale("ch-in-"+at.Format(time.RFC3339Nano), "BRL", 4990, 0, at)
 		ledgertest.Post(t, l, s, err)
 	}
 
 	// A configured go-live moves the lower bound.
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	late := postings.New(db, cal.WithGoLive(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	s, _ := postings.Sale("ch-2025", "BRL", 4990, 0, ledgertest.SaoPaulo(2025, 12, 31, 23, 0))
-	if _, err := late.Post(context.Background(), s); !errors.Is(err, postings.ErrOutsideWindow) {
+	if _, err := late.Post(context.Background(), s); !errors.Is(err, periods.ErrOutsideWindow) {
 		t.Errorf("sale before a configured go-live: %v", err)
 	}
 	// And the ledger's clock the upper one.
 	behind := postings.New(db, cal).WithClock(func() time.Time { return now.AddDate(0, -1, 0) })
 	s, _ = postings.Sale("ch-ahead", "BRL", 4990, 0, now)
-	if _, err := behind.Post(context.Background(), s); !errors.Is(err, postings.ErrOutsideWindow) {
+	if _, err := behind.Post(context.Background(), s); !errors.Is(err, periods.ErrOutsideWindow) {
 		t.Errorf("sale a month past the ledger's clock: %v", err)
 	}
 }
@@ -102,13 +102,13 @@ func TestMonthClosesDespiteSetsWrittenBeforeTheWindow(t *testing.T) {
 	s, err := postings.Sale("ch-1", "BRL", 4990, 0, ledgertest.SaoPaulo(2026, 8, 10, 12, 0))
 	ledgertest.Post(t, l, s, err)
 	after := ledgertest.SaoPaulo(2026, 10, 2, 12, 0)
-	if err := periods.Close(ctx, db, l.Calendar(), postings.Month{Year: 2026, Month: time.August}, after, "", monthsums.Closing); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), periods.Month{Year: 2026, Month: time.August}, after, "", monthsums.Closing); err != nil {
 		t.Fatalf("close 2026-08 beside a set of 0001-01: %v", err)
 	}
-	if err := periods.Close(ctx, db, l.Calendar(), postings.Month{Year: 2026, Month: time.September}, after, "", monthsums.Closing); err != nil {
+	if err := periods.Close(ctx, db, l.Calendar(), periods.Month{Year: 2026, Month: time.September}, after, "", monthsums.Closing); err != nil {
 		t.Fatalf("close 2026-09: %v", err)
 	}
-	if err := periods.Close(context.Background(), db, l.Calendar(), postings.Month{Year: 2020, Month: time.October}, after, "", monthsums.Closing); !errors.Is(err, postings.ErrInvalidMonth) {
+	if err := periods.Close(context.Background(), db, l.Calendar(), periods.Month{Year: 2020, Month: time.October}, after, "", monthsums.Closing); !errors.Is(err, periods.ErrInvalidMonth) {
 		t.Fatalf("close a month before go-live: %v, want ErrInvalidMonth", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
 )
@@ -32,7 +33,7 @@ type benchEnv struct {
 func newBenchEnv(b *testing.B, log *slog.Logger) *benchEnv {
 	b.Helper()
 	db, dbURL := pgtest.NewWithURL(b)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	ledger := postings.New(db, cal)
 	proc := inbox.NewProcessor(db, charges.NewApplier(db, ledger), log)
 	hook, err := webhook.NewEndpoint(webhook.EndpointConfig{Name: "hodle", Scheme: "hodle", Merchant: "m",

@@ -25,6 +25,7 @@ import (
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/webhook"
@@ -41,7 +42,7 @@ var now = time.Now().UTC().Truncate(time.Second)
 
 // goLive is the first day of the month before now's, in São Paulo.
 var goLive = func() time.Time {
-	loc, _ := time.LoadLocation(postings.DefaultTimeZone)
+	loc, _ := time.LoadLocation(periods.DefaultTimeZone)
 	n := now.In(loc)
 	return time.Date(n.Year(), n.Month()-1, 1, 0, 0, 0, 0, time.UTC)
 }()
@@ -116,7 +117,7 @@ func newEnvOn(t *testing.T, db *sqlx.DB, dbURL string) *env {
 func newEnvSince(t *testing.T, db *sqlx.DB, dbURL string, since time.Time) *env {
 	t.Helper()
 	e := &env{t: t, db: db, url: dbURL, psp: newFakePSP(t), waits: &waits{}}
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, err := periods.NewCalendar(periods.DefaultTimeZone)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
-	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
 )
 
@@ -33,7 +32,7 @@ func TestLineOfAClosedMonthIsBookedInTheFirstOpenMonth(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.charge("late1", 700, "")
-	lastMonth := postings.MonthOf(goLive)
+	lastMonth := periods.MonthOf(goLive)
 	if err := periods.Close(context.Background(), e.db, e.ledger.Calendar(), lastMonth, now, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +50,7 @@ func TestLineOfAClosedMonthIsBookedInTheFirstOpenMonth(t *testing.T) {
 	if err := e.db.Get(&set, `SELECT competence_month, event_at FROM posting_sets WHERE kind = 'sale' AND charge_id = 'late1'`); err != nil {
 		t.Fatal(err)
 	}
-	if postings.MonthOf(set.Month) == lastMonth || !set.EventAt.Equal(paidAt) {
+	if periods.MonthOf(set.Month) == lastMonth || !set.EventAt.Equal(paidAt) {
 		t.Fatalf("booked in %s at %s; want the first open month, at %s", set.Month, set.EventAt, paidAt)
 	}
 }

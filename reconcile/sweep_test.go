@@ -12,7 +12,6 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
-	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/webhook"
 )
@@ -20,7 +19,7 @@ import (
 // today is the start of now's day in the ledger's time zone: the end of
 // the window of the day's refund sweep.
 var today = func() time.Time {
-	loc, _ := time.LoadLocation(postings.DefaultTimeZone)
+	loc, _ := time.LoadLocation(periods.DefaultTimeZone)
 	y, m, d := now.In(loc).Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, loc)
 }()
@@ -102,7 +101,7 @@ func TestSchedulerBooksLateRefundsOnceInTheirSettlementMonth(t *testing.T) {
 	}{{"late3", "R3", 200, p3.Devolucoes[0].Liquidacao}, {"late80", "R80", 700, p80.Devolucoes[0].Liquidacao}} {
 		r := got[i]
 		if r.Charge != want.charge || r.Refund != want.refund || r.Amount != want.amount || !r.EventAt.Equal(want.at) ||
-			postings.MonthOf(r.Month) != cal.Month(want.at) {
+			periods.MonthOf(r.Month) != cal.Month(want.at) {
 			t.Fatalf("refund %+v, want %s %s of %d at %s in %s", r, want.charge, want.refund, want.amount, want.at, cal.Month(want.at))
 		}
 	}
@@ -170,7 +169,7 @@ func TestSweepBooksARefundOfAClosedMonthInTheFirstOpenMonth(t *testing.T) {
 	it.Devolucoes = []devolucao{{ID: "R6", Valor: "9.00", Status: "DEVOLVIDO", Liquidacao: it.Horario.AddDate(0, 0, 3)}}
 	e.paid("closed6", 900, it)
 	e.psp.add(it)
-	lastMonth := postings.MonthOf(goLive)
+	lastMonth := periods.MonthOf(goLive)
 	if err := periods.Close(context.Background(), e.db, e.ledger.Calendar(), lastMonth, now, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +178,7 @@ func TestSweepBooksARefundOfAClosedMonthInTheFirstOpenMonth(t *testing.T) {
 	}
 	got := e.refundSets()
 	if len(got) != 1 || got[0].Refund != "R6" || !got[0].EventAt.Equal(it.Devolucoes[0].Liquidacao) ||
-		postings.MonthOf(got[0].Month) != lastMonth.Next() {
+		periods.MonthOf(got[0].Month) != lastMonth.Next() {
 		t.Fatalf("refunds %+v; want R6 at %s in %s", got, it.Devolucoes[0].Liquidacao, lastMonth.Next())
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/monthsums"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
@@ -14,7 +15,7 @@ import (
 func TestBalancesRollParentsUp(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	l := postings.New(db, cal)
 	at := time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC)
 	for _, build := range []func() (postings.Set, error){

@@ -42,8 +42,8 @@ var (
 	benchFirstMonth  = benchledger.FirstMonth
 	benchLastClosed  = benchledger.LastClosed
 	benchLastMonth   = benchledger.LastMonth
-	benchClosedMonth = postings.Month{Year: 2025, Month: time.June}
-	benchOpenMonth   = postings.Month{Year: 2025, Month: time.October}
+	benchClosedMonth = periods.Month{Year: 2025, Month: time.June}
+	benchOpenMonth   = periods.Month{Year: 2025, Month: time.October}
 	// benchSmallMonth has about half the postings of benchLastMonth.
 	benchSmallMonth = benchledger.SmallMonth
 )
@@ -70,7 +70,7 @@ func BenchmarkReports(b *testing.B) {
 			}
 		}
 	})
-	for _, m := range []postings.Month{benchOpenMonth, benchLastMonth} {
+	for _, m := range []periods.Month{benchOpenMonth, benchLastMonth} {
 		b.Run("trial-balance/open-month-"+m.String(), func(b *testing.B) {
 			for b.Loop() {
 				tb, err := reports.TrialBalance(ctx, db, monthsums.Books{}, m)
@@ -125,7 +125,7 @@ func BenchmarkReports(b *testing.B) {
 	})
 	b.Run("periods", func(b *testing.B) {
 		for b.Loop() {
-			cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+			cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 			if ps, err := periods.List(ctx, db, cal, benchLastMonth.First().AddDate(0, 0, 15)); err != nil || len(ps) != 24 {
 				b.Fatal(err, len(ps))
 			}
@@ -153,7 +153,7 @@ func BenchmarkReports(b *testing.B) {
 	// The journal export next to PostgreSQL's own COPY of the same query,
 	// run alternately in each iteration so both see the same load, on a
 	// month and on one with twice its rows (memory must not grow).
-	for _, m := range []postings.Month{benchSmallMonth, benchLastMonth} {
+	for _, m := range []periods.Month{benchSmallMonth, benchLastMonth} {
 		for _, d := range []reports.Dialect{reports.RFC4180, reports.Brazil} {
 			b.Run(fmt.Sprintf("journal-csv-vs-copy/%s/%s", m, d), func(b *testing.B) {
 				benchExportVsCopy(b, url, m,
@@ -169,7 +169,7 @@ func BenchmarkReports(b *testing.B) {
 // every iteration and reports each one's rows per second, their ratio, the
 // export's bytes, the peak of the Go heap in use during the run (sampled
 // every 5 ms after a GC) and the bytes the export allocates per row.
-func benchExportVsCopy(b *testing.B, url string, m postings.Month, export func(io.Writer) (int64, error)) {
+func benchExportVsCopy(b *testing.B, url string, m periods.Month, export func(io.Writer) (int64, error)) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -240,7 +240,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 
 // psqlCopy has PostgreSQL itself export the same rows with COPY … TO
 // STDOUT WITH CSV through psql into /dev/null (lib/pq has no COPY TO).
-func psqlCopy(url string, m postings.Month) (int64, error) {
+func psqlCopy(url string, m periods.Month) (int64, error) {
 	query := strings.ReplaceAll(postings.MonthPostingsSQL, "$1", "'"+m.First().Format(time.DateOnly)+"'")
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -261,7 +261,7 @@ func psqlCopy(url string, m postings.Month) (int64, error) {
 
 var journalRowCounts sync.Map // month → rows, counted once per run
 
-func journalRowCount(url string, m postings.Month) (int64, error) {
+func journalRowCount(url string, m periods.Month) (int64, error) {
 	if n, ok := journalRowCounts.Load(m); ok {
 		return n.(int64), nil
 	}

@@ -124,7 +124,7 @@ func TestCloseMonthRefusals(t *testing.T) {
 	ledgertest.PostSeptember(t, l)
 	tests := []struct {
 		name  string
-		month postings.Month
+		month periods.Month
 		now   time.Time
 		err   error
 	}{
@@ -135,7 +135,7 @@ func TestCloseMonthRefusals(t *testing.T) {
 		{"August", aug2026, afterSeptember, nil},
 		{"August again", aug2026, afterSeptember, periods.ErrAlreadyClosed},
 		{"October skipping September", oct2026, time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC), periods.ErrEarlierMonthOpen},
-		{"invalid month", postings.Month{Year: 2026, Month: 0}, afterSeptember, reports.ErrInvalidMonth},
+		{"invalid month", periods.Month{Year: 2026, Month: 0}, afterSeptember, reports.ErrInvalidMonth},
 	}
 	// In order: each case depends on the ones before.
 	for _, tt := range tests {

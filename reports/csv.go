@@ -85,7 +85,7 @@ func ParseExportKind(s string) (ExportKind, error) {
 
 // FileName is the export's conventional file name, e.g.
 // razao-journal-2026-08.csv, or razao-journal-2026-08-br.csv.
-func FileName(kind ExportKind, m postings.Month, d Dialect) string {
+func FileName(kind ExportKind, m periods.Month, d Dialect) string {
 	suffix := ""
 	if d == Brazil {
 		suffix = "-br"
@@ -113,7 +113,7 @@ var (
 // a failing query are reported before anything is written, so a caller can
 // still answer with an error status; an error after that means w holds a
 // truncated file.
-func WriteCSV(ctx context.Context, q sqlx.QueryerContext, s Sums, w io.Writer, kind ExportKind, m postings.Month, d Dialect) (int64, error) {
+func WriteCSV(ctx context.Context, q sqlx.QueryerContext, s Sums, w io.Writer, kind ExportKind, m periods.Month, d Dialect) (int64, error) {
 	if _, err := ParseExportKind(string(kind)); err != nil {
 		return 0, err
 	}
@@ -145,7 +145,7 @@ func WriteCSV(ctx context.Context, q sqlx.QueryerContext, s Sums, w io.Writer, k
 	return n, err
 }
 
-func writeJournal(ctx context.Context, q sqlx.QueryerContext, w io.Writer, m postings.Month, d Dialect) (int64, error) {
+func writeJournal(ctx context.Context, q sqlx.QueryerContext, w io.Writer, m periods.Month, d Dialect) (int64, error) {
 	codes, err := accounts.Codes(ctx, q)
 	if err != nil {
 		return 0, fmt.Errorf("journal csv %s: %w", m, err)

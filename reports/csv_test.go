@@ -11,7 +11,7 @@ import (
 
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/monthsums"
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
 )
 
@@ -165,7 +165,7 @@ func TestCSVGoldenOfScriptedMonths(t *testing.T) {
 	ledgertest.PostSeptember(t, l)
 	tests := []struct {
 		kind    reports.ExportKind
-		month   postings.Month
+		month   periods.Month
 		dialect reports.Dialect
 		rows    int64
 		want    string
@@ -207,7 +207,7 @@ func TestCSVExportsAreDeterministic(t *testing.T) {
 	ledgertest.PostSeptember(t, l)
 	for _, kind := range []reports.ExportKind{reports.ExportJournal, reports.ExportTrialBalance, reports.ExportIncomeStatement} {
 		for _, d := range []reports.Dialect{reports.RFC4180, reports.Brazil} {
-			for _, m := range []postings.Month{aug2026, sep2026, oct2026} {
+			for _, m := range []periods.Month{aug2026, sep2026, oct2026} {
 				first, second := exportCSV(t, db, kind, m, d), exportCSV(t, db, kind, m, d)
 				if first != second {
 					t.Errorf("%s differs between two exports:\n%q\n%q", reports.FileName(kind, m, d), first, second)
@@ -272,13 +272,13 @@ func TestWriteCSVRefusesBeforeWriting(t *testing.T) {
 	tests := []struct {
 		name  string
 		kind  reports.ExportKind
-		month postings.Month
+		month periods.Month
 		d     reports.Dialect
 		err   error
 	}{
 		{"unknown kind", "ledger", aug2026, reports.RFC4180, reports.ErrUnknownKind},
 		{"unknown dialect", reports.ExportJournal, aug2026, reports.Dialect(7), reports.ErrUnknownDialect},
-		{"invalid month", reports.ExportJournal, postings.Month{Year: 2026}, reports.RFC4180, reports.ErrInvalidMonth},
+		{"invalid month", reports.ExportJournal, periods.Month{Year: 2026}, reports.RFC4180, reports.ErrInvalidMonth},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

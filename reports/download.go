@@ -5,8 +5,7 @@ import (
 	"net/http"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 )
 
 // ServeCSV writes one month's export to w as a download, its headers set
@@ -16,7 +15,7 @@ import (
 // is mid-stream, when the status is gone: the caller must cut the
 // connection (panic(http.ErrAbortHandler)) so that the client sees a
 // broken download rather than a short file that looks whole.
-func ServeCSV(ctx context.Context, q sqlx.QueryerContext, s Sums, w http.ResponseWriter, kind ExportKind, m postings.Month, d Dialect) (started bool, err error) {
+func ServeCSV(ctx context.Context, q sqlx.QueryerContext, s Sums, w http.ResponseWriter, kind ExportKind, m periods.Month, d Dialect) (started bool, err error) {
 	out := &lazyHeader{w: w, header: func() {
 		w.Header().Set("Content-Type", d.ContentType())
 		w.Header().Set("Content-Disposition", `attachment; filename="`+FileName(kind, m, d)+`"`)

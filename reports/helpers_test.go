@@ -9,22 +9,22 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/monthsums"
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
 )
 
 var (
-	jul2026 = postings.Month{Year: 2026, Month: time.July}
-	aug2026 = postings.Month{Year: 2026, Month: time.August}
-	sep2026 = postings.Month{Year: 2026, Month: time.September}
-	oct2026 = postings.Month{Year: 2026, Month: time.October}
+	jul2026 = periods.Month{Year: 2026, Month: time.July}
+	aug2026 = periods.Month{Year: 2026, Month: time.August}
+	sep2026 = periods.Month{Year: 2026, Month: time.September}
+	oct2026 = periods.Month{Year: 2026, Month: time.October}
 )
 
 // afterSeptember is a clock reading when August and September are over in
 // São Paulo.
 var afterSeptember = time.Date(2026, 10, 2, 12, 0, 0, 0, time.UTC)
 
-func exportCSV(t *testing.T, q sqlx.QueryerContext, kind reports.ExportKind, m postings.Month, d reports.Dialect) string {
+func exportCSV(t *testing.T, q sqlx.QueryerContext, kind reports.ExportKind, m periods.Month, d reports.Dialect) string {
 	t.Helper()
 	var b bytes.Buffer
 	if _, err := reports.WriteCSV(context.Background(), q, monthsums.Books{}, &b, kind, m, d); err != nil {

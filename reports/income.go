@@ -11,7 +11,6 @@ import (
 
 	"github.com/razao/razao/internal/exact"
 	"github.com/razao/razao/periods"
-	"github.com/razao/razao/postings"
 )
 
 // Income is a month's income statement: "how much did I sell in August".
@@ -81,7 +80,7 @@ var incomeField = func() map[string]int {
 }()
 
 // income derives month m's income statement from its figures.
-func income(m postings.Month, st State, f periods.Income) (Income, error) {
+func income(m periods.Month, st State, f periods.Income) (Income, error) {
 	var sum exact.Sums
 	net := sum.Sub(f.Sales, f.Refunds, "net revenue", "")
 	// In 128 bits: a step may overflow where the result does not (large
@@ -115,7 +114,7 @@ func income(m postings.Month, st State, f periods.Income) (Income, error) {
 }
 
 // IncomeStatement returns month m's income statement, from s's figures.
-func IncomeStatement(ctx context.Context, q sqlx.QueryerContext, s Sums, m postings.Month) (Income, error) {
+func IncomeStatement(ctx context.Context, q sqlx.QueryerContext, s Sums, m periods.Month) (Income, error) {
 	if err := m.Check(); err != nil {
 		return Income{}, err
 	}
@@ -128,7 +127,7 @@ func IncomeStatement(ctx context.Context, q sqlx.QueryerContext, s Sums, m posti
 	return inc, err
 }
 
-func incomeStatement(ctx context.Context, q sqlx.QueryerContext, s Sums, m postings.Month) (Income, error) {
+func incomeStatement(ctx context.Context, q sqlx.QueryerContext, s Sums, m periods.Month) (Income, error) {
 	f, err := s.Income(ctx, q, m)
 	if err != nil {
 		return Income{}, err

@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/internal/cursor"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -58,7 +59,7 @@ type JournalPage struct {
 // pages arrives after the ones already seen, unless a concurrent writer
 // took a lower id and committed after the page was read: a client that
 // needs every set of a month reads it once closed.
-func Journal(ctx context.Context, q sqlx.QueryerContext, m postings.Month, pageCursor string, limit int) (JournalPage, error) {
+func Journal(ctx context.Context, q sqlx.QueryerContext, m periods.Month, pageCursor string, limit int) (JournalPage, error) {
 	if err := m.Check(); err != nil {
 		return JournalPage{}, err
 	}
@@ -77,7 +78,7 @@ func Journal(ctx context.Context, q sqlx.QueryerContext, m postings.Month, pageC
 	return page, err
 }
 
-func journal(ctx context.Context, q sqlx.QueryerContext, m postings.Month, scope string, after int64, limit int) (JournalPage, error) {
+func journal(ctx context.Context, q sqlx.QueryerContext, m periods.Month, scope string, after int64, limit int) (JournalPage, error) {
 	sets, err := postings.MonthSets(ctx, q, m, after, limit+1)
 	if err != nil {
 		return JournalPage{}, fmt.Errorf("journal %s: %w", m, err)

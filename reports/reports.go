@@ -35,7 +35,7 @@ import (
 // Errors a caller (the HTTP layer) maps to responses with errors.Is.
 var (
 	// ErrInvalidMonth: a month that is not a valid YYYY-MM.
-	ErrInvalidMonth = postings.ErrInvalidMonth
+	ErrInvalidMonth = periods.ErrInvalidMonth
 	// ErrInvalidRange: a series whose from is after to, or longer than
 	// MaxSeriesMonths.
 	ErrInvalidRange = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid month range")
@@ -77,13 +77,13 @@ type Sums interface {
 	// postings, not its descendants') of every account with an opening
 	// balance or activity in m, and of its ancestors of the same
 	// currency.
-	Lines(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (MonthLines, error)
+	Lines(ctx context.Context, q sqlx.QueryerContext, m periods.Month) (MonthLines, error)
 	// Income returns month m's income statement figures.
-	Income(ctx context.Context, q sqlx.QueryerContext, m postings.Month) (MonthIncome, error)
+	Income(ctx context.Context, q sqlx.QueryerContext, m periods.Month) (MonthIncome, error)
 	// Moves returns the balance of the accounts ids together before month
 	// from, and their debits and credits in each month from from to to.
 	// name, their root's code, names them in errors.
-	Moves(ctx context.Context, q sqlx.QueryerContext, name string, ids []int64, from, to postings.Month) (Moves, error)
+	Moves(ctx context.Context, q sqlx.QueryerContext, name string, ids []int64, from, to periods.Month) (Moves, error)
 	// Totals returns every account's own debits and credits over the
 	// whole ledger.
 	Totals(ctx context.Context, q sqlx.QueryerContext) ([]periods.Line, error)

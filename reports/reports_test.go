@@ -47,7 +47,7 @@ func TestTrialBalanceAndIncomeOfScriptedMonths(t *testing.T) {
 	ledgertest.PostSeptember(t, l)
 
 	tests := []struct {
-		month  postings.Month
+		month  periods.Month
 		lines  []reports.TrialBalanceLine
 		totals []reports.TrialBalanceTotal
 		income reports.Income
@@ -213,11 +213,11 @@ func TestReportsRefuseInvalidMonths(t *testing.T) {
 	t.Parallel()
 	_, db := ledgertest.New(t)
 	ctx := context.Background()
-	bad := postings.Month{Year: 2026, Month: 13}
+	bad := periods.Month{Year: 2026, Month: 13}
 	for name, call := range map[string]func() error{
 		"trial balance": func() error { _, err := reports.TrialBalance(ctx, db, monthsums.Books{}, bad); return err },
 		"income":        func() error { _, err := reports.IncomeStatement(ctx, db, monthsums.Books{}, bad); return err },
-		"journal":       func() error { _, err := reports.Journal(ctx, db, postings.Month{}, "", 0); return err },
+		"journal":       func() error { _, err := reports.Journal(ctx, db, periods.Month{}, "", 0); return err },
 		"series": func() error {
 			_, err := reports.AccountSeries(ctx, db, monthsums.Books{}, "assets", bad, aug2026)
 			return err
@@ -238,7 +238,7 @@ func TestAccountSeriesViews(t *testing.T) {
 	tests := []struct {
 		name     string
 		code     string
-		from, to postings.Month
+		from, to periods.Month
 		want     []point
 		err      error
 	}{{
@@ -266,7 +266,7 @@ func TestAccountSeriesViews(t *testing.T) {
 	}, {
 		name: "from after to", code: "assets", from: sep2026, to: aug2026, err: reports.ErrInvalidRange,
 	}, {
-		name: "too long", code: "assets", from: postings.Month{Year: 2000, Month: 1}, to: aug2026, err: reports.ErrInvalidRange,
+		name: "too long", code: "assets", from: periods.Month{Year: 2000, Month: 1}, to: aug2026, err: reports.ErrInvalidRange,
 	}, {
 		name: "unknown account", code: "assets:nope", from: aug2026, to: aug2026, err: reports.ErrUnknownAccount,
 	}}
@@ -317,7 +317,7 @@ func TestAccountSeriesSameAcrossClose(t *testing.T) {
 		return out
 	}
 	before := read()
-	for _, m := range []postings.Month{aug2026, sep2026} {
+	for _, m := range []periods.Month{aug2026, sep2026} {
 		if err := periods.Close(ctx, db, l.Calendar(), m, afterSeptember, "", monthsums.Closing); err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/exact"
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 )
 
 // SeriesPoint is one month of an account's series, the account's
@@ -46,7 +46,7 @@ type Series struct {
 // descendants rolled up) for every month from from to to, inclusive, with
 // the three views finance asks for: the month's change, the change
 // cumulated within the range, and the historical balance, from s's moves.
-func AccountSeries(ctx context.Context, q sqlx.QueryerContext, s Sums, code string, from, to postings.Month) (Series, error) {
+func AccountSeries(ctx context.Context, q sqlx.QueryerContext, s Sums, code string, from, to periods.Month) (Series, error) {
 	// Before any query: a NUL or invalid UTF-8 is refused by PostgreSQL
 	// itself, which would read as a failure of the database.
 	if err := accounts.ValidateCode(code); err != nil {
@@ -71,7 +71,7 @@ func AccountSeries(ctx context.Context, q sqlx.QueryerContext, s Sums, code stri
 	return out, err
 }
 
-func accountSeries(ctx context.Context, q sqlx.QueryerContext, sums Sums, code string, from, to postings.Month, n int) (Series, error) {
+func accountSeries(ctx context.Context, q sqlx.QueryerContext, sums Sums, code string, from, to periods.Month, n int) (Series, error) {
 	acct, err := accounts.Get(ctx, q, code)
 	if err != nil {
 		return Series{}, err

@@ -11,7 +11,6 @@ import (
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/exact"
 	"github.com/razao/razao/periods"
-	"github.com/razao/razao/postings"
 )
 
 // TrialBalanceLine is one account in a month, its descendants of the same
@@ -59,7 +58,7 @@ type TrialBalanceReport struct {
 // opening balance (every posting of an earlier month), the month's debits
 // and credits, and the closing balance, parents rolled up by code prefix,
 // from s's lines.
-func TrialBalance(ctx context.Context, q sqlx.QueryerContext, s Sums, m postings.Month) (TrialBalanceReport, error) {
+func TrialBalance(ctx context.Context, q sqlx.QueryerContext, s Sums, m periods.Month) (TrialBalanceReport, error) {
 	if err := m.Check(); err != nil {
 		return TrialBalanceReport{}, err
 	}
@@ -72,7 +71,7 @@ func TrialBalance(ctx context.Context, q sqlx.QueryerContext, s Sums, m postings
 	return tb, err
 }
 
-func trialBalance(ctx context.Context, q sqlx.QueryerContext, s Sums, m postings.Month) (TrialBalanceReport, error) {
+func trialBalance(ctx context.Context, q sqlx.QueryerContext, s Sums, m periods.Month) (TrialBalanceReport, error) {
 	own, err := s.Lines(ctx, q, m)
 	if err != nil {
 		return TrialBalanceReport{}, err

@@ -14,7 +14,6 @@ import (
 	"github.com/razao/razao/internal/snapshot"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
-	"github.com/razao/razao/postings"
 )
 
 // Mismatch is a stored figure (a snapshot's, a month sum) that differs
@@ -88,7 +87,7 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]Mismatch, err
 		m := h.Month
 		want := map[int64]figures{}
 		// Carry every earlier month (snapshotted or not) into the balances.
-		for ; li < len(ledger) && postings.MonthOf(ledger[li].Month.UTC()).Before(m); li++ {
+		for ; li < len(ledger) && periods.MonthOf(ledger[li].Month.UTC()).Before(m); li++ {
 			move(ledger[li].AccountID, ledger[li].Debits, ledger[li].Credits)
 		}
 		for id, b := range balance {
@@ -96,7 +95,7 @@ func checkSnapshots(ctx context.Context, q sqlx.QueryerContext) ([]Mismatch, err
 				want[id] = figures{opening: b}
 			}
 		}
-		for ; li < len(ledger) && postings.MonthOf(ledger[li].Month.UTC()) == m; li++ {
+		for ; li < len(ledger) && periods.MonthOf(ledger[li].Month.UTC()) == m; li++ {
 			s := ledger[li]
 			f := want[s.AccountID]
 			f.debits, f.credits = s.Debits, s.Credits

@@ -12,7 +12,6 @@ import (
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
-	"github.com/razao/razao/postings"
 	"github.com/razao/razao/verify"
 )
 
@@ -24,7 +23,7 @@ func TestSnapshotsAreFinal(t *testing.T) {
 	l, db := ledgertest.New(t)
 	ctx := context.Background()
 	ledgertest.PostAugust(t, l)
-	aug2026, afterSeptember := postings.Month{Year: 2026, Month: time.August}, time.Date(2026, 10, 2, 12, 0, 0, 0, time.UTC)
+	aug2026, afterSeptember := periods.Month{Year: 2026, Month: time.August}, time.Date(2026, 10, 2, 12, 0, 0, 0, time.UTC)
 	if err := periods.Close(ctx, db, l.Calendar(), aug2026, afterSeptember, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}

@@ -154,7 +154,7 @@ func seededWithAugustClosed(t *testing.T) (*postings.Ledger, *sqlx.DB) {
 	t.Helper()
 	l, db := ledgertest.New(t)
 	seedVerified(t, l, db)
-	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(aug), aug.AddDate(0, 1, 0), "", monthsums.Closing); err != nil {
+	if err := periods.Close(context.Background(), db, l.Calendar(), periods.MonthOf(aug), aug.AddDate(0, 1, 0), "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	assertClean(t, db)
@@ -445,7 +445,7 @@ func TestVerifyJudgesAClosedMonthBySetsCommitOrder(t *testing.T) {
 		late := db.MustBegin()
 		defer late.Rollback()
 		late.MustExec(`SELECT 1`) // its created_at is now: before the close
-		if err := periods.Close(ctx, db, l.Calendar(), postings.MonthOf(aug), sep, "", monthsums.Closing); err != nil {
+		if err := periods.Close(ctx, db, l.Calendar(), periods.MonthOf(aug), sep, "", monthsums.Closing); err != nil {
 			t.Fatal(err)
 		}
 		// The owner switches the closed-month guard off in its own
@@ -473,7 +473,7 @@ func TestVerifyJudgesAClosedMonthBySetsCommitOrder(t *testing.T) {
 		insertAugustSet(t, writer, "in-flight")
 		done := make(chan error, 1)
 		go func() {
-			done <- periods.CloseTx(ctx, closing, l.Calendar(), postings.MonthOf(aug), sep, "", monthsums.Closing)
+			done <- periods.CloseTx(ctx, closing, l.Calendar(), periods.MonthOf(aug), sep, "", monthsums.Closing)
 		}()
 		ledgertest.WaitForLockWaiters(t, db, 1)
 		if err := writer.Commit(); err != nil {
@@ -549,7 +549,7 @@ func TestVerifyNamesNeuteredTriggers(t *testing.T) {
 			t.Parallel()
 			l, db := ledgertest.New(t)
 			seedVerified(t, l, db)
-			if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(aug), aug.AddDate(0, 1, 0), "", monthsums.Closing); err != nil {
+			if err := periods.Close(context.Background(), db, l.Calendar(), periods.MonthOf(aug), aug.AddDate(0, 1, 0), "", monthsums.Closing); err != nil {
 				t.Fatal(err)
 			}
 			assertClean(t, db)

@@ -42,7 +42,7 @@ func newBarrierEnv(t *testing.T) *barrierEnv {
 	roles := pgtest.NewRoles(t, owner, url)
 	role := roles.Service()
 	svc := roles.Connect(role)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	e := &barrierEnv{owner: owner, svc: svc, roles: roles, url: url, role: role, l: postings.New(svc, cal)}
 	sale, _ := postings.Sale("c1", "BRL", 100, 0, aug10)
 	p, err := e.l.Post(context.Background(), sale)
@@ -50,7 +50,7 @@ func newBarrierEnv(t *testing.T) *barrierEnv {
 		t.Fatal(err)
 	}
 	e.saleID = p.ID
-	if err := periods.Close(context.Background(), svc, e.l.Calendar(), postings.Month{Year: 2026, Month: 8}, sep10, "", monthsums.Closing); err != nil {
+	if err := periods.Close(context.Background(), svc, e.l.Calendar(), periods.Month{Year: 2026, Month: 8}, sep10, "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -253,7 +253,7 @@ func TestUnrelatedRoleCannotFreezeTheLedger(t *testing.T) {
 	if _, err := partners.Payout(ctx, e.svc, e.l, partners.PayoutRequest{Partner: "p1", IdempotencyKey: "po-1", Amount: 10, At: sep10}); err != nil {
 		t.Fatalf("payout while an unrelated role holds advisory locks: %v", err)
 	}
-	if err := periods.Close(ctx, e.svc, e.l.Calendar(), postings.Month{Year: 2026, Month: 9}, sep10.AddDate(0, 1, 0), "", monthsums.Closing); err != nil {
+	if err := periods.Close(ctx, e.svc, e.l.Calendar(), periods.Month{Year: 2026, Month: 9}, sep10.AddDate(0, 1, 0), "", monthsums.Closing); err != nil {
 		t.Fatalf("close while an unrelated role holds advisory locks: %v", err)
 	}
 }
@@ -386,7 +386,7 @@ func TestCloseGivesUpWhilePostingsHoldTheLockTooLong(t *testing.T) {
 	if err := rawSetIn(gate, "gate-1", "2026-09-10"); err != nil {
 		t.Fatal(err)
 	}
-	sep := postings.Month{Year: 2026, Month: 9}
+	sep := periods.Month{Year: 2026, Month: 9}
 	err := periods.Close(context.Background(), e.svc, e.l.Calendar(), sep, sep10.AddDate(0, 1, 0), "", monthsums.Closing)
 	if !errors.Is(err, periods.ErrCloseBusy) {
 		t.Fatalf("close while a posting transaction holds the lock: %v, want ErrCloseBusy", err)

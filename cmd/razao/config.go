@@ -17,6 +17,7 @@ import (
 
 	"github.com/razao/razao/exports"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/reports"
@@ -96,7 +97,7 @@ type serverTimeouts struct {
 var defaultTimeouts = serverTimeouts{ReadHeader: 5 * time.Second, Read: 15 * time.Second, Write: 30 * time.Second, Idle: 60 * time.Second}
 
 func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) string, serving bool) (serveConfig, error) {
-	cfg := serveConfig{listen: "127.0.0.1:8080", timeZone: postings.DefaultTimeZone, workerInterval: time.Second, timeouts: defaultTimeouts,
+	cfg := serveConfig{listen: "127.0.0.1:8080", timeZone: periods.DefaultTimeZone, workerInterval: time.Second, timeouts: defaultTimeouts,
 		maxAmount: money.Limit(money.DefaultMaxAmount)}
 	cfg.db.register(fs)
 	fs.StringVar(&cfg.configPath, "config", getenv("RAZAO_CONFIG"), "YAML config file ($RAZAO_CONFIG)")
@@ -107,7 +108,7 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 		fs.BoolVar(behindProxy, "behind-proxy", false, "TLS ends at a proxy in front: serve plain HTTP beyond loopback (behind_proxy in the config file)")
 	}
 	tz := fs.String("time-zone", "", "IANA time zone of competence dates ($RAZAO_TIME_ZONE; default America/Sao_Paulo)")
-	goLive := fs.String("go-live", "", "first date an event may carry, YYYY-MM-DD ($RAZAO_GO_LIVE; default "+postings.DefaultGoLive+")")
+	goLive := fs.String("go-live", "", "first date an event may carry, YYYY-MM-DD ($RAZAO_GO_LIVE; default "+periods.DefaultGoLive+")")
 	maxAmount := fs.String("max-amount", "", "largest amount taken in, in centavos ($RAZAO_MAX_AMOUNT; default 1000000000000, R$ 10 billion)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -142,11 +143,11 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	if file.WorkerInterval > 0 {
 		cfg.workerInterval = file.WorkerInterval
 	}
-	cal, err := postings.NewCalendar(cfg.timeZone)
+	cal, err := periods.NewCalendar(cfg.timeZone)
 	if err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
-	if cfg.goLive, err = postings.ParseGoLive(first(*goLive, getenv("RAZAO_GO_LIVE"), file.GoLive), time.Now()); err != nil {
+	if cfg.goLive, err = periods.ParseGoLive(first(*goLive, getenv("RAZAO_GO_LIVE"), file.GoLive), time.Now()); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
 	if cfg.exports, err = file.Exports.build(cal.Location()); err != nil {
@@ -281,7 +282,7 @@ func (cfg *serveConfig) loadSecrets(file fileConfig, getenv func(string) string)
 // checkReconciliation checks the reconciliation section against the
 // endpoints, at start (and in config check), before anything runs: the
 // certificates and secrets it names are read now.
-func (cfg *serveConfig) checkReconciliation(file fileConfig, cal postings.Calendar, getenv func(string) string) error {
+func (cfg *serveConfig) checkReconciliation(file fileConfig, cal periods.Calendar, getenv func(string) string) error {
 	cfg.reconciliation, cfg.getenv = file.Reconciliation, getenv
 	if len(cfg.reconciliation) == 0 {
 		return nil

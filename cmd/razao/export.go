@@ -13,7 +13,7 @@ import (
 
 	"github.com/razao/razao/exports"
 	"github.com/razao/razao/monthsums"
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
 )
 
@@ -37,7 +37,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	m, err := postings.ParseMonth(*monthName)
+	m, err := periods.ParseMonth(*monthName)
 	if err != nil {
 		return err
 	}

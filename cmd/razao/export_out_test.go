@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -57,7 +58,7 @@ func TestExportRefusesAnOutputThatIsNotARegularFile(t *testing.T) {
 func TestExportToStandardOutputWritesTheFileBytes(t *testing.T) {
 	t.Parallel()
 	db, url := pgtest.NewWithURL(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	seedLedger(t, db, postings.New(db, cal))
 	file := filepath.Join(t.TempDir(), "aug.csv")
 	args := []string{"export", "-database-url", url, "-kind", "journal", "-month", "2026-08", "-dialect", "br", "-out"}

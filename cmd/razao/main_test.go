@@ -61,7 +61,7 @@ func seedLedger(t *testing.T, db *sqlx.DB, l *postings.Ledger) {
 func TestVerifyPassesOnCleanLedgerAndNamesBreach(t *testing.T) {
 	t.Parallel()
 	db, url := pgtest.NewWithURL(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	seedLedger(t, db, postings.New(db, cal))
 
 	code, out := runCmd(t, "verify", "-database-url", url)
@@ -132,7 +132,7 @@ func runVerifyJSON(t *testing.T, url string) (int, verifyJSON) {
 func TestVerifyJSONIsTheSameReportForMachines(t *testing.T) {
 	t.Parallel()
 	db, url := pgtest.NewWithURL(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	seedLedger(t, db, postings.New(db, cal))
 
 	code, clean := runVerifyJSON(t, url)
@@ -182,10 +182,10 @@ func TestVerifyJSONIsTheSameReportForMachines(t *testing.T) {
 func TestVerifyReportsABalanceBeyondInt64InAClosedMonth(t *testing.T) {
 	t.Parallel()
 	db, url := pgtest.NewWithURL(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	l := postings.New(db, cal)
 	seedLedger(t, db, l)
-	if err := periods.Close(context.Background(), db, l.Calendar(), postings.MonthOf(time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)), time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC), "", monthsums.Closing); err != nil {
+	if err := periods.Close(context.Background(), db, l.Calendar(), periods.MonthOf(time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)), time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC), "", monthsums.Closing); err != nil {
 		t.Fatal(err)
 	}
 	if code, out := runCmd(t, "verify", "-database-url", url); code != 0 {
@@ -239,7 +239,7 @@ func TestMigrateIsIdempotent(t *testing.T) {
 func TestExportCommandWritesFileAndChecksum(t *testing.T) {
 	t.Parallel()
 	db, url := pgtest.NewWithURL(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	seedLedger(t, db, postings.New(db, cal))
 	out := filepath.Join(t.TempDir(), "aug.csv")
 	code, msg := runCmd(t, "export", "-database-url", url, "-kind", "journal", "-month", "2026-08", "-dialect", "br", "-out", out)

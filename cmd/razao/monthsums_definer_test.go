@@ -12,6 +12,7 @@ import (
 
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/monthsums"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/verify"
 )
@@ -19,7 +20,7 @@ import (
 // postAs books a sale of amount in August 2026 as db's role.
 func postAs(t *testing.T, db *sqlx.DB, charge string, amount int64) {
 	t.Helper()
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	sale, err := postings.Sale(charge, "BRL", amount, 0, time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/partners"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/verify"
 )
@@ -31,7 +32,7 @@ func TestForgedMonthSumsCannotRepeatAPayout(t *testing.T) {
 	owner, ownerURL := pgtest.NewWithURL(t)
 	r := pgtest.NewRoles(t, owner, ownerURL)
 	svc := r.Connect(r.Service())
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	l := postings.New(svc, cal)
 	at := time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC)
 	sale, _ := postings.Sale("c1", "BRL", 10000, 0, at)

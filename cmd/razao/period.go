@@ -11,7 +11,6 @@ import (
 
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
-	"github.com/razao/razao/postings"
 )
 
 // cmdPeriod lists the competence months and closes one, with the same
@@ -56,7 +55,7 @@ func cmdPeriod(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stdout, "%s\t%s\tsnapshot=%t\tactivity=%t\tclosable=%t\t%s\n", p.Month, p.Status, p.Snapshot, p.Activity, p.Closable, closed)
 		}
 	case "close":
-		m, err := postings.ParseMonth(*monthName)
+		m, err := periods.ParseMonth(*monthName)
 		if err != nil {
 			return err
 		}
@@ -88,22 +87,22 @@ type calendarFlags struct {
 
 func (c *calendarFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.config, "config", os.Getenv("RAZAO_CONFIG"), "YAML config file ($RAZAO_CONFIG): its time_zone and go_live")
-	fs.StringVar(&c.timeZone, "time-zone", "", "IANA time zone of competence dates ($RAZAO_TIME_ZONE; default "+postings.DefaultTimeZone+")")
-	fs.StringVar(&c.goLive, "go-live", "", "first date an event may carry, YYYY-MM-DD ($RAZAO_GO_LIVE; default "+postings.DefaultGoLive+")")
+	fs.StringVar(&c.timeZone, "time-zone", "", "IANA time zone of competence dates ($RAZAO_TIME_ZONE; default "+periods.DefaultTimeZone+")")
+	fs.StringVar(&c.goLive, "go-live", "", "first date an event may carry, YYYY-MM-DD ($RAZAO_GO_LIVE; default "+periods.DefaultGoLive+")")
 }
 
-func (c *calendarFlags) calendar(getenv func(string) string) (postings.Calendar, error) {
+func (c *calendarFlags) calendar(getenv func(string) string) (periods.Calendar, error) {
 	file, err := loadFileConfig(c.config)
 	if err != nil {
-		return postings.Calendar{}, err
+		return periods.Calendar{}, err
 	}
-	cal, err := postings.NewCalendar(first(c.timeZone, getenv("RAZAO_TIME_ZONE"), file.TimeZone, postings.DefaultTimeZone))
+	cal, err := periods.NewCalendar(first(c.timeZone, getenv("RAZAO_TIME_ZONE"), file.TimeZone, periods.DefaultTimeZone))
 	if err != nil {
-		return postings.Calendar{}, fmt.Errorf("config: %w", err)
+		return periods.Calendar{}, fmt.Errorf("config: %w", err)
 	}
-	goLive, err := postings.ParseGoLive(first(c.goLive, getenv("RAZAO_GO_LIVE"), file.GoLive), time.Now())
+	goLive, err := periods.ParseGoLive(first(c.goLive, getenv("RAZAO_GO_LIVE"), file.GoLive), time.Now())
 	if err != nil {
-		return postings.Calendar{}, fmt.Errorf("config: %w", err)
+		return periods.Calendar{}, fmt.Errorf("config: %w", err)
 	}
 	return cal.WithGoLive(goLive), nil
 }

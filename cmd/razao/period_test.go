@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestPeriodCommandsListAndClose(t *testing.T) {
 	t.Parallel()
 	db, url := pgtest.NewWithURL(t)
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	seedLedger(t, db, postings.New(db, cal)) // August and September 2026
 	db.MustExec(`WITH s AS (
 		INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, content_hash)
@@ -27,7 +28,7 @@ func TestPeriodCommandsListAndClose(t *testing.T) {
 	FROM s, (VALUES ('assets:cash', 100), ('income:revenue', -100)) v (code, amount) JOIN accounts a ON a.code = v.code`)
 
 	var months []string // 2026-08 to the current month
-	for m, now := (postings.Month{Year: 2026, Month: time.August}), cal.Month(time.Now()); !now.Before(m); m = m.Next() {
+	for m, now := (periods.Month{Year: 2026, Month: time.August}), cal.Month(time.Now()); !now.Before(m); m = m.Next() {
 		months = append(months, m.String())
 	}
 	list := func(args ...string) []string {
@@ -88,7 +89,7 @@ func TestConfigGoLiveFromFileEnvAndFlag(t *testing.T) {
 		return parseServeConfig(append([]string{"-config", path}, args...), newFlagSet("serve", os.Stderr), func(k string) string { return env[k] }, true)
 	}
 	day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }
-	if cfg, err := parseServeConfig(nil, newFlagSet("serve", os.Stderr), func(string) string { return "" }, true); err != nil || !cfg.goLive.Equal(day(postings.DefaultGoLive)) {
+	if cfg, err := parseServeConfig(nil, newFlagSet("serve", os.Stderr), func(string) string { return "" }, true); err != nil || !cfg.goLive.Equal(day(periods.DefaultGoLive)) {
 		t.Fatalf("default: %v %v", cfg.goLive, err)
 	}
 	if cfg, err := parse(nil); err != nil || !cfg.goLive.Equal(day("2021-01-01")) {

@@ -15,6 +15,7 @@ import (
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/metrics"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/webhook"
@@ -145,7 +146,7 @@ func cliReconciler(cfg serveConfig, db *sqlx.DB, stderr io.Writer) (*reconcile.R
 	if len(cfg.reconciliation) == 0 {
 		return nil, fmt.Errorf("the config file has no reconciliation section")
 	}
-	cal, err := postings.NewCalendar(cfg.timeZone)
+	cal, err := periods.NewCalendar(cfg.timeZone)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
 	svc := r.Connect(r.Service())
 
 	// The business path works as the service role.
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	l := postings.New(svc, cal)
 	sale, _ := postings.Sale("c1", "BRL", 4990, 0, time.Date(2026, 8, 10, 12, 0, 0, 0, time.UTC))
 	if _, err := l.Post(context.Background(), sale); err != nil {
@@ -39,7 +39,7 @@ func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
 		Amount: 100, At: time.Date(2026, 8, 20, 12, 0, 0, 0, time.UTC)}); err != nil {
 		t.Fatalf("payout as service role: %v", err)
 	}
-	if err := periods.Close(context.Background(), svc, l.Calendar(), postings.Month{Year: 2026, Month: 8}, time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC), "", monthsums.Closing); err != nil {
+	if err := periods.Close(context.Background(), svc, l.Calendar(), periods.Month{Year: 2026, Month: 8}, time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC), "", monthsums.Closing); err != nil {
 		t.Fatalf("close a month as service role: %v", err)
 	}
 	// Rewriting the ledger does not.

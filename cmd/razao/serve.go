@@ -32,6 +32,7 @@ import (
 	"github.com/razao/razao/internal/reqid"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/monthsums"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/webhook"
@@ -141,7 +142,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	if cfg.timeouts == (serverTimeouts{}) {
 		cfg.timeouts = defaultTimeouts
 	}
-	cal, err := postings.NewCalendar(cfg.timeZone)
+	cal, err := periods.NewCalendar(cfg.timeZone)
 	if err != nil {
 		return nil, err
 	}

@@ -30,10 +30,10 @@ import (
 // The months of the ledger: FirstMonth to LastClosed are closed, the
 // three after open. SmallMonth has about half the postings of LastMonth.
 var (
-	FirstMonth = postings.Month{Year: 2024, Month: time.January}
-	LastClosed = postings.Month{Year: 2025, Month: time.September}
-	LastMonth  = postings.Month{Year: 2025, Month: time.December}
-	SmallMonth = postings.Month{Year: 2024, Month: time.February}
+	FirstMonth = periods.Month{Year: 2024, Month: time.January}
+	LastClosed = periods.Month{Year: 2025, Month: time.September}
+	LastMonth  = periods.Month{Year: 2025, Month: time.December}
+	SmallMonth = periods.Month{Year: 2024, Month: time.February}
 )
 
 // Build loads the ledger into db, which must be migrated and hold no
@@ -156,7 +156,7 @@ func Build(b testing.TB, db *sqlx.DB, benchSales, benchPartners int) {
 	db.SetMaxOpenConns(0)
 
 	t := time.Now()
-	cal, _ := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
 	l := postings.New(db, cal)
 	now := LastMonth.End(cal.Location()).Add(24 * time.Hour)
 	for m := FirstMonth; !LastClosed.Before(m); m = m.Next() {

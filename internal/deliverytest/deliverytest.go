@@ -34,6 +34,7 @@ import (
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
 	"github.com/razao/razao/webhook/scheme"
@@ -171,7 +172,7 @@ var DefaultEndpoints = []webhook.EndpointConfig{
 // inbox and processor on db, serving exactly the endpoints of cfgs.
 func NewWithEndpoints(t testing.TB, db *sqlx.DB, url string, cfgs ...webhook.EndpointConfig) *Env {
 	t.Helper()
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, err := periods.NewCalendar(periods.DefaultTimeZone)
 	if err != nil {
 		t.Fatal(err)
 	}

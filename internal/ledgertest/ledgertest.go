@@ -12,6 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -20,7 +21,7 @@ import (
 func New(t testing.TB) (*postings.Ledger, *sqlx.DB) {
 	t.Helper()
 	db := pgtest.New(t)
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, err := periods.NewCalendar(periods.DefaultTimeZone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,15 +57,15 @@ func Post(t testing.TB, l *postings.Ledger, s postings.Set, err error) postings.
 }
 
 // ClosedMonths lists the closed months in order.
-func ClosedMonths(t testing.TB, q sqlx.QueryerContext) []postings.Month {
+func ClosedMonths(t testing.TB, q sqlx.QueryerContext) []periods.Month {
 	t.Helper()
 	var ts []time.Time
 	if err := sqlx.SelectContext(context.Background(), q, &ts, `SELECT month FROM closed_periods ORDER BY month`); err != nil {
 		t.Fatalf("closed months: %v", err)
 	}
-	ms := make([]postings.Month, len(ts))
+	ms := make([]periods.Month, len(ts))
 	for i, tm := range ts {
-		ms[i] = postings.MonthOf(tm)
+		ms[i] = periods.MonthOf(tm)
 	}
 	return ms
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/internal/storm"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
 	"github.com/razao/razao/webhook/scheme"
@@ -32,7 +33,7 @@ type held struct {
 func newHeld(t *testing.T) *held {
 	t.Helper()
 	db := pgtest.New(t)
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, err := periods.NewCalendar(periods.DefaultTimeZone)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,7 @@ import (
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook"
 	"github.com/razao/razao/webhook/scheme"
@@ -318,7 +319,7 @@ func (b *bench) setUp(ctx context.Context) error {
 	}
 	fmt.Printf("preloaded %d charges, %d applied deliveries in %.1fs\n", total+b.history, b.history, time.Since(start).Seconds())
 
-	cal, err := postings.NewCalendar(postings.DefaultTimeZone)
+	cal, err := periods.NewCalendar(periods.DefaultTimeZone)
 	if err != nil {
 		return err
 	}

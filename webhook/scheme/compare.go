@@ -14,7 +14,7 @@ import (
 
 // TimestampTolerance is how far a signed timestamp may be from our clock,
 // in either direction: past it a captured delivery can no longer be
-// replayed. postings.MaxAhead, the latest event time the ledger accepts,
+// replayed. periods.MaxAhead, the latest event time the ledger accepts,
 // is this plus 5 minutes.
 const TimestampTolerance = 300 * time.Second
 

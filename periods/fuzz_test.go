@@ -1,9 +1,9 @@
-package postings_test
+package periods_test
 
 import (
 	"testing"
 
-	"github.com/razao/razao/postings"
+	"github.com/razao/razao/periods"
 )
 
 // FuzzParseMonth: whatever the input, ParseMonth either refuses it or
@@ -13,7 +13,7 @@ func FuzzParseMonth(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		m, err := postings.ParseMonth(s)
+		m, err := periods.ParseMonth(s)
 		if err != nil {
 			return
 		}
