@@ -161,3 +161,8 @@ const recordFailureSQL = `UPDATE inbox SET attempts = attempts + 1, last_error =
 
 // giveUpSQL sets aside a delivery past its attempts.
 const giveUpSQL = `UPDATE inbox SET status = 'divergent', processed_at = now() WHERE id = $1`
+
+// summariesSQL reads the stored deliveries with the ids $1, without
+// their bodies, headers or events (Summaries).
+const summariesSQL = `SELECT id, endpoint, scheme, event_type, event_id, kind, status,
+			attempts, received_at, processed_at FROM inbox WHERE id = ANY($1)`
