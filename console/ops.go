@@ -16,6 +16,7 @@ import (
 	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
+	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
 
@@ -179,20 +180,9 @@ func (c *Console) partnerList(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, "partners", "Parceiros", pg)
 }
 
-// payout is one payout set of a partner.
-type payout struct {
-	ID          int64     `db:"id"`
-	Key         string    `db:"idempotency_key"`
-	Amount      int64     `db:"amount"`
-	Currency    string    `db:"currency"`
-	Competence  time.Time `db:"competence"`
-	EventAt     time.Time `db:"event_at"`
-	Description string    `db:"description"`
-}
-
 type partnerPage struct {
 	Summary partners.Summary
-	Payouts []payout
+	Payouts []postings.PayoutSet
 }
 
 // partner shows a partner's summary (partners.Get) and its latest
@@ -205,9 +195,7 @@ func (c *Console) partner(w http.ResponseWriter, r *http.Request) {
 		c.failWith(w, r, err)
 		return
 	}
-	var ps []payout
-	err = c.DB.SelectContext(r.Context(), &ps, `SELECT id, idempotency_key, amount, currency, competence, event_at, description
-		FROM posting_sets WHERE partner = $1 AND kind = 'payout' ORDER BY id DESC LIMIT $2`, id, pageSize*2)
+	ps, err := postings.RecentPayouts(r.Context(), c.DB, id, pageSize*2)
 	if err != nil {
 		c.failWith(w, r, fmt.Errorf("payouts of %s: %w", id, err))
 		return
