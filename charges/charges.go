@@ -22,6 +22,7 @@ import (
 	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/internal/snapshot"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/postings"
 )
 
 // Errors a caller can test with errors.Is.
@@ -293,24 +294,28 @@ func getDetail(ctx context.Context, q sqlx.QueryerContext, id string) (Detail, e
 		return Detail{}, err
 	}
 	d := Detail{Charge: c, Refunds: []Refund{}, PostingSets: []PostingSet{}}
-	if err := sqlx.SelectContext(ctx, q, &d.Refunds, `SELECT refund_id, amount, competence::text AS competence, event_at
-		FROM posting_sets WHERE charge_id = $1 AND kind = 'refund' ORDER BY id`, id); err != nil {
+	refunds, err := postings.ChargeRefunds(ctx, q, id)
+	if err != nil {
 		return Detail{}, fmt.Errorf("refunds of %s: %w", id, err)
 	}
-	if err := sqlx.SelectContext(ctx, q, &d.PostingSets, `SELECT id, kind, amount, competence::text AS competence, event_at
-		FROM posting_sets WHERE charge_id = $1 ORDER BY id`, id); err != nil {
+	for _, r := range refunds {
+		d.Refunds = append(d.Refunds, Refund(r))
+	}
+	sets, err := postings.ChargeSets(ctx, q, id)
+	if err != nil {
 		return Detail{}, fmt.Errorf("posting sets of %s: %w", id, err)
 	}
-	var legs []Posting
-	if err := sqlx.SelectContext(ctx, q, &legs, `SELECT p.posting_set_id, a.code, p.amount
-		FROM postings p JOIN accounts a ON a.id = p.account_id JOIN posting_sets s ON s.id = p.posting_set_id
-		WHERE s.charge_id = $1 ORDER BY p.id`, id); err != nil {
+	for _, s := range sets {
+		d.PostingSets = append(d.PostingSets, PostingSet{ID: s.ID, Kind: s.Kind, Amount: s.Amount, Competence: s.Competence, EventAt: s.EventAt})
+	}
+	legs, err := postings.ChargeLegs(ctx, q, id)
+	if err != nil {
 		return Detail{}, fmt.Errorf("postings of %s: %w", id, err)
 	}
 	for i := range d.PostingSets {
 		for _, l := range legs {
 			if l.SetID == d.PostingSets[i].ID {
-				d.PostingSets[i].Postings = append(d.PostingSets[i].Postings, l)
+				d.PostingSets[i].Postings = append(d.PostingSets[i].Postings, Posting(l))
 			}
 		}
 	}
