@@ -245,7 +245,7 @@ func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error
 // divergences.Requeue, the one home of the rule, which razao inbox retry
 // and a PSP's redelivery share), then rings every replica's workers.
 func (p *Processor) Requeue(ctx context.Context, id int64, note string, now time.Time) (divergences.Divergence, error) {
-	d, err := divergences.Requeue(ctx, p.db, id, note, now)
+	d, err := divergences.Requeue(ctx, p.db, Requeues{}, id, note, now)
 	if err != nil {
 		return d, err
 	}

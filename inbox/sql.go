@@ -77,6 +77,29 @@ const insertConflictSQL = `
 			VALUES ($1, $2, $3, $4, $5, $6, 'unbookable', NULLIF($7, ''), $8::jsonb, $9, $10::jsonb, 'divergent', now())
 			ON CONFLICT (endpoint, event_type, event_id) DO NOTHING RETURNING id`
 
+// Requeues is the inbox's side of divergences' requeues
+// (divergences.Deliveries): which deliveries are set aside, and making
+// them due again, in the statement that resolves their divergences
+// (divergences.Requeue, and redeliverSQL's divergences.RequeueCTE).
+type Requeues struct{}
+
+// SetAsideSQL is a condition: the delivery whose id is the SQL
+// expression id is set aside (divergent).
+func (Requeues) SetAsideSQL(id string) string {
+	return `EXISTS (SELECT 1 FROM inbox i WHERE i.id = ` + id + ` AND i.status = 'divergent')`
+}
+
+// RequeueSQL is the common table expression "requeued": the set-aside
+// deliveries among ids (a subquery) made pending and due now, their
+// attempts reset, returning their ids.
+func (Requeues) RequeueSQL(ids string) string {
+	return `requeued AS (
+		UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = NULL
+		WHERE id IN (` + ids + `) AND status = 'divergent'
+		RETURNING id
+	)`
+}
+
 // redeliverSQL does, in one statement, what PSPs' redeliveries of stored
 // deliveries ask: one still pending is made due now (unless a worker holds
 // it: then it is being applied); one that gave up after its attempts (a
@@ -94,7 +117,7 @@ var redeliverSQL = `
 		WHERE id IN (SELECT id FROM inbox WHERE id IN (SELECT id FROM found WHERE status = 'pending')
 			AND next_attempt_at > now() FOR UPDATE SKIP LOCKED)
 		RETURNING id
-	), ` + divergences.RequeueCTE(`SELECT id FROM found WHERE status = 'divergent'`) + `
+	), ` + divergences.RequeueCTE(Requeues{}, `SELECT id FROM found WHERE status = 'divergent'`) + `
 	SELECT endpoint, event_type, event_id, event FROM found WHERE status = 'processed' AND kind = 'paid'
 	UNION ALL SELECT NULL, NULL, NULL, NULL FROM due
 	UNION ALL SELECT NULL, NULL, NULL, NULL FROM requeued`
