@@ -63,3 +63,10 @@ func Get(ctx context.Context, q sqlx.QueryerContext, id int64) (Divergence, erro
 	}
 	return r.divergence(), nil
 }
+
+// CountOpen counts the divergences waiting for finance.
+func CountOpen(ctx context.Context, q sqlx.QueryerContext) (int64, error) {
+	var n int64
+	err := sqlx.GetContext(ctx, q, &n, `SELECT count(*) FROM divergences WHERE status = 'open'`)
+	return n, err
+}

@@ -36,3 +36,20 @@ func Summaries(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]Summa
 	}
 	return rows, nil
 }
+
+// Backlog is what the inbox holds back, as the service's gauges show it.
+type Backlog struct {
+	// Pending counts the deliveries stored and not yet applied.
+	Pending int64 `db:"pending"`
+	// Oldest is the age in seconds of the oldest of them, 0 with none.
+	Oldest float64 `db:"oldest"`
+	// Parked counts the refunds parked until their payment lands.
+	Parked int64 `db:"parked"`
+}
+
+// ReadBacklog reads the inbox's Backlog in one statement.
+func ReadBacklog(ctx context.Context, q sqlx.QueryerContext) (Backlog, error) {
+	var b Backlog
+	err := sqlx.GetContext(ctx, q, &b, backlogSQL)
+	return b, err
+}

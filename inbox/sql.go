@@ -189,3 +189,9 @@ const giveUpSQL = `UPDATE inbox SET status = 'divergent', processed_at = now() W
 // their bodies, headers or events (Summaries).
 const summariesSQL = `SELECT id, endpoint, scheme, event_type, event_id, kind, status,
 			attempts, received_at, processed_at FROM inbox WHERE id = ANY($1)`
+
+// backlogSQL reads the inbox's gauges (Backlog).
+const backlogSQL = `SELECT
+		(SELECT count(*) FROM inbox WHERE status = 'pending') AS pending,
+		coalesce((SELECT extract(epoch FROM now() - min(received_at)) FROM inbox WHERE status = 'pending'), 0)::float8 AS oldest,
+		(SELECT count(*) FROM inbox WHERE status = 'parked') AS parked`
