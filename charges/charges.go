@@ -89,9 +89,6 @@ type Charge struct {
 	UpdatedAt      time.Time       `db:"updated_at" json:"updated_at"`
 }
 
-const chargeColumns = `id, psp_ref, merchant, amount, currency, partner, commission_bp, access, metadata, state,
-	paid_amount, fee, commission, paid_at, paid_ref, refunded_amount, failed_at, request_hash, created_at, updated_at`
-
 // MaxIDLength is the longest charge id (and PSP reference): posting-set
 // keys derive from it, and intake checks the keys against it.
 const MaxIDLength = 100
@@ -186,9 +183,7 @@ func RegisterWithin(ctx context.Context, db sqlx.ExtContext, n NewCharge, limit 
 		return Charge{}, false, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	hash := n.hash()
-	err = sqlx.GetContext(ctx, db, &c, `INSERT INTO charges (id, psp_ref, amount, currency, partner, commission_bp, access, metadata, request_hash, merchant)
-		VALUES ($1, NULLIF($2, ''), $3, $4, NULLIF($5, ''), $6, $7, $8, $9, NULLIF($10, ''))
-		ON CONFLICT DO NOTHING RETURNING `+chargeColumns,
+	err = sqlx.GetContext(ctx, db, &c, registerSQL,
 		n.ID, n.PSPRef, n.Amount, n.Currency, n.Partner, n.CommissionBP, n.Access, string(n.Metadata), hash, n.Merchant)
 	if err == nil {
 		return c, true, nil
@@ -224,7 +219,7 @@ func sameLegacy(c Charge, n NewCharge) bool {
 // Get returns the charge with id.
 func Get(ctx context.Context, q sqlx.QueryerContext, id string) (Charge, error) {
 	var c Charge
-	err := sqlx.GetContext(ctx, q, &c, `SELECT `+chargeColumns+` FROM charges WHERE id = $1`, id)
+	err := sqlx.GetContext(ctx, q, &c, getChargeSQL, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Charge{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
@@ -320,7 +315,7 @@ func getDetail(ctx context.Context, q sqlx.QueryerContext, id string) (Detail, e
 		}
 	}
 	var g Grant
-	err = sqlx.GetContext(ctx, q, &g, `SELECT access, granted_at FROM access_grants WHERE charge_id = $1`, id)
+	err = sqlx.GetContext(ctx, q, &g, getGrantSQL, id)
 	switch {
 	case err == nil:
 		d.Access = &g
