@@ -41,33 +41,6 @@ type Deliveries interface {
 	RequeueSQL(ids string) string
 }
 
-// settleSQL is the one UPDATE that resolves divergences, as the common
-// table expression "resolved": the open ones where selects (alias d),
-// with note and at (SQL expressions: parameters, or a literal), returning
-// them. Given the inbox's side of a requeue (in, nil for none) it also
-// makes their deliveries due again, attempts reset, as "requeued" (their
-// inbox ids): where must then select only requeueable divergences.
-func settleSQL(where, note, at string, in Deliveries) string {
-	q := `resolved AS (
-		UPDATE divergences d SET status = 'resolved', resolution_note = ` + note + `, resolved_at = ` + at + `
-		WHERE d.status = 'open' AND ` + where + `
-		RETURNING ` + columns + `
-	)`
-	if in != nil {
-		q += `, ` + in.RequeueSQL(`SELECT inbox_id FROM resolved`)
-	}
-	return q
-}
-
-// requeueable selects (alias d) the divergences whose delivery may be
-// applied again: it gave up after its attempts (an outage, a bad deploy),
-// and is still set aside in the inbox (in). Any other divergence would be
-// decided the same way again.
-func requeueable(in Deliveries) string {
-	return `d.reason = 'processing_failed' AND d.inbox_id IS NOT NULL
-		AND ` + in.SetAsideSQL(`d.inbox_id`)
-}
-
 // Resolve marks an open divergence resolved at now with note (see
 // checkNote) and returns it. It fails with ErrNotFound,
 // ErrAlreadyResolved or ErrInvalidNote. Of two concurrent resolutions one
@@ -80,8 +53,7 @@ func Resolve(ctx context.Context, db sqlx.ExtContext, id int64, note string, now
 		return Divergence{}, err
 	}
 	var r row
-	err = sqlx.GetContext(ctx, db, &r, `WITH `+settleSQL(`d.id = $1`, `$2`, `$3`, nil)+
-		` SELECT `+columns+` FROM resolved`, id, note, now)
+	err = sqlx.GetContext(ctx, db, &r, resolveSQL, id, note, now)
 	if err == nil {
 		return r.divergence(), nil
 	}
@@ -108,15 +80,14 @@ func Requeue(ctx context.Context, db sqlx.ExtContext, in Deliveries, deliveryID 
 		return Divergence{}, err
 	}
 	var r row
-	err = sqlx.GetContext(ctx, db, &r, `WITH `+settleSQL(`d.inbox_id = $1 AND `+requeueable(in), `$2`, `$3`, in)+
-		` SELECT `+columns+` FROM resolved`, deliveryID, note, now)
+	err = sqlx.GetContext(ctx, db, &r, requeueSQL(in), deliveryID, note, now)
 	if err == nil {
 		return r.divergence(), nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return Divergence{}, fmt.Errorf("requeue delivery %d: %w", deliveryID, err)
 	}
-	err = sqlx.GetContext(ctx, db, &r, `SELECT `+columns+` FROM divergences WHERE inbox_id = $1`, deliveryID)
+	err = sqlx.GetContext(ctx, db, &r, byDeliverySQL, deliveryID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return Divergence{}, fmt.Errorf("%w: delivery %d has no divergence (it did not give up, or there is no such delivery)", ErrNotFound, deliveryID)
