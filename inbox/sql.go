@@ -11,10 +11,14 @@ import (
 // inbox_bodies, in the order a delivery meets them: stored (a group
 // commit's insert, a conflicting redelivery kept, a redelivery's
 // follow-up, a malformed delivery kept), claimed, finished, or failed and
-// backed off. The workers' doorbell (pg_notify) touches no table. Other
-// packages still query these tables themselves: reconcile's matching, the
-// console and the metrics' gauges read them, and divergences.Requeue
-// (whose CTE redeliverSQL shares) makes a delivery due again.
+// backed off; then the reads other packages call (reads.go). The
+// workers' doorbell (pg_notify) touches no table. A divergence's requeue
+// is one statement of package divergences', which takes its part over
+// the inbox from here (Requeues). Two packages still read the inbox
+// inside statements of their own, each one statement over several
+// owners' tables: reconcile decides a run's lines against the stored
+// deliveries, set-based, and charges' readGrantsRefundsSQL reads which
+// delivery booked each refund.
 
 // insertSQL stores deliveries of one event each, each unless one with
 // its key is stored, with its body and audit headers in its row.
