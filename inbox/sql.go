@@ -154,7 +154,9 @@ const claimIDsSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
 // makes the refunds parked before the given payments due again. The rows
 // it marks are not the rows it releases: a delivery being marked was
 // pending in the statement's snapshot, and one it parks waits for a
-// payment not given.
+// payment not given. It reads the payments' charges itself (a parked
+// refund names its charge by id or PSP reference): as a charges read of
+// its own it would be one more round trip of the locked transaction.
 var finishSQL = `
 	WITH appended AS (` + events.AppendSQL(5) + `
 	), done AS (
