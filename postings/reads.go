@@ -7,12 +7,13 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// The ledger's reads for other packages: every statement over
-// posting_sets and postings outside the posting transaction (ledger.go),
-// each behind a typed function, so that their callers name no column.
-// The ledger's reports, month sums, partners' figures and verify's
-// cross-checks still read the tables themselves, and so does periods,
-// which this package imports.
+// The ledger's typed reads for other packages, so that their callers
+// name no column of posting_sets or postings; the posting transaction's
+// statements are in ledger.go. Other packages still read these tables in
+// statements of their own: reports, partners, verify (on purpose, an
+// auditor independent of this package), periods (which this package
+// imports, so it cannot call it), and, in statements over several
+// owners' tables, charges and reconcile.
 
 // chargeRefundsSQL, chargeSetsSQL and chargeLegsSQL: see ChargeRefunds,
 // ChargeSets and ChargeLegs.
