@@ -22,6 +22,7 @@ import (
 	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/internal/snapshot"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/postings"
 )
 
 // Errors a caller can test with errors.Is.
@@ -87,9 +88,6 @@ type Charge struct {
 	CreatedAt      time.Time       `db:"created_at" json:"created_at"`
 	UpdatedAt      time.Time       `db:"updated_at" json:"updated_at"`
 }
-
-const chargeColumns = `id, psp_ref, merchant, amount, currency, partner, commission_bp, access, metadata, state,
-	paid_amount, fee, commission, paid_at, paid_ref, refunded_amount, failed_at, request_hash, created_at, updated_at`
 
 // MaxIDLength is the longest charge id (and PSP reference): posting-set
 // keys derive from it, and intake checks the keys against it.
@@ -185,9 +183,7 @@ func RegisterWithin(ctx context.Context, db sqlx.ExtContext, n NewCharge, limit 
 		return Charge{}, false, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	hash := n.hash()
-	err = sqlx.GetContext(ctx, db, &c, `INSERT INTO charges (id, psp_ref, amount, currency, partner, commission_bp, access, metadata, request_hash, merchant)
-		VALUES ($1, NULLIF($2, ''), $3, $4, NULLIF($5, ''), $6, $7, $8, $9, NULLIF($10, ''))
-		ON CONFLICT DO NOTHING RETURNING `+chargeColumns,
+	err = sqlx.GetContext(ctx, db, &c, registerSQL,
 		n.ID, n.PSPRef, n.Amount, n.Currency, n.Partner, n.CommissionBP, n.Access, string(n.Metadata), hash, n.Merchant)
 	if err == nil {
 		return c, true, nil
@@ -223,7 +219,7 @@ func sameLegacy(c Charge, n NewCharge) bool {
 // Get returns the charge with id.
 func Get(ctx context.Context, q sqlx.QueryerContext, id string) (Charge, error) {
 	var c Charge
-	err := sqlx.GetContext(ctx, q, &c, `SELECT `+chargeColumns+` FROM charges WHERE id = $1`, id)
+	err := sqlx.GetContext(ctx, q, &c, getChargeSQL, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Charge{}, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
@@ -293,29 +289,33 @@ func getDetail(ctx context.Context, q sqlx.QueryerContext, id string) (Detail, e
 		return Detail{}, err
 	}
 	d := Detail{Charge: c, Refunds: []Refund{}, PostingSets: []PostingSet{}}
-	if err := sqlx.SelectContext(ctx, q, &d.Refunds, `SELECT refund_id, amount, competence::text AS competence, event_at
-		FROM posting_sets WHERE charge_id = $1 AND kind = 'refund' ORDER BY id`, id); err != nil {
+	refunds, err := postings.ChargeRefunds(ctx, q, id)
+	if err != nil {
 		return Detail{}, fmt.Errorf("refunds of %s: %w", id, err)
 	}
-	if err := sqlx.SelectContext(ctx, q, &d.PostingSets, `SELECT id, kind, amount, competence::text AS competence, event_at
-		FROM posting_sets WHERE charge_id = $1 ORDER BY id`, id); err != nil {
+	for _, r := range refunds {
+		d.Refunds = append(d.Refunds, Refund(r))
+	}
+	sets, err := postings.ChargeSets(ctx, q, id)
+	if err != nil {
 		return Detail{}, fmt.Errorf("posting sets of %s: %w", id, err)
 	}
-	var legs []Posting
-	if err := sqlx.SelectContext(ctx, q, &legs, `SELECT p.posting_set_id, a.code, p.amount
-		FROM postings p JOIN accounts a ON a.id = p.account_id JOIN posting_sets s ON s.id = p.posting_set_id
-		WHERE s.charge_id = $1 ORDER BY p.id`, id); err != nil {
+	for _, s := range sets {
+		d.PostingSets = append(d.PostingSets, PostingSet{ID: s.ID, Kind: s.Kind, Amount: s.Amount, Competence: s.Competence, EventAt: s.EventAt})
+	}
+	legs, err := postings.ChargeLegs(ctx, q, id)
+	if err != nil {
 		return Detail{}, fmt.Errorf("postings of %s: %w", id, err)
 	}
 	for i := range d.PostingSets {
 		for _, l := range legs {
 			if l.SetID == d.PostingSets[i].ID {
-				d.PostingSets[i].Postings = append(d.PostingSets[i].Postings, l)
+				d.PostingSets[i].Postings = append(d.PostingSets[i].Postings, Posting(l))
 			}
 		}
 	}
 	var g Grant
-	err = sqlx.GetContext(ctx, q, &g, `SELECT access, granted_at FROM access_grants WHERE charge_id = $1`, id)
+	err = sqlx.GetContext(ctx, q, &g, getGrantSQL, id)
 	switch {
 	case err == nil:
 		d.Access = &g

@@ -9,10 +9,28 @@ import (
 	"github.com/razao/razao/internal/sqlstmt"
 )
 
-// The statements the delivery path runs over charges, access_grants and
-// refund_aliases, all in this file: Applier's, prepared once (LockTx,
-// WriteTx, EnsureGrantTx), and the plain reads the inbox's processor
-// calls (GrantMissing, BookedFor). No other package writes these tables.
+// Every statement this package runs over its tables, charges,
+// access_grants and refund_aliases, is in this file: a registration and
+// the reads of a charge (Register, Get, GetDetail); the delivery path's,
+// Applier's prepared once (LockTx, WriteTx, EnsureGrantTx), and the plain
+// reads the inbox's processor calls (GrantMissing, BookedFor). No other
+// package writes these tables.
+
+// chargeColumns are the columns of a Charge.
+const chargeColumns = `id, psp_ref, merchant, amount, currency, partner, commission_bp, access, metadata, state,
+	paid_amount, fee, commission, paid_at, paid_ref, refunded_amount, failed_at, request_hash, created_at, updated_at`
+
+// registerSQL records a charge unless its id (or PSP reference) is
+// taken, returning it (Register).
+const registerSQL = `INSERT INTO charges (id, psp_ref, amount, currency, partner, commission_bp, access, metadata, request_hash, merchant)
+		VALUES ($1, NULLIF($2, ''), $3, $4, NULLIF($5, ''), $6, $7, $8, $9, NULLIF($10, ''))
+		ON CONFLICT DO NOTHING RETURNING ` + chargeColumns
+
+// getChargeSQL reads a charge by id (Get).
+const getChargeSQL = `SELECT ` + chargeColumns + ` FROM charges WHERE id = $1`
+
+// getGrantSQL reads a charge's access grant (GetDetail).
+const getGrantSQL = `SELECT access, granted_at FROM access_grants WHERE charge_id = $1`
 
 // lockChargesSQL locks charges by id or PSP reference in id order.
 const lockChargesSQL = `SELECT ` + chargeColumns + ` FROM charges
@@ -25,6 +43,9 @@ const existChargesSQL = `SELECT id, psp_ref FROM charges WHERE id = ANY($1) OR p
 // readGrantsRefundsSQL reads which charges have their grant and the
 // refunds booked against them: whether each was booked from a statement
 // file's line ($2 is StatementRefundType) and its other id, if paired.
+// It reads posting_sets and the inbox too, in the same statement: it is
+// one prepared round trip of the locked transaction, and the inbox's
+// side could not come from package inbox, which imports this one.
 const readGrantsRefundsSQL = `
 	SELECT charge_id, '' AS refund_id, 0::bigint AS amount, NULL::timestamptz AS at, false AS statement, '' AS alias_id
 	FROM access_grants WHERE charge_id = ANY($1)
@@ -64,7 +85,8 @@ const grantMissingSQL = `SELECT EXISTS (
 // bookedForSQL is, for each event razao cannot book ($1 its charge id, $2
 // its payment reference for a charge it names only by that, $3 its refund
 // id), what the ledger booked of it: the refund under that id, or, for a
-// payment, the charge's sale.
+// payment, the charge's sale. The sets are found through the charges, in
+// one statement with them.
 const bookedForSQL = `
 	SELECT u.n, coalesce(s.refund_id, '') AS refund_id, s.amount
 	FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u (c, p, r, n)

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,14 +9,15 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
-	"github.com/lib/pq"
 
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/partners"
 	"github.com/razao/razao/periods"
+	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reports"
 )
 
@@ -27,25 +27,10 @@ const pageSize = 50
 // partnersPerPage is how many partners a page of them shows.
 const partnersPerPage = 20
 
-// delivery is the webhook delivery a divergence was set aside from, as
-// the inbox holds it.
-type delivery struct {
-	ID         int64        `db:"id"`
-	Endpoint   string       `db:"endpoint"`
-	Scheme     string       `db:"scheme"`
-	EventType  string       `db:"event_type"`
-	EventID    string       `db:"event_id"`
-	Kind       string       `db:"kind"`
-	Status     string       `db:"status"`
-	Attempts   int          `db:"attempts"`
-	ReceivedAt time.Time    `db:"received_at"`
-	Processed  sql.NullTime `db:"processed_at"`
-}
-
 // divergenceRow is a divergence with its delivery, if it has one.
 type divergenceRow struct {
 	divergences.Divergence
-	Delivery *delivery
+	Delivery *inbox.Summary
 }
 
 type divergencesPage struct {
@@ -54,7 +39,7 @@ type divergencesPage struct {
 	Done                   string
 }
 
-// deliveries reads the inbox rows behind divs in one query.
+// deliveries reads the inbox's deliveries behind divs in one query.
 func (c *Console) deliveries(ctx context.Context, divs []divergences.Divergence) ([]divergenceRow, error) {
 	var ids []int64
 	for _, d := range divs {
@@ -62,11 +47,9 @@ func (c *Console) deliveries(ctx context.Context, divs []divergences.Divergence)
 			ids = append(ids, d.InboxID)
 		}
 	}
-	byID := map[int64]*delivery{}
+	byID := map[int64]*inbox.Summary{}
 	if len(ids) > 0 {
-		var rows []delivery
-		err := c.DB.SelectContext(ctx, &rows, `SELECT id, endpoint, scheme, event_type, event_id, kind, status,
-			attempts, received_at, processed_at FROM inbox WHERE id = ANY($1)`, pq.Array(ids))
+		rows, err := inbox.Summaries(ctx, c.DB, ids)
 		if err != nil {
 			return nil, fmt.Errorf("deliveries of %d divergence(s): %w", len(divs), err)
 		}
@@ -198,20 +181,9 @@ func (c *Console) partnerList(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, "partners", "Parceiros", pg)
 }
 
-// payout is one payout set of a partner.
-type payout struct {
-	ID          int64     `db:"id"`
-	Key         string    `db:"idempotency_key"`
-	Amount      int64     `db:"amount"`
-	Currency    string    `db:"currency"`
-	Competence  time.Time `db:"competence"`
-	EventAt     time.Time `db:"event_at"`
-	Description string    `db:"description"`
-}
-
 type partnerPage struct {
 	Summary partners.Summary
-	Payouts []payout
+	Payouts []postings.PayoutSet
 }
 
 // partner shows a partner's summary (partners.Get) and its latest
@@ -224,9 +196,7 @@ func (c *Console) partner(w http.ResponseWriter, r *http.Request) {
 		c.failWith(w, r, err)
 		return
 	}
-	var ps []payout
-	err = c.DB.SelectContext(r.Context(), &ps, `SELECT id, idempotency_key, amount, currency, competence, event_at, description
-		FROM posting_sets WHERE partner = $1 AND kind = 'payout' ORDER BY id DESC LIMIT $2`, id, pageSize*2)
+	ps, err := postings.RecentPayouts(r.Context(), c.DB, id, pageSize*2)
 	if err != nil {
 		c.failWith(w, r, fmt.Errorf("payouts of %s: %w", id, err))
 		return

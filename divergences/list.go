@@ -35,8 +35,7 @@ func List(ctx context.Context, q sqlx.QueryerContext, status Status, pageCursor 
 	}
 	limit = cursor.Limit(limit)
 	var rows []row
-	err = sqlx.SelectContext(ctx, q, &rows, `SELECT `+columns+` FROM divergences
-		WHERE ($1 = '' OR status = $1) AND id > $2 ORDER BY id LIMIT $3`, string(status), after, limit+1)
+	err = sqlx.SelectContext(ctx, q, &rows, listSQL, string(status), after, limit+1)
 	if err != nil {
 		return Page{}, fmt.Errorf("list divergences: %w", err)
 	}
@@ -54,7 +53,7 @@ func List(ctx context.Context, q sqlx.QueryerContext, status Status, pageCursor 
 // Get returns the divergence with id, or ErrNotFound.
 func Get(ctx context.Context, q sqlx.QueryerContext, id int64) (Divergence, error) {
 	var r row
-	err := sqlx.GetContext(ctx, q, &r, `SELECT `+columns+` FROM divergences WHERE id = $1`, id)
+	err := sqlx.GetContext(ctx, q, &r, getSQL, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Divergence{}, fmt.Errorf("%w: %d", ErrNotFound, id)
 	}
@@ -62,4 +61,11 @@ func Get(ctx context.Context, q sqlx.QueryerContext, id int64) (Divergence, erro
 		return Divergence{}, fmt.Errorf("divergence %d: %w", id, err)
 	}
 	return r.divergence(), nil
+}
+
+// CountOpen counts the divergences waiting for finance.
+func CountOpen(ctx context.Context, q sqlx.QueryerContext) (int64, error) {
+	var n int64
+	err := sqlx.GetContext(ctx, q, &n, countOpenSQL)
+	return n, err
 }

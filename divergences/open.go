@@ -64,13 +64,7 @@ func OpenForDeliveries(ctx context.Context, tx sqlx.QueryerContext, ds []Deliver
 		InboxID int64 `db:"inbox_id"`
 		ID      int64 `db:"id"`
 	}
-	err := sqlx.SelectContext(ctx, tx, &rows, `INSERT INTO divergences (inbox_id, charge_id, reason, detail,
-			statement_psp_id, statement_charge_ref, statement_refund_id, statement_amount, statement_at, ledger_refund_id, ledger_amount)
-		SELECT i, NULLIF(c, ''), r, d, pi, pc, pr, pa, pt, NULLIF(lr, ''), la
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
-			$9::timestamptz[], $10::text[], $11::bigint[]) WITH ORDINALITY AS u (i, c, r, d, pi, pc, pr, pa, pt, lr, la, n)
-		ORDER BY n
-		ON CONFLICT (inbox_id) DO NOTHING RETURNING inbox_id, id`,
+	err := sqlx.SelectContext(ctx, tx, &rows, openForDeliveriesSQL,
 		pq.Array(inbox), pq.Array(chargeIDs), pq.Array(reasons), pq.Array(details), pq.Array(pspIDs), pq.Array(pspRefs),
 		pq.Array(pspRefunds), pq.Array(pspAmounts), pq.Array(pspAt), pq.Array(ledgerRefunds), pq.Array(ledgerAmounts))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/divergences"
+	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/pgtest"
 )
 
@@ -17,16 +18,16 @@ import (
 // reason, and returns the delivery's and the divergence's ids.
 func delivery(t *testing.T, db *sqlx.DB, eventID, status string, reason divergences.Reason) (int64, int64) {
 	t.Helper()
-	var inbox, div int64
-	if err := db.Get(&inbox, `INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body, status, attempts, processed_at)
+	var id, div int64
+	if err := db.Get(&id, `INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body, status, attempts, processed_at)
 		VALUES ('std|charge.paid|' || $1, 'std', 'standard', 'loja-1', 'charge.paid', $1, 'paid', '{}', '\x00', $2, 10, now())
 		RETURNING id`, eventID, status); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Get(&div, `INSERT INTO divergences (inbox_id, reason, detail) VALUES ($1, $2, 'd') RETURNING id`, inbox, reason); err != nil {
+	if err := db.Get(&div, `INSERT INTO divergences (inbox_id, reason, detail) VALUES ($1, $2, 'd') RETURNING id`, id, reason); err != nil {
 		t.Fatal(err)
 	}
-	return inbox, div
+	return id, div
 }
 
 // Requeueing a delivery resolves its divergence, so it is held to the
@@ -37,16 +38,16 @@ func TestRequeueRefusesTheNotesResolveRefuses(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
 	now := time.Date(2026, 9, 2, 14, 0, 0, 0, time.UTC)
-	inbox, div := delivery(t, db, "e1", "divergent", divergences.ReasonProcessingFailed)
+	id, div := delivery(t, db, "e1", "divergent", divergences.ReasonProcessingFailed)
 	for _, note := range []string{"", "   \t\n", strings.Repeat("é", divergences.MaxNoteLength+1), "\xff", "a\x00b"} {
 		_, rerr := divergences.Resolve(ctx, db, div, note, now)
-		_, qerr := divergences.Requeue(ctx, db, inbox, note, now)
+		_, qerr := divergences.Requeue(ctx, db, inbox.Requeues{}, id, note, now)
 		if !errors.Is(rerr, divergences.ErrInvalidNote) || !errors.Is(qerr, divergences.ErrInvalidNote) {
 			t.Errorf("note %q: resolve %v, requeue %v; want both ErrInvalidNote", note, rerr, qerr)
 		}
 	}
 	var status, divStatus string
-	if err := db.QueryRow(`SELECT i.status, d.status FROM inbox i JOIN divergences d ON d.inbox_id = i.id WHERE i.id = $1`, inbox).
+	if err := db.QueryRow(`SELECT i.status, d.status FROM inbox i JOIN divergences d ON d.inbox_id = i.id WHERE i.id = $1`, id).
 		Scan(&status, &divStatus); err != nil {
 		t.Fatal(err)
 	}
@@ -55,12 +56,12 @@ func TestRequeueRefusesTheNotesResolveRefuses(t *testing.T) {
 	}
 	// The longest note both accept, trimmed alike.
 	long := strings.Repeat("é", divergences.MaxNoteLength)
-	d, err := divergences.Requeue(ctx, db, inbox, "  "+long+"  ", now)
+	d, err := divergences.Requeue(ctx, db, inbox.Requeues{}, id, "  "+long+"  ", now)
 	if err != nil || d.ResolutionNote != long || d.Status != divergences.StatusResolved || !d.ResolvedAt.Equal(now) {
 		t.Fatalf("requeue: %+v, %v", d, err)
 	}
 	var attempts int
-	if err := db.QueryRow(`SELECT status, attempts FROM inbox WHERE id = $1`, inbox).Scan(&status, &attempts); err != nil {
+	if err := db.QueryRow(`SELECT status, attempts FROM inbox WHERE id = $1`, id).Scan(&status, &attempts); err != nil {
 		t.Fatal(err)
 	}
 	if status != "pending" || attempts != 0 {
@@ -89,7 +90,7 @@ func TestRequeueOnlyDeliveriesThatGaveUp(t *testing.T) {
 		{"already resolved", gaveUp, divergences.ErrAlreadyResolved},
 		{"no divergence", 9999, divergences.ErrNotFound},
 	} {
-		if _, err := divergences.Requeue(ctx, db, tt.delivery, "retry", now); !errors.Is(err, tt.want) {
+		if _, err := divergences.Requeue(ctx, db, inbox.Requeues{}, tt.delivery, "retry", now); !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 		}
 	}

@@ -25,34 +25,21 @@ func checkNote(note string) (string, error) {
 	return note, nil
 }
 
-// settleSQL is the one UPDATE that resolves divergences, as the common
-// table expression "resolved": the open ones where selects (alias d),
-// with note and at (SQL expressions: parameters, or a literal), returning
-// them. With requeue it also makes their deliveries due again, attempts
-// reset, as "requeued" (their inbox ids): where must then select only
-// requeueable divergences.
-func settleSQL(where, note, at string, requeue bool) string {
-	q := `resolved AS (
-		UPDATE divergences d SET status = 'resolved', resolution_note = ` + note + `, resolved_at = ` + at + `
-		WHERE d.status = 'open' AND ` + where + `
-		RETURNING ` + columns + `
-	)`
-	if requeue {
-		q += `, requeued AS (
-		UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = NULL
-		WHERE id IN (SELECT inbox_id FROM resolved) AND status = 'divergent'
-		RETURNING id
-	)`
-	}
-	return q
+// Deliveries is the inbox's side of a requeue: the SQL over the inbox's
+// table that Requeue and RequeueCTE put in their one statement, so that
+// a divergence is resolved and its delivery made due again together.
+// Package inbox implements it (inbox.Requeues): the inbox's table and
+// states are its own, and it imports this package, which names it only
+// through this interface.
+type Deliveries interface {
+	// SetAsideSQL is a condition: the delivery whose id is the SQL
+	// expression id is still set aside.
+	SetAsideSQL(id string) string
+	// RequeueSQL is the common table expression "requeued": the
+	// deliveries among ids (a subquery) that are still set aside, made
+	// due now with their attempts reset, returning their ids.
+	RequeueSQL(ids string) string
 }
-
-// requeueable selects (alias d) the divergences whose delivery may be
-// applied again: it gave up after its attempts (an outage, a bad deploy),
-// and is still set aside in the inbox. Any other divergence would be
-// decided the same way again.
-const requeueable = `d.reason = 'processing_failed' AND d.inbox_id IS NOT NULL
-		AND EXISTS (SELECT 1 FROM inbox i WHERE i.id = d.inbox_id AND i.status = 'divergent')`
 
 // Resolve marks an open divergence resolved at now with note (see
 // checkNote) and returns it. It fails with ErrNotFound,
@@ -66,8 +53,7 @@ func Resolve(ctx context.Context, db sqlx.ExtContext, id int64, note string, now
 		return Divergence{}, err
 	}
 	var r row
-	err = sqlx.GetContext(ctx, db, &r, `WITH `+settleSQL(`d.id = $1`, `$2`, `$3`, false)+
-		` SELECT `+columns+` FROM resolved`, id, note, now)
+	err = sqlx.GetContext(ctx, db, &r, resolveSQL, id, note, now)
 	if err == nil {
 		return r.divergence(), nil
 	}
@@ -85,23 +71,23 @@ func Resolve(ctx context.Context, db sqlx.ExtContext, id int64, note string, now
 // delivery due again with its attempts reset, in one statement: for after
 // the cause (an outage, a bad deploy) is fixed. It returns the resolved
 // divergence, or fails with ErrInvalidNote, ErrNotFound (the delivery has
-// no divergence), ErrAlreadyResolved or ErrNotRequeueable. The caller
-// rings the workers (webhook.Processor.Requeue does).
-func Requeue(ctx context.Context, db sqlx.ExtContext, deliveryID int64, note string, now time.Time) (Divergence, error) {
+// no divergence), ErrAlreadyResolved or ErrNotRequeueable. in is the
+// inbox's side of the statement. The caller rings the workers
+// (inbox.Processor.Requeue does).
+func Requeue(ctx context.Context, db sqlx.ExtContext, in Deliveries, deliveryID int64, note string, now time.Time) (Divergence, error) {
 	note, err := checkNote(note)
 	if err != nil {
 		return Divergence{}, err
 	}
 	var r row
-	err = sqlx.GetContext(ctx, db, &r, `WITH `+settleSQL(`d.inbox_id = $1 AND `+requeueable, `$2`, `$3`, true)+
-		` SELECT `+columns+` FROM resolved`, deliveryID, note, now)
+	err = sqlx.GetContext(ctx, db, &r, requeueSQL(in), deliveryID, note, now)
 	if err == nil {
 		return r.divergence(), nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return Divergence{}, fmt.Errorf("requeue delivery %d: %w", deliveryID, err)
 	}
-	err = sqlx.GetContext(ctx, db, &r, `SELECT `+columns+` FROM divergences WHERE inbox_id = $1`, deliveryID)
+	err = sqlx.GetContext(ctx, db, &r, byDeliverySQL, deliveryID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return Divergence{}, fmt.Errorf("%w: delivery %d has no divergence (it did not give up, or there is no such delivery)", ErrNotFound, deliveryID)
@@ -121,7 +107,8 @@ const RedeliveryNote = "requeued: the PSP delivered it again"
 // RequeueCTE is Requeue for the deliveries among ids (a subquery) in a
 // caller's statement, as the common table expressions "resolved" and
 // "requeued" (the inbox ids made due): the inbox's redeliveries requeue
-// in the same statement that finds them. The note is RedeliveryNote.
-func RequeueCTE(ids string) string {
-	return settleSQL(`d.inbox_id IN (`+ids+`) AND `+requeueable, pq.QuoteLiteral(RedeliveryNote), `now()`, true)
+// in the same statement that finds them, whose side of it is in. The note
+// is RedeliveryNote.
+func RequeueCTE(in Deliveries, ids string) string {
+	return settleSQL(`d.inbox_id IN (`+ids+`) AND `+requeueable(in), pq.QuoteLiteral(RedeliveryNote), `now()`, in)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/pgarray"
 	"github.com/razao/razao/internal/sqlstmt"
-	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/webhook/scheme"
@@ -47,10 +46,20 @@ type Processor struct {
 	// events: the service kicks its events.Notifier there.
 	OnCommit func()
 	// Metrics records processing time and failures; nil records nothing.
-	Metrics *metrics.Metrics
+	Metrics Recorder
 	// Timeout bounds one processing transaction: one stuck on a table
 	// lock (an operator's session, say) fails that attempt and backs off.
 	Timeout time.Duration
+}
+
+// Recorder is what the processor reports to: the service's
+// *metrics.Metrics, named here by the methods it calls, since package
+// metrics reads the inbox's gauges through this package (ReadBacklog).
+type Recorder interface {
+	// Processed records one delivery's processing transaction, by result.
+	Processed(result string, d time.Duration)
+	// Failure counts a failed processing attempt.
+	Failure()
 }
 
 func (p *Processor) committed() {
@@ -246,7 +255,7 @@ func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error
 // divergences.Requeue, the one home of the rule, which razao inbox retry
 // and a PSP's redelivery share), then rings every replica's workers.
 func (p *Processor) Requeue(ctx context.Context, id int64, note string, now time.Time) (divergences.Divergence, error) {
-	d, err := divergences.Requeue(ctx, p.db, id, note, now)
+	d, err := divergences.Requeue(ctx, p.db, Requeues{}, id, note, now)
 	if err != nil {
 		return d, err
 	}
@@ -345,8 +354,10 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	}
 	res.snoozed = len(busy)
 	p.committed()
-	for _, d := range ds {
-		p.Metrics.Processed(string(d.status), time.Since(start))
+	if p.Metrics != nil {
+		for _, d := range ds {
+			p.Metrics.Processed(string(d.status), time.Since(start))
+		}
 	}
 	return res, nil
 }
@@ -569,7 +580,9 @@ func (p *Processor) recordFailure(ctx context.Context, id int64, cause error) {
 	// Its own time: the attempt that failed may have used all of its own.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.Timeout)
 	defer cancel()
-	p.Metrics.Failure()
+	if p.Metrics != nil {
+		p.Metrics.Failure()
+	}
 	if err := p.recordFailureTx(ctx, id, cause); err != nil {
 		p.log.ErrorContext(ctx, "record delivery failure", "delivery", id, "error", err, "cause", cause)
 	}

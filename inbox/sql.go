@@ -11,10 +11,14 @@ import (
 // inbox_bodies, in the order a delivery meets them: stored (a group
 // commit's insert, a conflicting redelivery kept, a redelivery's
 // follow-up, a malformed delivery kept), claimed, finished, or failed and
-// backed off. The workers' doorbell (pg_notify) touches no table. Other
-// packages still query these tables themselves: reconcile's matching, the
-// console and the metrics' gauges read them, and divergences.Requeue
-// (whose CTE redeliverSQL shares) makes a delivery due again.
+// backed off; then the reads other packages call (reads.go). The
+// workers' doorbell (pg_notify) touches no table. A divergence's requeue
+// is one statement of package divergences', which takes its part over
+// the inbox from here (Requeues). Two packages still read the inbox
+// inside statements of their own, each one statement over several
+// owners' tables: reconcile decides a run's lines against the stored
+// deliveries, set-based, and charges' readGrantsRefundsSQL reads which
+// delivery booked each refund.
 
 // insertSQL stores deliveries of one event each, each unless one with
 // its key is stored, with its body and audit headers in its row.
@@ -78,6 +82,29 @@ const insertConflictSQL = `
 			VALUES ($1, $2, $3, $4, $5, $6, 'unbookable', NULLIF($7, ''), $8::jsonb, $9, $10::jsonb, 'divergent', now())
 			ON CONFLICT (endpoint, event_type, event_id) DO NOTHING RETURNING id`
 
+// Requeues is the inbox's side of divergences' requeues
+// (divergences.Deliveries): which deliveries are set aside, and making
+// them due again, in the statement that resolves their divergences
+// (divergences.Requeue, and redeliverSQL's divergences.RequeueCTE).
+type Requeues struct{}
+
+// SetAsideSQL is a condition: the delivery whose id is the SQL
+// expression id is set aside (divergent).
+func (Requeues) SetAsideSQL(id string) string {
+	return `EXISTS (SELECT 1 FROM inbox i WHERE i.id = ` + id + ` AND i.status = 'divergent')`
+}
+
+// RequeueSQL is the common table expression "requeued": the set-aside
+// deliveries among ids (a subquery) made pending and due now, their
+// attempts reset, returning their ids.
+func (Requeues) RequeueSQL(ids string) string {
+	return `requeued AS (
+		UPDATE inbox SET status = 'pending', attempts = 0, next_attempt_at = now(), processed_at = NULL
+		WHERE id IN (` + ids + `) AND status = 'divergent'
+		RETURNING id
+	)`
+}
+
 // redeliverSQL does, in one statement, what PSPs' redeliveries of stored
 // deliveries ask: one still pending is made due now (unless a worker holds
 // it: then it is being applied); one that gave up after its attempts (a
@@ -95,7 +122,7 @@ var redeliverSQL = `
 		WHERE id IN (SELECT id FROM inbox WHERE id IN (SELECT id FROM found WHERE status = 'pending')
 			AND next_attempt_at > now() FOR UPDATE SKIP LOCKED)
 		RETURNING id
-	), ` + divergences.RequeueCTE(`SELECT id FROM found WHERE status = 'divergent'`) + `
+	), ` + divergences.RequeueCTE(Requeues{}, `SELECT id FROM found WHERE status = 'divergent'`) + `
 	SELECT endpoint, event_type, event_id, event FROM found WHERE status = 'processed' AND kind = 'paid'
 	UNION ALL SELECT NULL, NULL, NULL, NULL FROM due
 	UNION ALL SELECT NULL, NULL, NULL, NULL FROM requeued`
@@ -128,7 +155,9 @@ const claimIDsSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
 // makes the refunds parked before the given payments due again. The rows
 // it marks are not the rows it releases: a delivery being marked was
 // pending in the statement's snapshot, and one it parks waits for a
-// payment not given.
+// payment not given. It reads the payments' charges itself (a parked
+// refund names its charge by id or PSP reference): as a charges read of
+// its own it would be one more round trip of the locked transaction.
 var finishSQL = `
 	WITH appended AS (` + events.AppendSQL(5) + `
 	), done AS (
@@ -162,3 +191,14 @@ const recordFailureSQL = `UPDATE inbox SET attempts = attempts + 1, last_error =
 
 // giveUpSQL sets aside a delivery past its attempts.
 const giveUpSQL = `UPDATE inbox SET status = 'divergent', processed_at = now() WHERE id = $1`
+
+// summariesSQL reads the stored deliveries with the ids $1, without
+// their bodies, headers or events (Summaries).
+const summariesSQL = `SELECT id, endpoint, scheme, event_type, event_id, kind, status,
+			attempts, received_at, processed_at FROM inbox WHERE id = ANY($1)`
+
+// backlogSQL reads the inbox's gauges (Backlog).
+const backlogSQL = `SELECT
+		(SELECT count(*) FROM inbox WHERE status = 'pending') AS pending,
+		coalesce((SELECT extract(epoch FROM now() - min(received_at)) FROM inbox WHERE status = 'pending'), 0)::float8 AS oldest,
+		(SELECT count(*) FROM inbox WHERE status = 'parked') AS parked`

@@ -16,6 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/razao/razao/divergences"
+	"github.com/razao/razao/inbox"
 )
 
 // Metrics holds the service's collectors in a registry of its own (no
@@ -138,7 +141,8 @@ func (m *Metrics) HTTPRequest(route, method string, code int, d time.Duration) {
 }
 
 // dbCollector reads the gauges that live in the database when scraped, so
-// every replica reports the same truth and nothing is cached in process.
+// every replica reports the same truth and nothing is cached in process:
+// each through the reads of the package that owns its table.
 type dbCollector struct {
 	db *sqlx.DB
 }
@@ -160,26 +164,20 @@ func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	var row struct {
-		Pending int64   `db:"pending"`
-		Oldest  float64 `db:"oldest"`
-		Parked  int64   `db:"parked"`
-		Open    int64   `db:"open"`
+	backlog, err := inbox.ReadBacklog(ctx, c.db)
+	var open int64
+	if err == nil {
+		open, err = divergences.CountOpen(ctx, c.db)
 	}
-	err := c.db.GetContext(ctx, &row, `SELECT
-		(SELECT count(*) FROM inbox WHERE status = 'pending') AS pending,
-		coalesce((SELECT extract(epoch FROM now() - min(received_at)) FROM inbox WHERE status = 'pending'), 0)::float8 AS oldest,
-		(SELECT count(*) FROM inbox WHERE status = 'parked') AS parked,
-		(SELECT count(*) FROM divergences WHERE status = 'open') AS open`)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 0)
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(upDesc, prometheus.GaugeValue, 1)
-	ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(row.Pending))
-	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, row.Oldest)
-	ch <- prometheus.MustNewConstMetric(parkedDesc, prometheus.GaugeValue, float64(row.Parked))
-	ch <- prometheus.MustNewConstMetric(openDesc, prometheus.GaugeValue, float64(row.Open))
+	ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(backlog.Pending))
+	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, backlog.Oldest)
+	ch <- prometheus.MustNewConstMetric(parkedDesc, prometheus.GaugeValue, float64(backlog.Parked))
+	ch <- prometheus.MustNewConstMetric(openDesc, prometheus.GaugeValue, float64(open))
 }
 
 // EventStreams exposes how often the event hub woke its streams and how

@@ -17,6 +17,13 @@ import (
 // into and decided in before its lines are written (see loadFile).
 const linesTable = "reconciliation_lines"
 
+// Matching reads other packages' tables inside its own statements:
+// charges, refund_aliases, posting_sets, the inbox and divergences (so do
+// pointAtDeliverySQL and noteInbox's statement). Each stays one statement
+// here, with the table it writes, reconciliation_lines: it decides a
+// run's lines where they are, set-based, where the owners' typed reads
+// would carry every line's charge, delivery and sets through Go and back.
+
 // onLines is q on the lines in table, a name of ours, never input.
 func onLines(q, table string) string { return strings.ReplaceAll(q, "{lines}", table) }
 
