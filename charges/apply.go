@@ -14,6 +14,7 @@ import (
 	"github.com/razao/razao/internal/pgarray"
 	"github.com/razao/razao/internal/sqlstmt"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 )
 
@@ -438,11 +439,13 @@ func (c *Charge) isPaid() bool {
 }
 
 // WriteTx writes what the applied events decided: every posting set in one
-// statement, every changed charge and new grant in another. The events'
-// outbox rows are the caller's to append.
-func (l *Locked) WriteTx(ctx context.Context, tx *sqlx.Tx) error {
+// statement, every changed charge and new grant in another. tx holds the
+// close lock, last being the last closed month read under it
+// (postings.Ledger.PostAllLockedTx). The events' outbox rows are the
+// caller's to append.
+func (l *Locked) WriteTx(ctx context.Context, tx *sqlx.Tx, last periods.Month) error {
 	if len(l.sets) > 0 {
-		if _, err := l.a.Ledger.PostAllTx(ctx, tx, l.sets...); err != nil {
+		if _, err := l.a.Ledger.PostAllLockedTx(ctx, tx, last, l.sets...); err != nil {
 			return err
 		}
 		if l.sales > 0 && l.a.AfterSale != nil {

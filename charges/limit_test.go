@@ -57,7 +57,11 @@ func TestChargesAboveTheLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := l.WriteTx(ctx, tx); err != nil {
+		last, err := periods.LockForPosting(ctx, tx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.WriteTx(ctx, tx, last); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(); err != nil {

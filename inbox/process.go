@@ -300,14 +300,8 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 		return res, fmt.Errorf("process deliveries: begin: %w", err)
 	}
 	defer tx.Rollback()
-	// This transaction's statements are prepared lookups and writes by key
-	// over arrays of ids, and PostgreSQL would plan each on every call: its
-	// generic estimate of "= ANY($1)" assumes ten elements and looks dearer
-	// than a custom plan for two. Their generic plans are the right ones,
-	// and planning is a large share of their time (docs/performance.md,
-	// "Prepared statements"). Set for this transaction only: queries
-	// elsewhere (reports) need their custom plans.
-	if _, err := tx.ExecContext(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+	last, err := begin(ctx, tx)
+	if err != nil {
 		return res, fmt.Errorf("process deliveries: %w", err)
 	}
 	rows, err := claim(ctx, tx)
@@ -339,7 +333,7 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	if err != nil {
 		return res, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
-	if err := locked.WriteTx(ctx, tx); err != nil {
+	if err := locked.WriteTx(ctx, tx, last); err != nil {
 		return res, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
 	drafts, err := outcomeEvents(ctx, tx, decided)
@@ -620,3 +614,17 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// begin opens the locked transaction in one round trip (beginSQL): its
+// prepared statements' plans, and the close lock with the last closed
+// month, by which the transaction dates every set it writes.
+func begin(ctx context.Context, tx *sqlx.Tx) (periods.Month, error) {
+	var row struct {
+		Plans string       `db:"plans"`
+		Last  sql.NullTime `db:"last_closed"`
+	}
+	if err := tx.GetContext(ctx, &row, beginSQL); err != nil {
+		return periods.Month{}, err
+	}
+	return periods.MonthOrZero(row.Last), nil
+}

@@ -202,3 +202,21 @@ const backlogSQL = `SELECT
 		(SELECT count(*) FROM inbox WHERE status = 'pending') AS pending,
 		coalesce((SELECT extract(epoch FROM now() - min(received_at)) FROM inbox WHERE status = 'pending'), 0)::float8 AS oldest,
 		(SELECT count(*) FROM inbox WHERE status = 'parked') AS parked`
+
+// beginSQL is the locked transaction's first statement, two settings in
+// one round trip:
+//   - Generic plans: the transaction's statements are prepared lookups and
+//     writes by key over arrays of ids, and PostgreSQL would plan each on
+//     every call: its generic estimate of "= ANY($1)" assumes ten elements
+//     and looks dearer than a custom plan for two. Their generic plans are
+//     the right ones, and planning is a large share of their time
+//     (docs/performance.md, "Prepared statements"). For this transaction
+//     only: queries elsewhere (reports) need their custom plans.
+//   - The close lock, taken as every posting transaction takes it, and the
+//     last closed month read under it (periods.LockForPosting's function,
+//     sql/functions/ledger_last_closed_month.sql): no close commits before
+//     this transaction ends, so the months it books follow from this one
+//     value (periods.Competence). A close waits for the transactions in
+//     flight either way; none is kept waiting on a close longer.
+const beginSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true) AS plans,
+	ledger_last_closed_month() AS last_closed`

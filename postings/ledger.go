@@ -92,6 +92,21 @@ func (l *Ledger) PostTx(ctx context.Context, tx *sqlx.Tx, s Set) (Posted, error)
 // one round trip instead of one per set. Each set is "if absent" on its
 // own, exactly as PostTx.
 func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Posted, error) {
+	return l.postAll(ctx, tx, nil, sets)
+}
+
+// PostAllLockedTx is PostAllTx in a transaction that holds the close lock
+// already, last being the last closed month it read under it
+// (periods.LockForPosting, or the same function in a statement of its
+// own): the delivery path reads it in the statement that opens its
+// transaction, which saves it a round trip.
+func (l *Ledger) PostAllLockedTx(ctx context.Context, tx *sqlx.Tx, last periods.Month, sets ...Set) ([]Posted, error) {
+	return l.postAll(ctx, tx, &last, sets)
+}
+
+// postAll writes sets, dating them by the last closed month: *last when
+// the caller read it under the close lock, else read here.
+func (l *Ledger) postAll(ctx context.Context, tx *sqlx.Tx, last *periods.Month, sets []Set) ([]Posted, error) {
 	now := l.now()
 	for i := range sets {
 		if err := sets[i].Validate(); err != nil {
@@ -108,12 +123,15 @@ func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Pos
 	if err != nil {
 		return nil, err
 	}
-	// Read once, under the close lock held from here to the commit: every
+	// Read once, under the close lock held from then to the commit: every
 	// month this transaction books follows from it, and no close moves it
 	// before the sets are in.
-	last, err := periods.LockForPosting(ctx, tx)
-	if err != nil {
-		return nil, fmt.Errorf("post %s: %w", keys(sets), err)
+	if last == nil {
+		read, err := periods.LockForPosting(ctx, tx)
+		if err != nil {
+			return nil, fmt.Errorf("post %s: %w", keys(sets), err)
+		}
+		last = &read
 	}
 	in := make([]pending, len(sets))
 	for i := range sets {
@@ -122,7 +140,7 @@ func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Pos
 		if err != nil {
 			return nil, err
 		}
-		competence, err := l.competence(*s, last)
+		competence, err := l.competence(*s, *last)
 		if err != nil {
 			return nil, err
 		}
