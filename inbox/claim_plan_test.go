@@ -1,10 +1,12 @@
 package inbox_test
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -121,10 +123,11 @@ func checkClaimPlan(plan string, batch int) error {
 	path := []string{}
 	for n := &top; ; {
 		path = append(path, n.NodeType)
-		if len(n.Plans) != 1 {
+		rows := n.rowSources()
+		if len(rows) != 1 {
 			break
 		}
-		n = &n.Plans[0]
+		n = rows[0]
 	}
 	if got := strings.Join(path, " > "); got != "Limit > LockRows > Index Scan" {
 		problems = append(problems, fmt.Sprintf("plan %s, want Limit > LockRows > Index Scan", got))
@@ -167,11 +170,75 @@ type planNode struct {
 	SharedHit     float64    `json:"Shared Hit Blocks"`
 	SharedRead    float64    `json:"Shared Read Blocks"`
 	Plans         []planNode `json:"Plans"`
+	// Parent is how the node feeds its parent: "InitPlan" for a value
+	// computed once (the claim's last closed month), "Outer" for rows.
+	Parent string `json:"Parent Relationship"`
+}
+
+// rowSources are the children that feed n rows: not an InitPlan, which
+// computes a value once.
+func (n *planNode) rowSources() []*planNode {
+	var out []*planNode
+	for i := range n.Plans {
+		if n.Plans[i].Parent != "InitPlan" {
+			out = append(out, &n.Plans[i])
+		}
+	}
+	return out
 }
 
 func (n *planNode) walk(f func(*planNode)) {
 	f(n)
 	for i := range n.Plans {
 		n.Plans[i].walk(f)
+	}
+}
+
+// The claim reads the last closed month under the close lock, once per
+// claim and only when it claims a row: an idle worker's empty claim takes
+// no lock a close would wait for.
+func TestClaimTakesTheCloseLockOnlyWhenItClaims(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	held := func(tx *sqlx.Tx) bool {
+		t.Helper()
+		var n int
+		if err := tx.Get(&n, `SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid()
+			AND relation = 'month_close_lock'::regclass AND mode = 'RowExclusiveLock' AND granted`); err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	}
+	claim := func() (rows int, lastClosed []sql.NullTime, locked bool) {
+		t.Helper()
+		tx := db.MustBegin()
+		defer tx.Rollback()
+		var got []struct {
+			ID   int64        `db:"id"`
+			Last sql.NullTime `db:"last_closed"`
+		}
+		q := `SELECT id, last_closed FROM (` + inbox.ClaimDueSQL + `) c`
+		if err := tx.Select(&got, strings.Replace(q, "$1", "10", 1)); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range got {
+			lastClosed = append(lastClosed, r.Last)
+		}
+		return len(got), lastClosed, held(tx)
+	}
+	if n, _, locked := claim(); n != 0 || locked {
+		t.Fatalf("empty claim: %d rows, close lock held %v; want none, not held", n, locked)
+	}
+	db.MustExec(`INSERT INTO inbox (delivery_key, endpoint, scheme, merchant, event_type, event_id, kind, event, body, status)
+		SELECT 'k' || g, 'std', 'standard', 'loja-1', 'charge.paid', 'e' || g, 'paid', '{}', '\x00', 'pending' FROM generate_series(1, 3) g`)
+	db.MustExec(`INSERT INTO closed_periods (month, closed_by) VALUES ('2020-11-01', 'test')`)
+	n, last, locked := claim()
+	if n != 3 || !locked {
+		t.Fatalf("claim of 3: %d rows, close lock held %v; want 3, held", n, locked)
+	}
+	for _, l := range last {
+		if !l.Valid || l.Time.Format(time.DateOnly) != "2020-11-01" {
+			t.Errorf("a claimed row's last closed month is %v, want 2020-11-01", l)
+		}
 	}
 }

@@ -87,6 +87,9 @@ type inboxRow struct {
 	Merchant string `db:"merchant"`
 	// Scheme is that endpoint's scheme: payment references are per scheme.
 	Scheme string `db:"scheme"`
+	// LastClosed is the last closed month, the same in every row of a
+	// claim (lastClosedColumn).
+	LastClosed sql.NullTime `db:"last_closed"`
 }
 
 // SnoozedError is the last_error of a delivery a worker snoozed because
@@ -300,8 +303,14 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 		return res, fmt.Errorf("process deliveries: begin: %w", err)
 	}
 	defer tx.Rollback()
-	last, err := begin(ctx, tx)
-	if err != nil {
+	// This transaction's statements are prepared lookups and writes by key
+	// over arrays of ids, and PostgreSQL would plan each on every call: its
+	// generic estimate of "= ANY($1)" assumes ten elements and looks dearer
+	// than a custom plan for two. Their generic plans are the right ones,
+	// and planning is a large share of their time (docs/performance.md,
+	// "Prepared statements"). Set for this transaction only: queries
+	// elsewhere (reports) need their custom plans.
+	if _, err := tx.ExecContext(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 		return res, fmt.Errorf("process deliveries: %w", err)
 	}
 	rows, err := claim(ctx, tx)
@@ -311,6 +320,12 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	res.claimed = make([]int64, len(rows))
 	for i, r := range rows {
 		res.claimed[i] = r.ID
+	}
+	// Every row carries the last closed month, read with the claim under
+	// the close lock (lastClosedColumn).
+	var last periods.Month
+	if len(rows) > 0 {
+		last = periods.MonthOrZero(rows[0].LastClosed)
 	}
 	ds, failed := decodeRows(rows)
 	res.failed = failed
@@ -614,17 +629,3 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
-
-// begin opens the locked transaction in one round trip (beginSQL): its
-// prepared statements' plans, and the close lock with the last closed
-// month, by which the transaction dates every set it writes.
-func begin(ctx context.Context, tx *sqlx.Tx) (periods.Month, error) {
-	var row struct {
-		Plans string       `db:"plans"`
-		Last  sql.NullTime `db:"last_closed"`
-	}
-	if err := tx.GetContext(ctx, &row, beginSQL); err != nil {
-		return periods.Month{}, err
-	}
-	return periods.MonthOrZero(row.Last), nil
-}

@@ -135,11 +135,21 @@ const insertMalformedSQL = `
 		VALUES ($1, $2, $3, $4, 'malformed', $5, 'malformed', '{}', $6, $7, 'divergent', $8, now())
 		ON CONFLICT (endpoint, event_type, event_id) DO NOTHING RETURNING id`
 
+// lastClosedColumn is read with every claim: the close lock, taken as
+// every posting transaction takes it, and the last closed month read under
+// it (sql/functions/ledger_last_closed_month.sql, periods.LockForPosting's
+// function). No close commits before the locked transaction ends, so every
+// month it books follows from this one value (periods.Competence). In the
+// claim it costs no round trip of its own, and as an uncorrelated
+// subquery it runs once, when the first row is claimed: an empty claim
+// takes no lock.
+const lastClosedColumn = `(SELECT ledger_last_closed_month()) AS last_closed`
+
 // claimDueSQL claims the deliveries due now, in the order of the partial
 // index ix_inbox_due exactly (status = 'pending', by next_attempt_at), so
 // that the claim reads a batch's worth of index entries however long the
 // backlog, and skips the rows other workers hold.
-const claimDueSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
+const claimDueSQL = `SELECT id, event, received_at, merchant, scheme, ` + lastClosedColumn + ` FROM inbox
 	WHERE status = 'pending' AND next_attempt_at <= now()
 	ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED`
 
@@ -147,7 +157,7 @@ const claimDueSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
 // batch that failed is tried again a delivery at a time. "status || ”"
 // keeps the planner on the primary key: with "status = 'pending'" it may
 // pick the partial index and read the whole backlog to find a few ids.
-const claimIDsSQL = `SELECT id, event, received_at, merchant, scheme FROM inbox
+const claimIDsSQL = `SELECT id, event, received_at, merchant, scheme, ` + lastClosedColumn + ` FROM inbox
 	WHERE id = ANY($1) AND status || '' = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`
 
 // finishSQL appends the deliveries' events, marks the deliveries with
@@ -202,21 +212,3 @@ const backlogSQL = `SELECT
 		(SELECT count(*) FROM inbox WHERE status = 'pending') AS pending,
 		coalesce((SELECT extract(epoch FROM now() - min(received_at)) FROM inbox WHERE status = 'pending'), 0)::float8 AS oldest,
 		(SELECT count(*) FROM inbox WHERE status = 'parked') AS parked`
-
-// beginSQL is the locked transaction's first statement, two settings in
-// one round trip:
-//   - Generic plans: the transaction's statements are prepared lookups and
-//     writes by key over arrays of ids, and PostgreSQL would plan each on
-//     every call: its generic estimate of "= ANY($1)" assumes ten elements
-//     and looks dearer than a custom plan for two. Their generic plans are
-//     the right ones, and planning is a large share of their time
-//     (docs/performance.md, "Prepared statements"). For this transaction
-//     only: queries elsewhere (reports) need their custom plans.
-//   - The close lock, taken as every posting transaction takes it, and the
-//     last closed month read under it (periods.LockForPosting's function,
-//     sql/functions/ledger_last_closed_month.sql): no close commits before
-//     this transaction ends, so the months it books follow from this one
-//     value (periods.Competence). A close waits for the transactions in
-//     flight either way; none is kept waiting on a close longer.
-const beginSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true) AS plans,
-	ledger_last_closed_month() AS last_closed`
