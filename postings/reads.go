@@ -2,18 +2,26 @@ package postings
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/razao/razao/periods"
 )
 
 // The ledger's typed reads for other packages, so that their callers
-// name no column of posting_sets or postings; the posting transaction's
-// statements are in ledger.go. Other packages still read these tables in
-// statements of their own: reports, partners, verify (on purpose, an
-// auditor independent of this package), periods (which this package
-// imports, so it cannot call it), and, in statements over several
-// owners' tables, charges and reconcile.
+// name no column of posting_sets or postings: a charge's sets, a
+// partner's payouts, a month's journal (JSON pages and the CSV's stream),
+// the set under a key. The posting transaction's statements are in
+// ledger.go. Other packages still read these tables in statements of their
+// own: verify (on purpose, an auditor independent of this package),
+// periods (which this package imports, so it cannot call it: which months
+// have sets), monthsums (the cache of their sums, and the sums a closing
+// month's snapshot is computed from), and, in statements over several
+// owners' tables that decide set by set, charges and reconcile.
 
 // chargeRefundsSQL, chargeSetsSQL and chargeLegsSQL: see ChargeRefunds,
 // ChargeSets and ChargeLegs.
@@ -106,4 +114,137 @@ func RecentPayouts(ctx context.Context, q sqlx.QueryerContext, partner string, l
 		return nil, err
 	}
 	return rows, nil
+}
+
+// StoredSet is a posting set as written.
+type StoredSet struct {
+	ID             int64          `db:"id"`
+	Kind           string         `db:"kind"`
+	IdempotencyKey string         `db:"idempotency_key"`
+	Amount         int64          `db:"amount"`
+	Currency       string         `db:"currency"`
+	Competence     time.Time      `db:"competence"`
+	EventAt        time.Time      `db:"event_at"`
+	ChargeID       sql.NullString `db:"charge_id"`
+	RefundID       sql.NullString `db:"refund_id"`
+	Partner        sql.NullString `db:"partner"`
+	InboxID        sql.NullInt64  `db:"inbox_id"`
+	Description    string         `db:"description"`
+	CreatedAt      time.Time      `db:"created_at"`
+}
+
+// StoredLeg is one posting of a set, its account named.
+type StoredLeg struct {
+	SetID    int64  `db:"posting_set_id"`
+	ID       int64  `db:"id"`
+	Account  string `db:"account"`
+	Currency string `db:"currency"`
+	Amount   int64  `db:"amount"`
+}
+
+// MonthSets returns at most limit sets of competence month m with an id
+// above after, in id order (ix_posting_sets_competence_month).
+func MonthSets(ctx context.Context, q sqlx.QueryerContext, m periods.Month, after int64, limit int) ([]StoredSet, error) {
+	var sets []StoredSet
+	err := sqlx.SelectContext(ctx, q, &sets, `
+		SELECT id, kind, idempotency_key, amount, currency, competence, event_at, charge_id, refund_id,
+			partner, inbox_id, description, created_at
+		FROM posting_sets WHERE competence_month = $1 AND id > $2 ORDER BY id LIMIT $3`,
+		m.First(), after, limit)
+	return sets, err
+}
+
+// LegsOf returns the postings of the sets ids, by set then posting id.
+func LegsOf(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]StoredLeg, error) {
+	var legs []StoredLeg
+	err := sqlx.SelectContext(ctx, q, &legs, `
+		SELECT p.posting_set_id, p.id, a.code AS account, p.currency, p.amount
+		FROM postings p JOIN accounts a ON a.id = p.account_id
+		WHERE p.posting_set_id = ANY($1) ORDER BY p.posting_set_id, p.id`, pq.Array(ids))
+	return legs, err
+}
+
+// MonthPosting is one posting of a month's journal with its set's header,
+// as EachMonthPosting reads it: the competence as text (YYYY-MM-DD) and
+// the event time as epoch microseconds, both exact and cheaper to decode
+// than dates and timestamps; the account by id (accounts.Codes names it).
+type MonthPosting struct {
+	SetID                       int64
+	Kind, Competence            string
+	EventUS                     int64
+	ChargeID, RefundID, Partner string
+	IdempotencyKey, Description string
+	PostingID, AccountID        int64
+	Currency                    string
+	Amount                      int64
+}
+
+// MonthPostingsSQL selects a month's postings in journal order: each set
+// of the month (ix_posting_sets_competence_month), then its postings
+// (ix_postings_set), so the cost follows the month's size, never the
+// ledger's. Exported for the export benchmark, which runs it through
+// psql's COPY to compare.
+const MonthPostingsSQL = `
+SELECT s.id, s.kind, s.competence::text,
+	(extract(epoch FROM s.event_at) * 1000000)::bigint AS event_us,
+	coalesce(s.charge_id, ''), coalesce(s.refund_id, ''), coalesce(s.partner, ''),
+	s.idempotency_key, s.description, p.id, p.account_id, p.currency, p.amount
+FROM posting_sets s
+CROSS JOIN LATERAL (
+	SELECT p.id, p.account_id, p.currency, p.amount FROM postings p
+	WHERE p.posting_set_id = s.id ORDER BY p.id
+) p
+WHERE s.competence_month = $1
+ORDER BY s.id, p.id`
+
+// EachMonthPosting calls fn with every posting of competence month m in
+// journal order (set id, then posting id), streamed: a month is read once,
+// whatever its size. It stops at fn's first error and returns it as is;
+// then it cancels the query, so the driver abandons the rest of the result
+// instead of draining it (a client that went away). p is reused between
+// calls.
+func EachMonthPosting(ctx context.Context, q sqlx.QueryerContext, m periods.Month, fn func(p *MonthPosting) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rows, err := q.QueryContext(ctx, MonthPostingsSQL, m.First())
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var p MonthPosting
+	for rows.Next() {
+		if err := rows.Scan(&p.SetID, &p.Kind, &p.Competence, &p.EventUS, &p.ChargeID, &p.RefundID, &p.Partner,
+			&p.IdempotencyKey, &p.Description, &p.PostingID, &p.AccountID, &p.Currency, &p.Amount); err != nil {
+			return err
+		}
+		if err := fn(&p); err != nil {
+			cancel()
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// KeyedSet is what a writer that names its own idempotency key (a payout)
+// reads of the set already under it.
+type KeyedSet struct {
+	ID         int64          `db:"id"`
+	Kind       string         `db:"kind"`
+	Amount     int64          `db:"amount"`
+	Currency   string         `db:"currency"`
+	Partner    sql.NullString `db:"partner"`
+	Competence time.Time      `db:"competence"`
+	EventAt    time.Time      `db:"event_at"`
+}
+
+// SetByKey returns the set written under idempotency key, and false when
+// there is none.
+func SetByKey(ctx context.Context, q sqlx.QueryerContext, key string) (KeyedSet, bool, error) {
+	var s KeyedSet
+	err := sqlx.GetContext(ctx, q, &s, `SELECT id, kind, amount, currency, partner, competence, event_at
+		FROM posting_sets WHERE idempotency_key = $1`, key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return KeyedSet{}, false, nil
+	}
+	return s, err == nil, err
 }
