@@ -8,7 +8,7 @@
 // loses nothing. One delivery, and where each step lives:
 //
 //	PSP ──HTTP──▶ webhook.Handler: flood gate, mTLS, Authenticate, parse (webhook/scheme)
-//	                │ Inbox.Check (check.go; judgeEach, unbookable.go): a refusal is kept
+//	                │ Inbox.Check (inbox.go; judgeEach, process.go): a refusal is kept
 //	                │ by Inbox.StoreMalformed (400), the rest goes to Inbox.Store
 //	                ▼
 //	  Inbox.Store (inbox.go) ──▶ group commit (internal/batch): one INSERT, one COMMIT
@@ -17,18 +17,20 @@
 //	                                            │  redeliveries made due / requeued (redeliverSQL)
 //	                                            │  answer 2xx only after the commit
 //	                                            ▼
-//	              doorbell (doorbell.go): in-process ring, NOTIFY to other replicas
+//	              doorbell (worker.go): in-process ring, NOTIFY to other replicas
 //	                                            ▼
 //	  Worker claim loop (worker.go; N per replica, every replica), one
 //	  transaction (Processor.processTx, process.go):
 //	    claim  SELECT … WHERE status='pending' AND next_attempt_at<=now()
-//	           ORDER BY next_attempt_at LIMIT 64 FOR UPDATE SKIP LOCKED (sql.go: claimDueSQL)
+//	           ORDER BY next_attempt_at LIMIT 64 FOR UPDATE SKIP LOCKED (sql.go: claimDueSQL),
+//	           with the last closed month read under the close lock (lastClosedColumn)
 //	    lock   charges in id order, SKIP LOCKED (held ones: snoozed) (charges.Applier.LockTx,
 //	           charges/apply.go; its statements in charges/store.go)
 //	    decide in memory, delivery after delivery (charges.Locked.Apply, the pure
 //	           charges.Decide in charges/decide.go)
-//	    write  posting sets and charges+grants (charges.Locked.WriteTx, which posts with
-//	           postings.Ledger.PostAllTx), divergences (divergences.OpenForDeliveries),
+//	    write  posting sets dated by that month (periods.Competence) and charges+grants
+//	           (charges.Locked.WriteTx, which posts with postings.Ledger.PostAllLockedTx),
+//	           divergences (divergences.OpenForDeliveries),
 //	           outbox, inbox statuses + snoozes + released refunds (sql.go: finishSQL):
 //	           a few statements
 //	    COMMIT ──▶ ring again if the claim was full, a refund was released
