@@ -97,9 +97,9 @@ func (l *Ledger) PostAllTx(ctx context.Context, tx *sqlx.Tx, sets ...Set) ([]Pos
 
 // PostAllLockedTx is PostAllTx in a transaction that holds the close lock
 // already, last being the last closed month it read under it
-// (periods.LockForPosting, or the same function in a statement of its
-// own): the delivery path reads it in the statement that opens its
-// transaction, which saves it a round trip.
+// (periods.LockForPosting, or its function called in a statement of the
+// caller's): the delivery path reads it with its claim, which saves it a
+// round trip.
 func (l *Ledger) PostAllLockedTx(ctx context.Context, tx *sqlx.Tx, last periods.Month, sets ...Set) ([]Posted, error) {
 	return l.postAll(ctx, tx, &last, sets)
 }
