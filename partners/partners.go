@@ -479,7 +479,7 @@ func lockAccount(ctx context.Context, tx *sqlx.Tx, code string) (accounts.Accoun
 	return a, nil
 }
 
-type priorSet = postings.KeyedSet
+type priorSet = postings.StoredSet
 
 func existing(ctx context.Context, tx *sqlx.Tx, key string) (priorSet, bool, error) {
 	s, ok, err := postings.SetByKey(ctx, tx, key)

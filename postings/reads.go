@@ -116,6 +116,10 @@ func RecentPayouts(ctx context.Context, q sqlx.QueryerContext, partner string, l
 	return rows, nil
 }
 
+// storedSetColumns are the columns a StoredSet is read from.
+const storedSetColumns = `id, kind, idempotency_key, amount, currency, competence, event_at, charge_id, refund_id,
+	partner, inbox_id, description, created_at`
+
 // StoredSet is a posting set as written.
 type StoredSet struct {
 	ID             int64          `db:"id"`
@@ -147,9 +151,7 @@ type StoredLeg struct {
 func MonthSets(ctx context.Context, q sqlx.QueryerContext, m periods.Month, after int64, limit int) ([]StoredSet, error) {
 	var sets []StoredSet
 	err := sqlx.SelectContext(ctx, q, &sets, `
-		SELECT id, kind, idempotency_key, amount, currency, competence, event_at, charge_id, refund_id,
-			partner, inbox_id, description, created_at
-		FROM posting_sets WHERE competence_month = $1 AND id > $2 ORDER BY id LIMIT $3`,
+		SELECT `+storedSetColumns+` FROM posting_sets WHERE competence_month = $1 AND id > $2 ORDER BY id LIMIT $3`,
 		m.First(), after, limit)
 	return sets, err
 }
@@ -225,26 +227,13 @@ func EachMonthPosting(ctx context.Context, q sqlx.QueryerContext, m periods.Mont
 	return rows.Err()
 }
 
-// KeyedSet is what a writer that names its own idempotency key (a payout)
-// reads of the set already under it.
-type KeyedSet struct {
-	ID         int64          `db:"id"`
-	Kind       string         `db:"kind"`
-	Amount     int64          `db:"amount"`
-	Currency   string         `db:"currency"`
-	Partner    sql.NullString `db:"partner"`
-	Competence time.Time      `db:"competence"`
-	EventAt    time.Time      `db:"event_at"`
-}
-
 // SetByKey returns the set written under idempotency key, and false when
 // there is none.
-func SetByKey(ctx context.Context, q sqlx.QueryerContext, key string) (KeyedSet, bool, error) {
-	var s KeyedSet
-	err := sqlx.GetContext(ctx, q, &s, `SELECT id, kind, amount, currency, partner, competence, event_at
-		FROM posting_sets WHERE idempotency_key = $1`, key)
+func SetByKey(ctx context.Context, q sqlx.QueryerContext, key string) (StoredSet, bool, error) {
+	var s StoredSet
+	err := sqlx.GetContext(ctx, q, &s, `SELECT `+storedSetColumns+` FROM posting_sets WHERE idempotency_key = $1`, key)
 	if errors.Is(err, sql.ErrNoRows) {
-		return KeyedSet{}, false, nil
+		return StoredSet{}, false, nil
 	}
 	return s, err == nil, err
 }
