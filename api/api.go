@@ -58,6 +58,7 @@ func (a *API) Register(r *mux.Router) {
 	route(http.MethodPost, "/charges", auth.Write, a.createCharge)
 	route(http.MethodGet, "/charges/{id}", auth.Read, a.getCharge)
 	route(http.MethodGet, "/balances", auth.Read, a.balances)
+	route(http.MethodGet, "/partners", auth.Read, a.listPartners)
 	route(http.MethodGet, "/partners/{id}", auth.Read, a.getPartner)
 	route(http.MethodPost, "/partners/{id}/payouts", auth.Write, a.createPayout)
 	route(http.MethodGet, "/reports/trial-balance/{month}", auth.Read, a.trialBalance)

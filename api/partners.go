@@ -6,6 +6,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/razao/razao/internal/cursor"
 	"github.com/razao/razao/partners"
 )
 
@@ -64,4 +65,37 @@ func (a *API) createPayout(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	writeJSON(w, status, res)
+}
+
+// partnersScope is the cursor scope of the pages of partners.
+const partnersScope = "partners"
+
+// PartnersPage is one page of partners.
+type PartnersPage struct {
+	Partners []partners.Listed `json:"partners"`
+	// NextCursor fetches the next page; empty on the last one.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// listPartners lists the partners by id, a page at a time: what each is
+// owed and was paid, and its last payout.
+func (a *API) listPartners(w http.ResponseWriter, r *http.Request) {
+	after, err := cursor.DecodeKey(r.URL.Query().Get("cursor"), partnersScope)
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	list, more, err := partners.List(r.Context(), a.DB, after, cursor.Limit(limit(r)))
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	page := PartnersPage{Partners: list}
+	if page.Partners == nil {
+		page.Partners = []partners.Listed{}
+	}
+	if more {
+		page.NextCursor = cursor.EncodeKey(partnersScope, list[len(list)-1].Partner)
+	}
+	writeJSON(w, http.StatusOK, page)
 }

@@ -433,6 +433,7 @@ CREATE INDEX ix_posting_sets_competence_month ON public.posting_sets USING btree
 CREATE INDEX ix_posting_sets_event_at ON public.posting_sets USING btree (event_at) WHERE (kind = ANY (ARRAY['sale'::text, 'refund'::text]));
 CREATE INDEX ix_posting_sets_month_xid ON public.posting_sets USING btree (competence_month, created_xid);
 CREATE INDEX ix_posting_sets_partner ON public.posting_sets USING btree (partner) WHERE (partner IS NOT NULL);
+CREATE INDEX ix_posting_sets_partner_payouts ON public.posting_sets USING btree (partner, id) WHERE (kind = 'payout'::text);
 CREATE UNIQUE INDEX uq_commission_per_charge ON public.posting_sets USING btree (charge_id) WHERE (kind = 'commission'::text);
 CREATE UNIQUE INDEX uq_refund_per_psp_refund ON public.posting_sets USING btree (charge_id, refund_id) WHERE (kind = 'refund'::text);
 CREATE UNIQUE INDEX uq_reversal_per_psp_refund ON public.posting_sets USING btree (charge_id, refund_id) WHERE (kind = 'commission_reversal'::text);

@@ -241,6 +241,48 @@ func Page(ctx context.Context, q sqlx.QueryerContext, after string, limit int) (
 	return out, more, err
 }
 
+// Listed is a partner as a page of partners shows it: its summary and its
+// last payout, if it had one.
+type Listed struct {
+	Summary
+	LastPayout *LastPayout `json:"last_payout,omitempty"`
+}
+
+// LastPayout is a partner's newest payout.
+type LastPayout struct {
+	PostingSetID int64     `json:"posting_set_id"`
+	Amount       int64     `json:"amount"`
+	Currency     string    `json:"currency"`
+	Competence   string    `json:"competence"`
+	EffectiveAt  time.Time `json:"effective_at"`
+}
+
+// List is Page with each partner's last payout: one more read for the
+// whole page (postings.LastPayouts).
+func List(ctx context.Context, q sqlx.QueryerContext, after string, limit int) ([]Listed, bool, error) {
+	page, more, err := Page(ctx, q, after, limit)
+	if err != nil || len(page) == 0 {
+		return nil, more, err
+	}
+	ids := make([]string, len(page))
+	for i, s := range page {
+		ids[i] = s.Partner
+	}
+	last, err := postings.LastPayouts(ctx, q, ids)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]Listed, len(page))
+	for i, s := range page {
+		out[i].Summary = s
+		if p, ok := last[s.Partner]; ok {
+			out[i].LastPayout = &LastPayout{PostingSetID: p.ID, Amount: p.Amount, Currency: p.Currency,
+				Competence: p.Competence.UTC().Format(time.DateOnly), EffectiveAt: p.EventAt.UTC()}
+		}
+	}
+	return out, more, nil
+}
+
 // PayoutRequest asks to pay Amount centavos to Partner.
 type PayoutRequest struct {
 	Partner string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -114,6 +115,30 @@ func RecentPayouts(ctx context.Context, q sqlx.QueryerContext, partner string, l
 		return nil, err
 	}
 	return rows, nil
+}
+
+// lastPayoutsSQL is each partner's newest payout set, one probe of
+// ix_posting_sets_partner_payouts per partner (LastPayouts).
+const lastPayoutsSQL = `SELECT p.partner, s.id, s.idempotency_key, s.amount, s.currency, s.competence, s.event_at, s.description
+	FROM unnest($1::text[]) AS p (partner)
+	CROSS JOIN LATERAL (SELECT id, idempotency_key, amount, currency, competence, event_at, description
+		FROM posting_sets WHERE partner = p.partner AND kind = 'payout' ORDER BY id DESC LIMIT 1) s`
+
+// LastPayouts returns the newest payout set of each of partners that had
+// one, by partner.
+func LastPayouts(ctx context.Context, q sqlx.QueryerContext, partners []string) (map[string]PayoutSet, error) {
+	var rows []struct {
+		Partner string `db:"partner"`
+		PayoutSet
+	}
+	if err := sqlx.SelectContext(ctx, q, &rows, lastPayoutsSQL, pq.StringArray(partners)); err != nil {
+		return nil, fmt.Errorf("last payouts: %w", err)
+	}
+	out := make(map[string]PayoutSet, len(rows))
+	for _, r := range rows {
+		out[r.Partner] = r.PayoutSet
+	}
+	return out, nil
 }
 
 // storedSetColumns are the columns a StoredSet is read from.

@@ -38,7 +38,13 @@ func Limit(limit int) int {
 
 // Encode is the cursor of the page after lastID in the listing scope.
 func Encode(scope string, lastID int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(scope + "|" + strconv.FormatInt(lastID, 10)))
+	return EncodeKey(scope, strconv.FormatInt(lastID, 10))
+}
+
+// EncodeKey is the cursor of the page after key in the listing scope, for
+// a listing ordered by a text key (partners, by id).
+func EncodeKey(scope, key string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(scope + "|" + key))
 }
 
 // Decode returns the last id a cursor of scope names; "" is the first
@@ -47,17 +53,30 @@ func Decode(cursor, scope string) (int64, error) {
 	if cursor == "" {
 		return 0, nil
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	idText, err := DecodeKey(cursor, scope)
 	if err != nil {
-		return 0, fmt.Errorf("%w: not base64url", ErrInvalid)
-	}
-	s, idText, ok := strings.Cut(string(raw), "|")
-	if !ok || s != scope {
-		return 0, fmt.Errorf("%w: issued for another listing", ErrInvalid)
+		return 0, err
 	}
 	id, err := strconv.ParseInt(idText, 10, 64)
 	if err != nil || id < 0 {
 		return 0, fmt.Errorf("%w: bad position", ErrInvalid)
 	}
 	return id, nil
+}
+
+// DecodeKey returns the key a cursor of scope names; "" is the first page
+// (""). The caller checks the key is one its listing could have issued.
+func DecodeKey(cursor, scope string) (string, error) {
+	if cursor == "" {
+		return "", nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return "", fmt.Errorf("%w: not base64url", ErrInvalid)
+	}
+	s, key, ok := strings.Cut(string(raw), "|")
+	if !ok || s != scope {
+		return "", fmt.Errorf("%w: issued for another listing", ErrInvalid)
+	}
+	return key, nil
 }

@@ -1,0 +1,11 @@
+-- 0043: a partner's payouts, newest first, from an index of their own, so
+-- that a page of partners (GET /v1/partners) finds each one's last payout
+-- in one index probe whatever the ledger holds. ix_posting_sets_partner
+-- (0001) also holds every commission and reversal of the partner, one a
+-- sale: a partner with a year of sales would be read whole to find the
+-- one payout of last month.
+--
+-- Built in the migration's transaction, as 0023's index on posting_sets
+-- was: writes to posting_sets wait while it is built (one read of the
+-- table; payouts are a handful of its rows).
+CREATE INDEX ix_posting_sets_partner_payouts ON posting_sets (partner, id) WHERE kind = 'payout';
