@@ -26,7 +26,12 @@ func (a *API) chart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	n := cursor.Limit(limit(r))
+	size, err := limit(r)
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	n := cursor.Limit(size)
 	rows, err := accounts.Chart(r.Context(), a.DB, after, n+1)
 	if err != nil {
 		writeError(w, r, a.Log, err)

@@ -100,3 +100,24 @@ func TestChartOfAccountsRefusesAForeignCursor(t *testing.T) {
 		t.Errorf("no token: %d, want 401", code)
 	}
 }
+
+// A page size that is not a whole number from 1 on is a 400 naming the
+// limit on every paged listing, never a page of another size than asked;
+// one larger than the listing serves is capped.
+func TestPagedListingsRefuseABadLimit(t *testing.T) {
+	t.Parallel()
+	h, token, _ := newAPI(t, "read")
+	for _, path := range []string{"/v1/accounts", "/v1/partners", "/v1/reports/journal/2026-08", "/v1/divergences", "/v1/reconciliations"} {
+		for _, bad := range []string{"abc", "0", "-1", "1.5", "%20", "-99999999999999999999"} {
+			code, m, _ := call(t, h, "GET", path+"?limit="+bad, token, "")
+			if detail, _ := m["detail"].(string); code != 400 || !strings.Contains(detail, "limit") {
+				t.Errorf("%s?limit=%s: %d %v, want 400 naming the limit", path, bad, code, m)
+			}
+		}
+		for _, ok := range []string{"1", "1000", "5000", "99999999999999999999"} {
+			if code, m, _ := call(t, h, "GET", path+"?limit="+ok, token, ""); code != 200 {
+				t.Errorf("%s?limit=%s: %d %v, want 200", path, ok, code, m)
+			}
+		}
+	}
+}

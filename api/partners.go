@@ -85,7 +85,12 @@ func (a *API) listPartners(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	list, more, err := partners.List(r.Context(), a.DB, after, cursor.Limit(limit(r)))
+	size, err := limit(r)
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	list, more, err := partners.List(r.Context(), a.DB, after, cursor.Limit(size))
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return

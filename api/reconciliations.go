@@ -99,7 +99,12 @@ func (a *API) listReconciliations(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	runs, next, err := reconcile.RunsPage(r.Context(), a.DB, q.Get("endpoint"), before, limit(r))
+	size, err := limit(r)
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	runs, next, err := reconcile.RunsPage(r.Context(), a.DB, q.Get("endpoint"), before, size)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -125,7 +130,12 @@ func (a *API) getReconciliation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	lines, next, err := reconcile.LinesPage(r.Context(), a.DB, id, true, after, limit(r))
+	size, err := limit(r)
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	lines, next, err := reconcile.LinesPage(r.Context(), a.DB, id, true, after, size)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return

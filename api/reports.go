@@ -1,13 +1,18 @@
 package api
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/gorilla/mux"
 
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/divergences"
+	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/reports"
@@ -22,9 +27,27 @@ func month(r *http.Request, name string) (periods.Month, error) {
 	return periods.ParseMonth(v)
 }
 
-func limit(r *http.Request) int {
-	n, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	return n
+// errInvalidLimit is a page size that is not a whole number from 1 on.
+var errInvalidLimit = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid limit")
+
+// limit parses ?limit=, a listing's page size: 0 when absent (the
+// listing's default, cursor.DefaultLimit); else a whole number from 1 on,
+// one beyond int's range read as the largest (the listing caps it,
+// cursor.MaxLimit). Anything else is refused naming it, rather than
+// served a page of another size than asked.
+func limit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-") {
+		return math.MaxInt, nil
+	}
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%w: %.32q is not a whole number from 1 on", errInvalidLimit, v)
+	}
+	return n, nil
 }
 
 func (a *API) trialBalance(w http.ResponseWriter, r *http.Request) {
@@ -61,7 +84,12 @@ func (a *API) journal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	page, err := reports.Journal(r.Context(), a.DB, m, r.URL.Query().Get("cursor"), limit(r))
+	size, err := limit(r)
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	page, err := reports.Journal(r.Context(), a.DB, m, r.URL.Query().Get("cursor"), size)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -117,7 +145,12 @@ func (a *API) closePeriod(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) divergences(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	page, err := divergences.List(r.Context(), a.DB, divergences.Status(q.Get("status")), q.Get("cursor"), limit(r))
+	size, err := limit(r)
+	if err != nil {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	page, err := divergences.List(r.Context(), a.DB, divergences.Status(q.Get("status")), q.Get("cursor"), size)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
