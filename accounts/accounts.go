@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
+
 	"github.com/razao/razao/internal/kind"
 )
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao/internal/cursor"
 )
 
 // names are the Portuguese names of the standard chart, as finance reads
@@ -58,18 +60,24 @@ type ChartEntry struct {
 	Parent string `db:"parent" json:"parent,omitempty"`
 }
 
-// Chart returns at most limit accounts with an id above after, in id
-// order (the primary key), each named (Name) and with its parent's code.
-func Chart(ctx context.Context, q sqlx.QueryerContext, after int64, limit int) ([]ChartEntry, error) {
+// Chart returns a page of the chart: up to limit accounts (cursor.Limit)
+// with an id above after, in id order (the primary key), each named
+// (Name) and with its parent's code, and whether more follow.
+func Chart(ctx context.Context, q sqlx.QueryerContext, after int64, limit int) ([]ChartEntry, bool, error) {
+	limit = cursor.Limit(limit)
 	var rows []struct {
 		ChartEntry
 		ParentCode sql.NullString `db:"parent_code"`
 	}
 	err := sqlx.SelectContext(ctx, q, &rows, `SELECT a.id, a.code, a.type, a.normal_side, a.currency, p.code AS parent_code
 		FROM accounts a LEFT JOIN accounts p ON p.id = a.parent_id
-		WHERE a.id > $1 ORDER BY a.id LIMIT $2`, after, limit)
+		WHERE a.id > $1 ORDER BY a.id LIMIT $2`, after, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("chart of accounts: %w", err)
+		return nil, false, fmt.Errorf("chart of accounts: %w", err)
+	}
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
 	}
 	out := make([]ChartEntry, len(rows))
 	for i, r := range rows {
@@ -77,5 +85,5 @@ func Chart(ctx context.Context, q sqlx.QueryerContext, after int64, limit int) (
 		out[i].Name = Name(r.Code)
 		out[i].Parent = r.ParentCode.String
 	}
-	return out, nil
+	return out, more, nil
 }

@@ -31,16 +31,14 @@ func (a *API) chart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	n := cursor.Limit(size)
-	rows, err := accounts.Chart(r.Context(), a.DB, after, n+1)
+	rows, more, err := accounts.Chart(r.Context(), a.DB, after, size)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
 	}
 	page := ChartPage{Accounts: rows}
-	if len(rows) > n {
-		page.Accounts = rows[:n]
-		page.NextCursor = cursor.Encode(chartScope, rows[n-1].ID)
+	if more {
+		page.NextCursor = cursor.Encode(chartScope, rows[len(rows)-1].ID)
 	}
 	writeJSON(w, http.StatusOK, page)
 }

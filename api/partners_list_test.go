@@ -70,7 +70,8 @@ func TestPartnersListShowsEachWithItsLastPayout(t *testing.T) {
 func TestPartnersListRefusesAForeignCursor(t *testing.T) {
 	t.Parallel()
 	h, token, _ := newAPI(t, "read")
-	for _, c := range []string{cursor.Encode("accounts", 3), "not-a-cursor", cursor.EncodeKey("partners", "a:b"), cursor.EncodeKey("partners", "P1")} {
+	for _, c := range []string{cursor.Encode("accounts", 3), "not-a-cursor", cursor.EncodeKey("partners", "a:b"), cursor.EncodeKey("partners", "P1"),
+		cursor.EncodeKey("partners", "p1|p2"), cursor.EncodeKey("partners", "p1\x00"), cursor.EncodeKey("partners", strings.Repeat("p", 300))} {
 		code, m, _ := call(t, h, "GET", "/v1/partners?cursor="+c, token, "")
 		if code != 400 || !strings.Contains(m["detail"].(string), "cursor") {
 			t.Errorf("cursor %q: %d %v, want 400 naming the cursor", c, code, m)

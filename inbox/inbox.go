@@ -13,6 +13,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/internal/batch"

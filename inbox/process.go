@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/events"

@@ -17,7 +17,9 @@ import (
 	"github.com/lib/pq"
 
 	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/cursor"
 	"github.com/razao/razao/internal/kind"
+	"github.com/razao/razao/internal/snapshot"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
@@ -214,14 +216,15 @@ func accountTree(ctx context.Context, q sqlx.QueryerContext, codes []string) ([]
 	return tree, nil
 }
 
-// Page returns the summaries of up to limit partners (the direct
-// sub-accounts of the commission-payable account, by code) after the
-// partner id after ("" from the first), and whether more follow: one
+// Page returns the summaries of up to limit partners (cursor.Limit; the
+// direct sub-accounts of the commission-payable account, by code) after
+// the partner id after ("" from the first), and whether more follow: one
 // reading of the ledger for the page, the figures Get gives each.
 func Page(ctx context.Context, q sqlx.QueryerContext, after string, limit int) ([]Summary, bool, error) {
 	if _, err := accounts.PartnerPayable(after); after != "" && err != nil {
 		return nil, false, fmt.Errorf("%w: page after %.64q: not a partner id", reports.ErrInvalidCursor, after)
 	}
+	limit = cursor.Limit(limit)
 	prefix := accounts.CommissionPayable + ":"
 	var accts []accounts.Account
 	err := sqlx.SelectContext(ctx, q, &accts, `SELECT id, code, type, normal_side, currency, parent_id FROM accounts
@@ -257,28 +260,41 @@ type LastPayout struct {
 	EffectiveAt  time.Time `json:"effective_at"`
 }
 
-// List is Page with each partner's last payout: one more read for the
-// whole page (postings.LastPayouts).
+// List is Page with each partner's last payout (postings.LastPayouts: one
+// more read for the whole page), all read in one snapshot, so that a
+// payout committed meanwhile is in both a partner's paid and its last
+// payout or in neither.
 func List(ctx context.Context, q sqlx.QueryerContext, after string, limit int) ([]Listed, bool, error) {
-	page, more, err := Page(ctx, q, after, limit)
-	if err != nil || len(page) == 0 {
-		return nil, more, err
-	}
-	ids := make([]string, len(page))
-	for i, s := range page {
-		ids[i] = s.Partner
-	}
-	last, err := postings.LastPayouts(ctx, q, ids)
+	var (
+		out  []Listed
+		more bool
+	)
+	err := snapshot.Read(ctx, q, func(q sqlx.QueryerContext) error {
+		page, m, err := Page(ctx, q, after, limit)
+		if err != nil || len(page) == 0 {
+			more = m
+			return err
+		}
+		ids := make([]string, len(page))
+		for i, s := range page {
+			ids[i] = s.Partner
+		}
+		last, err := postings.LastPayouts(ctx, q, ids)
+		if err != nil {
+			return err
+		}
+		out, more = make([]Listed, len(page)), m
+		for i, s := range page {
+			out[i].Summary = s
+			if p, ok := last[s.Partner]; ok {
+				out[i].LastPayout = &LastPayout{PostingSetID: p.ID, Amount: p.Amount, Currency: p.Currency,
+					Competence: p.Competence.UTC().Format(time.DateOnly), EffectiveAt: p.EventAt.UTC()}
+			}
+		}
+		return nil
+	}, `SET LOCAL jit = off`)
 	if err != nil {
 		return nil, false, err
-	}
-	out := make([]Listed, len(page))
-	for i, s := range page {
-		out[i].Summary = s
-		if p, ok := last[s.Partner]; ok {
-			out[i].LastPayout = &LastPayout{PostingSetID: p.ID, Amount: p.Amount, Currency: p.Currency,
-				Competence: p.Competence.UTC().Format(time.DateOnly), EffectiveAt: p.EventAt.UTC()}
-		}
 	}
 	return out, more, nil
 }
@@ -521,12 +537,10 @@ func lockAccount(ctx context.Context, tx *sqlx.Tx, code string) (accounts.Accoun
 	return a, nil
 }
 
-type priorSet = postings.StoredSet
-
-func existing(ctx context.Context, tx *sqlx.Tx, key string) (priorSet, bool, error) {
+func existing(ctx context.Context, tx *sqlx.Tx, key string) (postings.StoredSet, bool, error) {
 	s, ok, err := postings.SetByKey(ctx, tx, key)
 	if err != nil {
-		return priorSet{}, false, fmt.Errorf("read payout %s: %w", key, err)
+		return postings.StoredSet{}, false, fmt.Errorf("read payout %s: %w", key, err)
 	}
 	return s, ok, nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/jmoiron/sqlx"
+
 	"github.com/razao/razao/periods"
 )
 

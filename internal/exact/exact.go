@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/lib/pq"
+
 	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/money"
 )
