@@ -20,9 +20,11 @@ func TestPartnersListShowsEachWithItsLastPayout(t *testing.T) {
 	ledgertest.Commission(t, l, "c1", "p1", 100000, 1000, ledgertest.SaoPaulo(2026, 8, 5, 10, 0))
 	ledgertest.Commission(t, l, "c2", "p2", 4990, 500, ledgertest.SaoPaulo(2026, 8, 6, 10, 0))
 	ledgertest.Commission(t, l, "c3", "p3", 3000, 1000, ledgertest.SaoPaulo(2026, 8, 7, 10, 0))
-	for key, amount := range map[string]string{"po-1": "1000", "po-2": "2500"} {
-		if code, m := payout(t, h, token, key, `{"amount":`+amount+`,"effective_at":"2026-08-2`+key[3:]+`T12:00:00Z"}`); code != 201 {
-			t.Fatalf("payout %s: %d %v", key, code, m)
+	// In this order: the newest payout is the one booked last (a map's
+	// order is random, and made this test fail one run in two).
+	for _, p := range []struct{ key, amount string }{{"po-1", "1000"}, {"po-2", "2500"}} {
+		if code, m := payout(t, h, token, p.key, `{"amount":`+p.amount+`,"effective_at":"2026-08-2`+p.key[3:]+`T12:00:00Z"}`); code != 201 {
+			t.Fatalf("payout %s: %d %v", p.key, code, m)
 		}
 	}
 	code, m, _ := call(t, h, "GET", "/v1/partners?limit=2", token, "")

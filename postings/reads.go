@@ -124,8 +124,8 @@ const lastPayoutsSQL = `SELECT p.partner, s.id, s.idempotency_key, s.amount, s.c
 	CROSS JOIN LATERAL (SELECT id, idempotency_key, amount, currency, competence, event_at, description
 		FROM posting_sets WHERE partner = p.partner AND kind = 'payout' ORDER BY id DESC LIMIT 1) s`
 
-// LastPayouts returns the newest payout set of each of partners that had
-// one, by partner.
+// LastPayouts returns, by partner, the newest payout set of each of
+// partners that had one: the one booked last, whatever its effective date.
 func LastPayouts(ctx context.Context, q sqlx.QueryerContext, partners []string) (map[string]PayoutSet, error) {
 	var rows []struct {
 		Partner string `db:"partner"`
