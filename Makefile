@@ -46,6 +46,10 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 30s)
 build: ## build bin/razao
 	go build -buildvcs=auto -o bin/razao ./cmd/razao
 
+.PHONY: image
+image: ## build the container image razao:<commit> with podman (static binary on scratch; deploy/Containerfile)
+	@bash scripts/image.sh
+
 .PHONY: verify
 verify: ## re-check the ledger invariants of the database at DATABASE_URL
 	go run ./cmd/razao verify

@@ -13,6 +13,7 @@
 //	razao demo      drive a running service like a PSP and print each answer
 //	razao psp send  sign one payment, refund or failure as an endpoint's PSP and send it
 //	razao config check  validate a config file and its environment, starting nothing
+//	razao health    ask a running service whether it is ready, exit 1 if not
 //	razao version   the module version, commit and Go version of the build
 package main
 
@@ -55,6 +56,7 @@ func commands() []command {
 		{"demo", "drive a running service like a PSP would and print what happens", cmdDemo},
 		{"psp", "send: sign a payment, refund or failure as an endpoint's PSP would, and send it", cmdPSP},
 		{"config", "check: validate a config file and the environment it names, starting nothing", cmdConfig},
+		{"health", "ask a running service whether it is ready (the container's health check)", cmdHealth},
 		{"version", "print the version, commit and Go version this binary was built from", cmdVersion},
 	}
 }
