@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -66,7 +67,7 @@ func TestImageMigratesServesAndBooks(t *testing.T) {
 	}
 
 	dbURL := emptyDatabase(t, "razao_image_"+suffix)
-	port := freePort(t)
+	port, adminPort := freePort(t), freePort(t)
 	dir := t.TempDir()
 	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 	config := fmt.Sprintf("listen: 127.0.0.1:%d\nendpoints:\n  - name: psp\n    scheme: standard\n    merchant: loja\n    secrets_env: [RAZAO_IMAGE_SECRET]\n", port)
@@ -75,7 +76,8 @@ func TestImageMigratesServesAndBooks(t *testing.T) {
 	}
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	env := []string{"-e", "DATABASE_URL=" + dbURL, "-e", "RAZAO_CONFIG=/etc/razao/razao.yaml", "-e", "RAZAO_IMAGE_SECRET=" + secret,
-		"-e", "RAZAO_HEALTH_URL=" + base + "/readyz", "-e", "RAZAO_URL=" + base, "-v", dir + ":/etc/razao:ro"}
+		"-e", "RAZAO_HEALTH_URL=" + base + "/readyz", "-e", "RAZAO_URL=" + base, "-v", dir + ":/etc/razao:ro",
+		"-e", fmt.Sprintf("RAZAO_ADMIN_LISTEN=127.0.0.1:%d", adminPort)}
 	razao := func(args ...string) (string, error) {
 		return podman(append(append([]string{"run", "--rm", "--network=host"}, env...), append([]string{tag}, args...)...)...)
 	}
@@ -102,6 +104,15 @@ func TestImageMigratesServesAndBooks(t *testing.T) {
 		t.Fatalf("psp send: %v\n%s", err, out)
 	}
 	waitPaid(t, base, token, "img-1")
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", adminPort))
+	if err != nil {
+		t.Fatalf("admin /metrics: %v", err)
+	}
+	scrape, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if want := `razao_webhook_deliveries_total{endpoint="psp",outcome="accepted"} 1`; !strings.Contains(string(scrape), want) {
+		t.Errorf("admin /metrics lacks %s", want)
+	}
 
 	if out, err := podman("stop", "--time", "30", name); err != nil {
 		t.Fatalf("stop: %v\n%s", err, out)
@@ -109,6 +120,9 @@ func TestImageMigratesServesAndBooks(t *testing.T) {
 	logs, _ := podman("logs", name)
 	if st, _ := podman("inspect", name, "--format", "{{.State.ExitCode}}"); strings.TrimSpace(st) != "0" {
 		t.Fatalf("serve exited %s on SIGTERM\n%s", st, logs)
+	}
+	if !strings.Contains(logs, `"msg":"razao stopped cleanly"`) {
+		t.Errorf("no clean stop in the log:\n%s", logs)
 	}
 	if strings.Contains(logs, secret) || strings.Contains(logs, token) {
 		t.Fatal("a secret is in the container's log")

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"reflect"
 	"regexp"
@@ -28,6 +29,8 @@ import (
 // written in it: it names the environment variables that hold them.
 type fileConfig struct {
 	Listen         string                   `yaml:"listen"`
+	AdminListen    string                   `yaml:"admin_listen"` // metrics, health, profiles; "off": none
+	LogLevel       string                   `yaml:"log_level"`    // debug, info (default), warn, error
 	TLS            tlsConfig                `yaml:"tls"`
 	BehindProxy    bool                     `yaml:"behind_proxy"` // TLS ends at a proxy in front: plain HTTP beyond loopback is meant
 	TimeZone       string                   `yaml:"time_zone"`
@@ -73,6 +76,8 @@ type serveConfig struct {
 	db             dbFlags
 	configPath     string
 	listen         string
+	adminListen    string // adminOff: no admin listener
+	logLevel       slog.Level
 	tls            *tlsServing // nil: plain HTTP
 	behindProxy    bool        // TLS ends at a proxy in front
 	timeZone       string
@@ -97,13 +102,15 @@ type serverTimeouts struct {
 var defaultTimeouts = serverTimeouts{ReadHeader: 5 * time.Second, Read: 15 * time.Second, Write: 30 * time.Second, Idle: 60 * time.Second}
 
 func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) string, serving bool) (serveConfig, error) {
-	cfg := serveConfig{listen: "127.0.0.1:8080", timeZone: periods.DefaultTimeZone, workerInterval: time.Second, timeouts: defaultTimeouts,
+	cfg := serveConfig{listen: "127.0.0.1:8080", adminListen: defaultAdminListen, timeZone: periods.DefaultTimeZone, workerInterval: time.Second, timeouts: defaultTimeouts,
 		maxAmount: money.Limit(money.DefaultMaxAmount)}
 	cfg.db.register(fs)
 	fs.StringVar(&cfg.configPath, "config", getenv("RAZAO_CONFIG"), "YAML config file ($RAZAO_CONFIG)")
-	listen, behindProxy := new(string), new(bool)
+	listen, behindProxy, adminListen, logLevel := new(string), new(bool), new(string), new(string)
 	if serving {
 		fs.StringVar(listen, "listen", "", "address to listen on ($RAZAO_LISTEN; default 127.0.0.1:8080)")
+		fs.StringVar(adminListen, "admin-listen", "", "address of /metrics, health and /debug/pprof, or off ($RAZAO_ADMIN_LISTEN; default "+defaultAdminListen+")")
+		fs.StringVar(logLevel, "log-level", "", "debug, info, warn or error ($RAZAO_LOG_LEVEL; default info)")
 		fs.BoolVar(&cfg.migrate, "migrate", true, "apply migrations before serving")
 		fs.BoolVar(behindProxy, "behind-proxy", false, "TLS ends at a proxy in front: serve plain HTTP beyond loopback (behind_proxy in the config file)")
 	}
@@ -118,6 +125,10 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 		return cfg, err
 	}
 	cfg.listen = first(*listen, getenv("RAZAO_LISTEN"), file.Listen, cfg.listen)
+	cfg.adminListen = first(*adminListen, getenv("RAZAO_ADMIN_LISTEN"), file.AdminListen, cfg.adminListen)
+	if cfg.logLevel, err = parseLogLevel(first(*logLevel, getenv("RAZAO_LOG_LEVEL"), file.LogLevel)); err != nil {
+		return cfg, err
+	}
 	cfg.timeZone = first(*tz, getenv("RAZAO_TIME_ZONE"), file.TimeZone, cfg.timeZone)
 	if file.MaxAmount != 0 {
 		cfg.maxAmount = money.Limit(file.MaxAmount)
@@ -172,6 +183,9 @@ func (cfg *serveConfig) checkServing(file fileConfig, behindProxy bool) error {
 	}
 	cfg.behindProxy = behindProxy || file.BehindProxy
 	if err := checkExposure(cfg.listen, cfg.tls != nil, cfg.behindProxy); err != nil {
+		return err
+	}
+	if err := checkAdminExposure(cfg.adminListen, cfg.tls != nil); err != nil {
 		return err
 	}
 	return checkMTLSReachable(cfg.endpoints, cfg.tls != nil)
@@ -333,4 +347,20 @@ func (e exportsConfig) build(loc *time.Location) (*exports.Config, error) {
 		cfg.Dialects = append(cfg.Dialects, dialect)
 	}
 	return cfg, nil
+}
+
+// parseLogLevel reads log_level: debug, info, warn or error ("" is info).
+// At warn and above, the requests' lines (info) are not written.
+func parseLogLevel(v string) (slog.Level, error) {
+	switch strings.ToLower(v) {
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("config: log_level %q: want debug, info, warn or error", v)
 }

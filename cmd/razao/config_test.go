@@ -1,6 +1,7 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,6 +43,12 @@ func TestBadConfigFailsAtStartWithoutLeakingSecrets(t *testing.T) {
 		{"streams' byte budget below 1 MiB", "events: {max_bytes_per_second: 1048575}", "max_bytes_per_second must be 1048576 (1 MiB) to"},
 		{"streams' byte budget negative", "events: {max_bytes_per_second: -1}", "max_bytes_per_second"},
 		{"streams' byte budget at int64 max", "events: {max_bytes_per_second: 9223372036854775807}", "got 9223372036854775807"},
+		{"admin listener on every interface", "admin_listen: ':9090'", "refusing admin_listen :9090 without TLS"},
+		{"admin listener on a public address", "admin_listen: 203.0.113.7:9090", "refusing admin_listen 203.0.113.7:9090 without TLS"},
+		{"admin listener behind a proxy", "behind_proxy: true\nadmin_listen: 0.0.0.0:9090", "refusing admin_listen 0.0.0.0:9090"},
+		{"admin listener without a port", "admin_listen: 127.0.0.1", "admin_listen"},
+		{"unknown log level", "log_level: verbose", `log_level "verbose"`},
+		{"log level with a NUL", "log_level: \"info\\0\"", "log_level"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,5 +84,32 @@ func TestEventsConfigIsRead(t *testing.T) {
 	cfg, err := parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), func(string) string { return "" }, true)
 	if err != nil || cfg.events != (eventsConfig{MaxStreams: 200, MaxStreamsPerToken: 4, DBConnections: 3, MaxBytesPerSecond: 1 << 20}) {
 		t.Fatalf("events config: %+v %v", cfg.events, err)
+	}
+}
+
+// The admin listener is on loopback unless told otherwise, may be turned
+// off, and its address and the log level come from flag, environment or
+// file in that order.
+func TestAdminListenAndLogLevel(t *testing.T) {
+	t.Parallel()
+	none := func(string) string { return "" }
+	cfg, err := parseServeConfig(nil, newFlagSet("serve", os.Stderr), none, true)
+	if err != nil || cfg.adminListen != "127.0.0.1:9090" || cfg.logLevel != slog.LevelInfo {
+		t.Fatalf("defaults: %q %v %v", cfg.adminListen, cfg.logLevel, err)
+	}
+	path := writeConfig(t, "admin_listen: off\nlog_level: warn\n")
+	cfg, err = parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), none, true)
+	if err != nil || cfg.adminListen != adminOff || cfg.logLevel != slog.LevelWarn {
+		t.Fatalf("file: %q %v %v", cfg.adminListen, cfg.logLevel, err)
+	}
+	env := map[string]string{"RAZAO_ADMIN_LISTEN": "[::1]:9191", "RAZAO_LOG_LEVEL": "DEBUG"}
+	cfg, err = parseServeConfig([]string{"-config", path}, newFlagSet("serve", os.Stderr), func(k string) string { return env[k] }, true)
+	if err != nil || cfg.adminListen != "[::1]:9191" || cfg.logLevel != slog.LevelDebug {
+		t.Fatalf("env over file: %q %v %v", cfg.adminListen, cfg.logLevel, err)
+	}
+	cfg, err = parseServeConfig([]string{"-config", path, "-admin-listen", "localhost:0", "-log-level", "error"}, newFlagSet("serve", os.Stderr),
+		func(k string) string { return env[k] }, true)
+	if err != nil || cfg.adminListen != "localhost:0" || cfg.logLevel != slog.LevelError {
+		t.Fatalf("flag over env: %q %v %v", cfg.adminListen, cfg.logLevel, err)
 	}
 }

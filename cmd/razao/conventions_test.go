@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"regexp"
@@ -74,7 +75,7 @@ func startLoggedServer(t *testing.T) (base, token string, db *sqlx.DB, logs *syn
 		workerInterval: 50 * time.Millisecond, endpoints: []*webhook.Endpoint{ep}}
 	logs = &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := newServer(ctx, cfg, newLogger(logs), time.Now)
+	srv, err := newServer(ctx, cfg, newLogger(logs, slog.LevelInfo), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +83,8 @@ func startLoggedServer(t *testing.T) (base, token string, db *sqlx.DB, logs *syn
 	if err != nil {
 		t.Fatal(err)
 	}
+	base = "http://" + ln.Addr().String()
+	listenAdmin(t, srv, base)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
@@ -91,7 +94,7 @@ func startLoggedServer(t *testing.T) (base, token string, db *sqlx.DB, logs *syn
 		}
 		srv.Close()
 	})
-	return "http://" + ln.Addr().String(), token, db, logs
+	return base, token, db, logs
 }
 
 type answer struct {
@@ -224,7 +227,7 @@ func TestHTTPMetricsCountPerRouteTemplate(t *testing.T) {
 	}
 	send(t, "", "GET", base+"/nothing/here", "")
 	send(t, "", "BREW", base+"/healthz", "")
-	scrape := send(t, "", "GET", base+"/metrics", "").body
+	scrape := send(t, "", "GET", adminURL(t, base)+"/metrics", "").body
 	for _, want := range []string{
 		`razao_http_requests_total{code="404",method="GET",route="/v1/charges/{id}"} 3`,
 		`razao_http_request_duration_seconds_count{method="GET",route="/v1/charges/{id}"} 3`,

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,9 +63,11 @@ func startServerLogging(t *testing.T, log io.Writer, tweak ...func(*serveConfig)
 	// Every answer the end-to-end tests receive is held to the OpenAPI
 	// document.
 	srv.http.Handler = contract.Middleware(t, srv.http.Handler)
+	base = "http://" + ln.Addr().String()
+	listenAdmin(t, srv, base)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	return "http://" + ln.Addr().String(), token, db, func() {
+	return base, token, db, func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
@@ -149,7 +152,11 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Fatalf("%s: %v %v", path, err, resp)
 		}
 	}
-	resp, err = http.Get(base + "/metrics")
+	// /metrics is the admin listener's, never the public one's.
+	if resp, err := http.Get(base + "/metrics"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("public /metrics: %v %v, want 404", err, resp)
+	}
+	resp, err = http.Get(adminURL(t, base) + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,4 +192,30 @@ func readTopics(t *testing.T, r io.Reader, n int) []string {
 		t.Fatal("no events on the stream")
 		return nil
 	}
+}
+
+// adminURLs maps a test server's base URL to its admin listener's.
+var adminURLs sync.Map
+
+// listenAdmin gives srv an admin listener on a free loopback port, as
+// cmdServe does from admin_listen, and notes its URL under base.
+func listenAdmin(t *testing.T, srv *server, base string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.adminLn = ln
+	adminURLs.Store(base, "http://"+ln.Addr().String())
+	t.Cleanup(func() { adminURLs.Delete(base) })
+}
+
+// adminURL is the admin listener's URL of the test server at base.
+func adminURL(t *testing.T, base string) string {
+	t.Helper()
+	u, ok := adminURLs.Load(base)
+	if !ok {
+		t.Fatalf("no admin listener for %s", base)
+	}
+	return u.(string)
 }

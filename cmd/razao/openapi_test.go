@@ -63,7 +63,7 @@ var templateVarRE = regexp.MustCompile(`\{([^}:]+)(:[^}]*)?\}`)
 func routeSet(t *testing.T, srv *server) []string {
 	t.Helper()
 	v1 := &api.API{DB: srv.db, Ledger: srv.applier.Ledger, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now, Events: srv.hub}
-	router, ok := srv.routes(http.NotFoundHandler(), v1, nil, http.NotFoundHandler()).(*mux.Router)
+	router, ok := srv.routes(http.NotFoundHandler(), v1, nil).(*mux.Router)
 	if !ok {
 		t.Fatal("routes() no longer returns a *mux.Router; adapt this test")
 	}

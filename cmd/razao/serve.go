@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,7 +48,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// closed (and so written out) when serve returns, errors included.
 	sink := logsink.New(stderr)
 	defer sink.Close()
-	logger := newLogger(sink)
+	logger := newLogger(sink, cfg.logLevel)
 	tuneGC(os.Getenv)
 	var hup chan os.Signal
 	if cfg.tls != nil {
@@ -68,15 +69,24 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.listen, err)
 	}
+	admin := "off"
+	if cfg.adminListen != adminOff {
+		if srv.adminLn, err = net.Listen("tcp", cfg.adminListen); err != nil {
+			ln.Close()
+			return fmt.Errorf("admin_listen on %s: %w", cfg.adminListen, err)
+		}
+		admin = srv.scheme() + "://" + srv.adminLn.Addr().String()
+	}
 	// In the log's JSON stream, like every other line the service writes.
-	logger.Info("razao listening", "url", srv.scheme()+"://"+ln.Addr().String(), "webhook_endpoints", len(cfg.endpoints), "stop", "Ctrl-C or SIGTERM")
+	logger.Info("razao listening", "url", srv.scheme()+"://"+ln.Addr().String(), "admin_url", admin,
+		"webhook_endpoints", len(cfg.endpoints), "stop", "Ctrl-C or SIGTERM")
 	return srv.Serve(ctx, ln)
 }
 
-// newLogger is the service's one log stream: JSON lines on w, each carrying
-// the request id of the context it was logged with.
-func newLogger(w io.Writer) *slog.Logger {
-	return slog.New(reqid.LogHandler{Handler: slog.NewJSONHandler(w, nil)})
+// newLogger is the service's one log stream: JSON lines on w from level
+// up, each carrying the request id of the context it was logged with.
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(reqid.LogHandler{Handler: slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})})
 }
 
 // tuneGC collects garbage less often than Go's default, unless GOGC says
@@ -131,7 +141,16 @@ type server struct {
 	certs    *certReloader    // nil: plain HTTP
 	poll     time.Duration    // how often certs checks its files
 	reload   <-chan os.Signal // SIGHUP: certs reloads
+	// admin serves /metrics, health and the profiles on adminLn, when
+	// set (cmdServe sets it unless admin_listen is off).
+	admin    *http.Server
+	adminLn  net.Listener
+	inFlight inFlight // requests of the public listener being served
 }
+
+// adminWriteTimeout leaves room for a CPU profile (?seconds=30 by
+// default), which pprof refuses to take beyond the server's write timeout.
+const adminWriteTimeout = 2 * time.Minute
 
 // batchLoops is how many group commits the inbox runs at once: one
 // batch gathers while the other commits, and on two cores more loops did
@@ -229,7 +248,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	con.BehindTLSProxy = cfg.behindProxy
 	con.Reconciliation = reconciliationPage(db, logger)
 	s.http = &http.Server{
-		Handler:           reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, con, m.Handler()))),
+		Handler:           s.inFlight.count(reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, con)))),
 		ReadHeaderTimeout: cfg.timeouts.ReadHeader,
 		ReadTimeout:       cfg.timeouts.Read,
 		WriteTimeout:      cfg.timeouts.Write,
@@ -238,8 +257,18 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		// Go's own errors (failed handshakes and the like), in the JSON stream.
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	s.admin = &http.Server{
+		Handler:           s.adminRoutes(m.Handler()),
+		ReadHeaderTimeout: cfg.timeouts.ReadHeader,
+		ReadTimeout:       cfg.timeouts.Read,
+		WriteTimeout:      adminWriteTimeout,
+		IdleTimeout:       cfg.timeouts.Idle,
+		MaxHeaderBytes:    8 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 	if certs != nil {
 		s.http.TLSConfig = certs.serverTLS(cfg.tls.minVersion, cfg.endpoints)
+		s.admin.TLSConfig = certs.serverTLS(cfg.tls.minVersion, nil)
 		s.poll = cfg.tls.poll
 	}
 	return s, nil
@@ -253,19 +282,17 @@ func newWorker(proc *inbox.Processor, cfg serveConfig) *inbox.Worker {
 	return w
 }
 
-func (s *server) routes(hooks http.Handler, v1 *api.API, con *console.Console, metrics http.Handler) http.Handler {
+func (s *server) routes(hooks http.Handler, v1 *api.API, con *console.Console) http.Handler {
 	// No path cleaning: a path with .. is not redirected anywhere; it
 	// simply matches no route.
 	r := mux.NewRouter().SkipClean(true)
 	r.NotFoundHandler = api.NotFound()
 	r.MethodNotAllowedHandler = api.MethodNotAllowed(r)
 	r.Use(httplog.Route)
-	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"status":"ok"}`)
-	}).Methods(http.MethodGet)
+	// Health stays here too, for a load balancer in front; /metrics and
+	// the profiles are the admin listener's alone (adminRoutes).
+	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.ready).Methods(http.MethodGet)
-	r.Handle("/metrics", metrics).Methods(http.MethodGet)
 	r.Handle("/openapi.json", api.OpenAPIHandler()).Methods(http.MethodGet)
 	r.Handle("/webhooks/{endpoint}", hooks)
 	r.Handle("/webhooks/{endpoint}/pix", hooks) // bcb-pix: the Pix API appends /pix to the URL it was given
@@ -360,19 +387,23 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	}()
 
 	errc := make(chan error, 1)
-	go func() {
-		if s.certs != nil {
-			errc <- s.http.ServeTLS(ln, "", "") // the certificate comes from TLSConfig.GetCertificate
-			return
-		}
-		errc <- s.http.Serve(ln)
-	}()
+	go func() { errc <- s.serveOn(s.http, ln) }()
+	adminErr := make(chan error, 1)
+	if s.adminLn != nil {
+		go func() { adminErr <- s.serveOn(s.admin, s.adminLn) }()
+		// Last to stop: metrics are read during the drain too.
+		defer s.admin.Close()
+	}
 	select {
 	case err := <-errc:
 		return err
+	case err := <-adminErr:
+		s.http.Close()
+		return fmt.Errorf("admin listener: %w", err)
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down")
+	began := time.Now()
+	s.log.Info("shutting down", "requests_in_flight", s.inFlight.n.Load())
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	stopBG() // ends event streams, so Shutdown does not wait on them
@@ -382,7 +413,51 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	// The workers finish the transactions they are in, then the last line
+	// says what this replica leaves in the inbox for the next start or
+	// another replica.
+	stopIntake()
+	<-batcher
+	stopWorkers()
+	<-workers
+	s.logStopped(began, s.inFlight.served.Load())
 	return nil
+}
+
+// serveOn serves srv on ln, with TLS when srv has a TLS configuration
+// (its certificate comes from TLSConfig.GetCertificate).
+func (s *server) serveOn(srv *http.Server, ln net.Listener) error {
+	if srv.TLSConfig != nil {
+		return srv.ServeTLS(ln, "", "")
+	}
+	return srv.Serve(ln)
+}
+
+// logStopped is serve's last line: how long the drain took, how many
+// requests the public listener answered in all, and what the inbox holds
+// for later (read with a short deadline: a database that is gone must not
+// hold the exit).
+func (s *server) logStopped(began time.Time, served int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	attrs := []any{"drain_ms", time.Since(began).Milliseconds(), "requests_served", served}
+	if b, err := inbox.ReadBacklog(ctx, s.db); err == nil {
+		attrs = append(attrs, "inbox_pending", b.Pending, "inbox_parked", b.Parked)
+	} else {
+		attrs = append(attrs, "inbox_pending", "unknown: "+err.Error())
+	}
+	s.log.Info("razao stopped cleanly", attrs...)
+}
+
+// inFlight counts the requests being served, and those served in all.
+type inFlight struct{ n, served atomic.Int64 }
+
+func (f *inFlight) count(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.n.Add(1)
+		defer func() { f.n.Add(-1); f.served.Add(1) }()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // scheme is the URL scheme the server answers on.

@@ -293,7 +293,10 @@ func serveCommand(t *testing.T, yaml string) (addr string, log *logWatch) {
 	stdout, stderr := newLogWatch(), newLogWatch()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "-config", path, "-database-url", dbURL}, stdout, stderr) }()
+	// The admin listener on a port of its own: tests run at once.
+	go func() {
+		done <- run(ctx, []string{"serve", "-config", path, "-database-url", dbURL, "-admin-listen", "127.0.0.1:0"}, stdout, stderr)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != 0 {

@@ -47,7 +47,8 @@ func (r *Replica) Start() error {
 		return err
 	}
 	fmt.Fprintf(log, "---- storm: start #%d at %s\n", r.starts+1, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(r.bin, "serve", "-migrate=false")
+	// Several replicas on one machine: each its own admin port.
+	cmd := exec.Command(r.bin, "serve", "-migrate=false", "-admin-listen", "127.0.0.1:0")
 	cmd.Env = r.env
 	cmd.Stdout, cmd.Stderr = log, log
 	setDeathSignal(cmd)
