@@ -190,6 +190,12 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		db.Close()
 		return nil, err
 	}
+	// A logical restore keeps the outbox's transaction ids, not the
+	// counter: new events would sort behind every stream's cursor.
+	if err := events.CheckXids(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
 	for _, ep := range cfg.endpoints {
 		if ep.NoSecret {
 			// Never the secret: there is none; the variables that were empty.

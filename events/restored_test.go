@@ -1,0 +1,135 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"syscall"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/internal/storm"
+)
+
+// A logical restore (pg_dump into a new cluster) keeps the outbox's
+// transaction ids but not the counter they come from: an event appended
+// after it sorts behind the restored ones, where no stream's cursor goes
+// back. CheckXids refuses such a database and names the pg_resetwal
+// epoch that moves the counter past the dump's; once moved, events
+// appended later read after the restored ones, in order.
+func TestALogicalRestoreIsRefusedUntilTheCounterIsMovedPast(t *testing.T) {
+	ctx := context.Background()
+	src, srcURL := pgtest.NewWithURL(t)
+	// The shared server has assigned far more transaction ids than a new
+	// cluster: burn some to make sure, as a busy production server has.
+	for range 50 {
+		src.MustExec(`SELECT pg_current_xact_id()`)
+	}
+	appendCommitted(t, src, "restored-1")
+	appendCommitted(t, src, "restored-2")
+
+	root, err := os.MkdirTemp("", "razao-events-restore-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(root, 0o755)
+	port, err := storm.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "data")
+	dstURL, err := pgtest.StartCluster(dir, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pgtest.StopCluster(dir, port); os.RemoveAll(root) })
+	dump := exec.Command("bash", "-c", fmt.Sprintf("pg_dump --no-owner --no-privileges '%s' | psql -q -v ON_ERROR_STOP=1 '%s'", srcURL, dstURL))
+	if out, err := dump.CombinedOutput(); err != nil {
+		t.Fatalf("dump and restore: %v: %s", err, out)
+	}
+	dst := open(t, dstURL)
+	err = events.CheckXids(ctx, dst)
+	if !errors.Is(err, events.ErrXidsAhead) {
+		t.Fatalf("after a logical restore: %v, want ErrXidsAhead", err)
+	}
+	epoch := regexp.MustCompile(`pg_resetwal --epoch=(\d+)`).FindStringSubmatch(err.Error())
+	if epoch == nil {
+		t.Fatalf("the refusal names no pg_resetwal epoch: %v", err)
+	}
+	dst.Close()
+
+	// What the refusal says to do, done: the server stopped, its epoch
+	// moved, started again.
+	if err := pgtest.StopCluster(dir, port); err != nil {
+		t.Fatal(err)
+	}
+	asOwner(t, dir, pgTool(t, "pg_resetwal"), "--epoch="+epoch[1], "-D", dir)
+	if _, err := pgtest.StartCluster(dir, port); err != nil {
+		t.Fatal(err)
+	}
+	dst = open(t, dstURL)
+	if err := events.CheckXids(ctx, dst); err != nil {
+		t.Fatalf("after pg_resetwal: %v", err)
+	}
+	first := waitSince(t, dst, "", 2)
+	appendCommitted(t, dst, "after-1")
+	rest := waitSince(t, dst, first[len(first)-1].Cursor, 1)
+	if got := append(names(t, first), names(t, rest)...); fmt.Sprint(got) != "[restored-1 restored-2 after-1]" {
+		t.Fatalf("events after the restore read as %v", got)
+	}
+}
+
+func open(t *testing.T, url string) *sqlx.DB {
+	t.Helper()
+	db, err := sqlx.Open("postgres", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// pgTool finds a PostgreSQL server tool (not on PATH in Debian): in
+// pg_config's bindir, else the newest /usr/lib/postgresql/*/bin.
+func pgTool(t *testing.T, name string) string {
+	t.Helper()
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		if p := filepath.Join(string(regexp.MustCompile(`\s+$`).ReplaceAll(out, nil)), name); fileExists(p) {
+			return p
+		}
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
+	sort.Strings(found)
+	if len(found) == 0 {
+		t.Fatalf("%s not found", name)
+	}
+	return found[len(found)-1]
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// asOwner runs a server tool as the user owning the data directory (root
+// may not).
+func asOwner(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	if os.Geteuid() == 0 && st.Uid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: st.Uid, Gid: st.Gid}}
+	}
+	cmd.Dir = "/"
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+}
