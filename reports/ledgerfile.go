@@ -179,11 +179,14 @@ var hledgerTypes = map[string]string{
 // Income, Expenses), then each segment of the code after its root (the
 // root too when it is not the type's usual one, "assets" for an asset),
 // its first letter upper-cased and every byte beancount does not take in
-// a name ('_', '.') written X and two upper-case hex digits: codes are
-// lower case, so the names of two codes always differ
+// a name ('_', '.') written X and two upper-case hex digits
 // (liabilities:commission-payable:p_1 is
-// Liabilities:Commission-payable:PX5F1). A code that is not a valid
-// account code, or a type that is none of the five, is ErrLedgerAccount.
+// Liabilities:Commission-payable:PX5F1). Codes are lower case, so two
+// codes under their type's usual root never share a name; a root of
+// another name ("receivables", an asset) could meet one that is
+// ("assets:receivables"), and WriteLedger refuses such a pair rather
+// than merge them. A code that is not a valid account code, or a type
+// that is none of the five, is ErrLedgerAccount.
 func LedgerAccount(f LedgerFormat, code, typ string) (string, error) {
 	if err := accounts.ValidateCode(code); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrLedgerAccount, err)
