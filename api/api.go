@@ -72,6 +72,8 @@ func (a *API) Register(r *mux.Router) {
 	// Finance's call, not the selling app's: resolving needs admin.
 	route(http.MethodPost, "/divergences/{id}/resolve", auth.Admin, a.resolveDivergence)
 	route(http.MethodGet, "/exports/{kind}.csv", auth.Read, a.exportCSV)
+	route(http.MethodGet, "/exports/journal.hledger", auth.Read, a.exportLedger(reports.Hledger))
+	route(http.MethodGet, "/exports/journal.beancount", auth.Read, a.exportLedger(reports.Beancount))
 	a.registerReconciliations(route)
 	if a.Events != nil {
 		route(http.MethodGet, "/events", auth.Read, a.Events.ServeHTTP)

@@ -205,14 +205,37 @@ func (a *API) exportCSV(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The export reads in a read-only snapshot of its own.
-	if started, err := reports.ServeCSV(r.Context(), a.DB, monthsums.Books{}, w, kind, m, d); err != nil {
-		if !started {
+	started, err := reports.ServeCSV(r.Context(), a.DB, monthsums.Books{}, w, kind, m, d)
+	a.exportFailed(w, r, started, err, "kind", string(kind), "month", m.String())
+}
+
+// exportLedger streams the month's journal as a file of format f (GET
+// /v1/exports/journal.hledger, journal.beancount), as exportCSV streams
+// a CSV export.
+func (a *API) exportLedger(f reports.LedgerFormat) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		m, err := month(r, "month")
+		if err != nil {
 			writeError(w, r, a.Log, err)
 			return
 		}
-		// Mid-stream: the status is gone; cut the connection so the client
-		// sees a broken download rather than a short file that looks whole.
-		a.Log.ErrorContext(r.Context(), "export stream failed", "kind", kind, "month", m.String(), "error", err)
-		panic(http.ErrAbortHandler)
+		started, err := reports.ServeLedger(r.Context(), a.DB, monthsums.Books{}, w, f, m)
+		a.exportFailed(w, r, started, err, "format", f.String(), "month", m.String())
 	}
+}
+
+// exportFailed answers an export's error: as any error before the first
+// byte; mid-stream, when the status is gone, by cutting the connection so
+// the client sees a broken download rather than a short file that looks
+// whole.
+func (a *API) exportFailed(w http.ResponseWriter, r *http.Request, started bool, err error, what ...any) {
+	if err == nil {
+		return
+	}
+	if !started {
+		writeError(w, r, a.Log, err)
+		return
+	}
+	a.Log.ErrorContext(r.Context(), "export stream failed", append(what, "error", err)...)
+	panic(http.ErrAbortHandler)
 }

@@ -25,9 +25,13 @@ type Config struct {
 	// as @monthly), read in Location.
 	Schedule string
 	Dir      string
+	// Kinds are written in each of Dialects.
 	Kinds    []reports.ExportKind
 	Dialects []reports.Dialect
-	Location *time.Location
+	// LedgerFormats: the month's journal is also written in each (an
+	// hledger journal, a beancount file).
+	LedgerFormats []reports.LedgerFormat
+	Location      *time.Location
 	// MaxAttempts bounds the retries of a failing run (default 5).
 	MaxAttempts int
 	// Lease is how long a running claim is honoured before another replica
@@ -56,8 +60,8 @@ func NewScheduler(db *sqlx.DB, cfg Config, now func() time.Time, log *slog.Logge
 	if err != nil {
 		return nil, fmt.Errorf("export schedule %q: %w", cfg.Schedule, err)
 	}
-	if cfg.Dir == "" || len(cfg.Kinds) == 0 || len(cfg.Dialects) == 0 || cfg.Location == nil {
-		return nil, errors.New("export config needs a directory, kinds, dialects and a time zone")
+	if cfg.Dir == "" || (len(cfg.Kinds) == 0 || len(cfg.Dialects) == 0) && len(cfg.LedgerFormats) == 0 || cfg.Location == nil {
+		return nil, errors.New("export config needs a directory, kinds and dialects or ledger formats, and a time zone")
 	}
 	if st, err := os.Stat(cfg.Dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("export directory %s: not a directory (%v)", cfg.Dir, err)
@@ -121,16 +125,63 @@ func (s *Scheduler) lastSlotBefore(now time.Time) time.Time {
 	return last
 }
 
-// RunSlot exports every kind and dialect for slot: the month before the
-// slot's month, in the scheduler's time zone.
+// RunSlot exports every kind in every dialect, and the journal in every
+// ledger format, for slot: the month before the slot's month, in the
+// scheduler's time zone.
 func (s *Scheduler) RunSlot(ctx context.Context, slot time.Time) error {
 	var errs []error
 	for _, kind := range s.cfg.Kinds {
 		for _, d := range s.cfg.Dialects {
-			errs = append(errs, s.runOne(ctx, slot, kind, d))
+			errs = append(errs, s.runOne(ctx, slot, csvFile(kind, d)))
 		}
 	}
+	for _, f := range s.cfg.LedgerFormats {
+		errs = append(errs, s.runOne(ctx, slot, ledgerFile(f)))
+	}
 	return errors.Join(errs...)
+}
+
+// file is one file a slot writes. kind and dialect are its key in
+// export_runs: a CSV export's kind and dialect, or for the journal as a
+// ledger file "journal" and the file's format (hledger, beancount).
+type file struct {
+	kind, dialect string
+	name          func(periods.Month) string
+	write         func(ctx context.Context, q sqlx.QueryerContext, w io.Writer, m periods.Month) (int64, error)
+}
+
+// csvFile is the CSV export of kind in dialect d. WriteCSV reads the month
+// in a read-only snapshot of its own, so the file is consistent with
+// itself; so does WriteLedger.
+func csvFile(kind reports.ExportKind, d reports.Dialect) file {
+	return file{kind: string(kind), dialect: d.String(),
+		name: func(m periods.Month) string { return reports.FileName(kind, m, d) },
+		write: func(ctx context.Context, q sqlx.QueryerContext, w io.Writer, m periods.Month) (int64, error) {
+			return reports.WriteCSV(ctx, q, monthsums.Books{}, w, kind, m, d)
+		}}
+}
+
+// ledgerFile is the journal as a file of format f.
+func ledgerFile(f reports.LedgerFormat) file {
+	return file{kind: string(reports.ExportJournal), dialect: f.String(),
+		name: func(m periods.Month) string { return reports.LedgerFileName(m, f) },
+		write: func(ctx context.Context, q sqlx.QueryerContext, w io.Writer, m periods.Month) (int64, error) {
+			return reports.WriteLedger(ctx, q, monthsums.Books{}, w, f, m)
+		}}
+}
+
+// fileOf is the file export_runs keys (kind, dialect), and false for a
+// key this version does not write.
+func fileOf(kind, dialect string) (file, bool) {
+	if f, err := reports.ParseLedgerFormat(dialect); err == nil && kind == string(reports.ExportJournal) {
+		return ledgerFile(f), true
+	}
+	k, err1 := reports.ParseExportKind(kind)
+	d, err2 := reports.ParseDialect(dialect)
+	if err1 != nil || err2 != nil {
+		return file{}, false
+	}
+	return csvFile(k, d), true
 }
 
 func (s *Scheduler) retryFailed(ctx context.Context) error {
@@ -150,20 +201,20 @@ func (s *Scheduler) retryFailed(ctx context.Context) error {
 	}
 	var errs []error
 	for _, r := range due {
-		kind, err1 := reports.ParseExportKind(r.Kind)
-		d, err2 := reports.ParseDialect(r.Dialect)
-		if err1 != nil || err2 != nil {
+		f, ok := fileOf(r.Kind, r.Dialect)
+		if !ok {
 			continue
 		}
-		errs = append(errs, s.runOne(ctx, r.Slot.In(s.cfg.Location), kind, d))
+		errs = append(errs, s.runOne(ctx, r.Slot.In(s.cfg.Location), f))
 	}
 	return errors.Join(errs...)
 }
 
 // runOne claims and runs one export of a slot.
-func (s *Scheduler) runOne(ctx context.Context, slot time.Time, kind reports.ExportKind, d reports.Dialect) error {
+func (s *Scheduler) runOne(ctx context.Context, slot time.Time, f file) error {
 	month := periods.MonthOf(slot.In(s.cfg.Location)).Prev()
-	id, ok, err := s.claim(ctx, slot, kind, d, month)
+	kind := f.kind
+	id, ok, err := s.claim(ctx, slot, f, month)
 	if err != nil || !ok {
 		return err
 	}
@@ -177,20 +228,20 @@ func (s *Scheduler) runOne(ctx context.Context, slot time.Time, kind reports.Exp
 	if !periods.Closed(month, last) {
 		_, err := s.db.ExecContext(ctx, `UPDATE export_runs SET status = 'waiting', attempts = attempts - 1,
 			last_error = $2, finished_at = now() WHERE id = $1`, id, "month "+month.String()+" is not closed yet")
-		s.metrics.ExportRun(string(kind), "waiting")
+		s.metrics.ExportRun(kind, "waiting")
 		return err
 	}
-	w, err := WriteAtomic(s.cfg.Dir, reports.FileName(kind, month, d), func(w io.Writer) (int64, error) {
-		return s.writeCSV(ctx, w, kind, month, d)
+	w, err := WriteAtomic(s.cfg.Dir, f.name(month), func(w io.Writer) (int64, error) {
+		return f.write(ctx, s.db, w, month)
 	})
 	if err != nil {
-		s.metrics.ExportRun(string(kind), "failed")
-		s.log.Error("export failed", "kind", kind, "month", month.String(), "dialect", d.String(), "error", err)
+		s.metrics.ExportRun(kind, "failed")
+		s.log.Error("export failed", "kind", kind, "month", month.String(), "dialect", f.dialect, "error", err)
 		_, uerr := s.db.ExecContext(context.WithoutCancel(ctx), `UPDATE export_runs SET status = 'failed', last_error = left($2, 2000),
 			finished_at = now() WHERE id = $1`, id, err.Error())
 		return errors.Join(err, uerr)
 	}
-	s.metrics.ExportRun(string(kind), "succeeded")
+	s.metrics.ExportRun(kind, "succeeded")
 	_, err = s.db.ExecContext(ctx, `UPDATE export_runs SET status = 'succeeded', file_name = $2, sha256 = $3,
 		rows = $4, bytes = $5, last_error = NULL, finished_at = now() WHERE id = $1`,
 		id, w.Path, w.SHA256, w.Rows, w.Bytes)
@@ -204,13 +255,14 @@ func (s *Scheduler) runOne(ctx context.Context, slot time.Time, kind reports.Exp
 // claim makes this replica the runner of (slot, kind, dialect): by
 // inserting its row first, or by taking over a failed run with attempts
 // left or a running one whose lease expired.
-func (s *Scheduler) claim(ctx context.Context, slot time.Time, kind reports.ExportKind, d reports.Dialect, m periods.Month) (int64, bool, error) {
+func (s *Scheduler) claim(ctx context.Context, slot time.Time, f file, m periods.Month) (int64, bool, error) {
+	kind, d := f.kind, f.dialect
 	lease := s.cfg.Lease.Milliseconds()
 	var id int64
 	err := s.db.GetContext(ctx, &id, `INSERT INTO export_runs (slot, kind, dialect, month, claimed_by, lease_until)
 		VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond')
 		ON CONFLICT (slot, kind, dialect) DO NOTHING RETURNING id`,
-		slot, string(kind), d.String(), m.First(), s.replica, lease)
+		slot, kind, d, m.First(), s.replica, lease)
 	if err == nil {
 		return id, true, nil
 	}
@@ -221,7 +273,7 @@ func (s *Scheduler) claim(ctx context.Context, slot time.Time, kind reports.Expo
 		claimed_by = $4, lease_until = now() + $5 * interval '1 millisecond', started_at = now(), finished_at = NULL
 		WHERE slot = $1 AND kind = $2 AND dialect = $3
 		  AND ((status = 'failed' AND attempts < $6) OR status = 'waiting' OR (status = 'running' AND lease_until < now()))
-		RETURNING id`, slot, string(kind), d.String(), s.replica, lease, s.cfg.MaxAttempts)
+		RETURNING id`, slot, kind, d, s.replica, lease, s.cfg.MaxAttempts)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil // done, or another replica holds it
 	}
@@ -229,10 +281,4 @@ func (s *Scheduler) claim(ctx context.Context, slot time.Time, kind reports.Expo
 		return 0, false, fmt.Errorf("take over export %s %s %s: %w", slot, kind, d, err)
 	}
 	return id, true, nil
-}
-
-// writeCSV writes the export; WriteCSV reads the month in a read-only
-// snapshot of its own, so the file is consistent with itself.
-func (s *Scheduler) writeCSV(ctx context.Context, w io.Writer, kind reports.ExportKind, m periods.Month, d reports.Dialect) (int64, error) {
-	return reports.WriteCSV(ctx, s.db, monthsums.Books{}, w, kind, m, d)
 }

@@ -25,7 +25,10 @@ const (
 	// RFC4180: "," separator, "." decimal point, CRLF line ends, no BOM.
 	RFC4180 Dialect = iota
 	// Brazil: what Excel set to pt-BR opens as columns: ";" separator,
-	// "," decimal comma, UTF-8 with a byte order mark, CRLF line ends.
+	// "," decimal comma, UTF-8 with a byte order mark, CRLF line ends; the
+	// reports' headers in Portuguese, and times in Brasília time
+	// (America/Sao_Paulo), RFC 3339 with their offset
+	// (2026-08-31T22:30:00-03:00), where RFC 4180 files say UTC.
 	Brazil
 
 	// In both dialects, a text cell that a spreadsheet would read as a
@@ -93,15 +96,40 @@ func FileName(kind ExportKind, m periods.Month, d Dialect) string {
 	return "razao-" + string(kind) + "-" + m.String() + suffix + ".csv"
 }
 
-// The columns of each export. Amounts appear twice: in reais with two
+// The columns of each export, in RFC 4180 files and, in Portuguese, in
+// Brazilian ones (the cells are the same: codes such as sale or asset stay
+// as the API spells them). Amounts appear twice: in reais with two
 // decimals (the dialect's decimal separator) and in integer centavos.
 var (
 	journalColumns = []string{"posting_set_id", "kind", "competence", "event_at", "charge_id", "refund_id",
 		"partner", "idempotency_key", "description", "posting_id", "account", "currency", "amount", "amount_centavos"}
+	journalColumnsBR = []string{"Lançamento", "Tipo", "Competência", "Data e hora do evento", "Cobrança", "Devolução",
+		"Parceiro", "Chave de idempotência", "Descrição", "Partida", "Conta", "Moeda", "Valor", "Valor em centavos"}
 	trialBalanceColumns = []string{"month", "account", "type", "currency", "opening", "debits", "credits", "closing",
 		"opening_centavos", "debits_centavos", "credits_centavos", "closing_centavos"}
-	incomeColumns = []string{"month", "currency", "line", "count", "amount", "amount_centavos"}
+	trialBalanceColumnsBR = []string{"Mês", "Conta", "Tipo", "Moeda", "Saldo inicial", "Débitos", "Créditos", "Saldo final",
+		"Saldo inicial em centavos", "Débitos em centavos", "Créditos em centavos", "Saldo final em centavos"}
+	incomeColumns   = []string{"month", "currency", "line", "count", "amount", "amount_centavos"}
+	incomeColumnsBR = []string{"Mês", "Moeda", "Linha", "Quantidade", "Valor", "Valor em centavos"}
 )
+
+// columns are the header of an export in dialect d.
+func columns(d Dialect, rfc, br []string) []string {
+	if d == Brazil {
+		return br
+	}
+	return rfc
+}
+
+// brasilia is the Brazilian dialect's time zone: Brasília time, as São
+// Paulo keeps it (periods embeds the zone database, so it always loads).
+var brasilia = func() *time.Location {
+	loc, err := time.LoadLocation("America/Sao_Paulo")
+	if err != nil {
+		panic("reports: " + err.Error())
+	}
+	return loc
+}()
 
 // WriteCSV writes the export kind of month m to w in dialect d and returns
 // the number of data rows (the header not counted). The bytes depend only
@@ -130,12 +158,12 @@ func WriteCSV(ctx context.Context, q sqlx.QueryerContext, s Sums, w io.Writer, k
 		case ExportTrialBalance:
 			var tb TrialBalanceReport
 			if tb, err = trialBalance(ctx, q, s, m); err == nil {
-				n, err = writeTrialBalance(NewCSVWriter(w, d), tb)
+				n, err = writeTrialBalance(NewCSVWriter(w, d), d, tb)
 			}
 		case ExportIncomeStatement:
 			var inc Income
 			if inc, err = incomeStatement(ctx, q, s, m); err == nil {
-				n, err = writeIncome(NewCSVWriter(w, d), inc)
+				n, err = writeIncome(NewCSVWriter(w, d), d, inc)
 			}
 		default:
 			n, err = writeJournal(ctx, q, w, m, d)
@@ -151,7 +179,7 @@ func writeJournal(ctx context.Context, q sqlx.QueryerContext, w io.Writer, m per
 		return 0, fmt.Errorf("journal csv %s: %w", m, err)
 	}
 	c := NewCSVWriter(w, d)
-	c.Header(journalColumns)
+	c.Header(columns(d, journalColumns, journalColumnsBR))
 	var n int64
 	err = postings.EachMonthPosting(ctx, q, m, func(p *postings.MonthPosting) error {
 		c.Int(p.SetID)
@@ -183,8 +211,8 @@ func writeJournal(ctx context.Context, q sqlx.QueryerContext, w io.Writer, m per
 	return n, nil
 }
 
-func writeTrialBalance(c *CSVWriter, tb TrialBalanceReport) (int64, error) {
-	c.Header(trialBalanceColumns)
+func writeTrialBalance(c *CSVWriter, d Dialect, tb TrialBalanceReport) (int64, error) {
+	c.Header(columns(d, trialBalanceColumns, trialBalanceColumnsBR))
 	row := func(account, typ, currency string, opening, debits, credits, closing int64) {
 		c.Text(tb.Month)
 		c.Text(account)
@@ -218,8 +246,8 @@ func writeTrialBalance(c *CSVWriter, tb TrialBalanceReport) (int64, error) {
 // before the line existed is exported again byte for byte.
 var csvAlways = map[string]bool{"commission": true, "psp_fees": true}
 
-func writeIncome(c *CSVWriter, inc Income) (int64, error) {
-	c.Header(incomeColumns)
+func writeIncome(c *CSVWriter, d Dialect, inc Income) (int64, error) {
+	c.Header(columns(d, incomeColumns, incomeColumnsBR))
 	type line struct {
 		name   string
 		count  int64
@@ -270,6 +298,7 @@ type CSVWriter struct {
 	sep      byte
 	decimal  rune
 	bom      bool
+	loc      *time.Location
 	line     []byte
 	inLine   bool
 	writeErr error
@@ -278,9 +307,9 @@ type CSVWriter struct {
 // NewCSVWriter writes to w in dialect d, buffered: nothing reaches w
 // before 64 KiB or Flush.
 func NewCSVWriter(w io.Writer, d Dialect) *CSVWriter {
-	c := &CSVWriter{bw: bufio.NewWriterSize(w, 64<<10), sep: ',', decimal: '.', line: make([]byte, 0, 512)}
+	c := &CSVWriter{bw: bufio.NewWriterSize(w, 64<<10), sep: ',', decimal: '.', loc: time.UTC, line: make([]byte, 0, 512)}
 	if d == Brazil {
-		c.sep, c.decimal, c.bom = ';', ',', true
+		c.sep, c.decimal, c.bom, c.loc = ';', ',', true, brasilia
 	}
 	return c
 }
@@ -358,11 +387,12 @@ func (c *CSVWriter) Reais(v int64) {
 	c.line = append(c.line, money.FormatReais(v, c.decimal)...)
 }
 
-// Time writes epoch microseconds as RFC 3339 in UTC, with as many
-// fraction digits as needed.
+// Time writes epoch microseconds as RFC 3339, with as many fraction
+// digits as needed: in UTC, or in the Brazilian dialect in Brasília time
+// with its offset.
 func (c *CSVWriter) Time(us int64) {
 	c.next()
-	c.line = time.UnixMicro(us).UTC().AppendFormat(c.line, time.RFC3339Nano)
+	c.line = time.UnixMicro(us).In(c.loc).AppendFormat(c.line, time.RFC3339Nano)
 }
 
 // EndLine ends the line and writes it, returning the first write error.

@@ -56,10 +56,7 @@ func TestCSVDefusesFormulasInEveryDialect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			col := map[string]int{}
-			for i, name := range records[0] {
-				col[name] = i
-			}
+			col := columnsOf(records[0])
 			if len(records) != 1+4*len(formulas) {
 				t.Fatalf("%d records, want header + %d", len(records), 4*len(formulas))
 			}
@@ -158,10 +155,7 @@ func TestCSVQuotesCellsHoldingEitherSeparator(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			col := map[string]int{}
-			for i, name := range records[0] {
-				col[name] = i
-			}
+			col := columnsOf(records[0])
 			want := map[string]bool{}
 			for _, f := range afterSeparator {
 				want[guarded(f)] = true

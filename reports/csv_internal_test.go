@@ -71,8 +71,20 @@ func TestCSVWriterNumbers(t *testing.T) {
 	if err := c.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	want := "-0,05;-92233720368547758,08;-5;2026-08-29T10:40:00.1234Z;1970-01-01T00:00:00Z\r\n"
+	// Brasília time, with its offset.
+	want := "-0,05;-92233720368547758,08;-5;2026-08-29T07:40:00.1234-03:00;1969-12-31T21:00:00-03:00\r\n"
 	if got := b.String(); got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+	b.Reset()
+	c = NewCSVWriter(&b, RFC4180)
+	c.Time(1_788_000_000_123_400)
+	c.Time(0)
+	c.EndLine()
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.String(), "2026-08-29T10:40:00.1234Z,1970-01-01T00:00:00Z\r\n"; got != want {
+		t.Errorf("rfc4180: got %q, want %q", got, want)
 	}
 }

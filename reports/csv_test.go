@@ -112,7 +112,7 @@ var (
 		"15,payout,2026-09-25,2026-09-25T20:00:00Z,,,p2,payout:p2:2026-09,,33,assets:cash,BRL,-2.00,-200",
 	)
 	tbAugustBR = file(
-		bom+"month;account;type;currency;opening;debits;credits;closing;opening_centavos;debits_centavos;credits_centavos;closing_centavos",
+		bom+"Mês;Conta;Tipo;Moeda;Saldo inicial;Débitos;Créditos;Saldo final;Saldo inicial em centavos;Débitos em centavos;Créditos em centavos;Saldo final em centavos",
 		"2026-08;assets;asset;BRL;0,00;172,65;5,00;167,65;0;17265;500;16765",
 		"2026-08;assets:cash;asset;BRL;0,00;172,65;5,00;167,65;0;17265;500;16765",
 		"2026-08;expenses;expense;BRL;0,00;14,74;0,00;14,74;0;1474;0;1474",
@@ -127,7 +127,7 @@ var (
 		"2026-08;TOTAL;;BRL;0,00;192,39;192,39;0,00;0;19239;19239;0",
 	)
 	incomeSeptemberBR = file(
-		bom+"month;currency;line;count;amount;amount_centavos",
+		bom+"Mês;Moeda;Linha;Quantidade;Valor;Valor em centavos",
 		"2026-09;BRL;sales;1;30,00;3000",
 		"2026-09;BRL;refunds;3;110,00;11000",
 		"2026-09;BRL;net_revenue;;-80,00;-8000",
@@ -137,22 +137,23 @@ var (
 		"2026-09;BRL;net_income;;-72,96;-7296",
 	)
 	journalAugustBR = file(
-		bom+"posting_set_id;kind;competence;event_at;charge_id;refund_id;partner;idempotency_key;description;posting_id;account;currency;amount;amount_centavos",
-		"1;sale;2026-08-05;2026-08-05T13:00:00Z;c1;;;sale:c1;;1;assets:cash;BRL;98,50;9850",
-		"1;sale;2026-08-05;2026-08-05T13:00:00Z;c1;;;sale:c1;;2;expenses:psp-fees;BRL;1,50;150",
-		"1;sale;2026-08-05;2026-08-05T13:00:00Z;c1;;;sale:c1;;3;income:revenue;BRL;-100,00;-10000",
-		"2;commission;2026-08-05;2026-08-05T13:00:00Z;c1;;p1;commission:c1;;4;expenses:commission;BRL;10,00;1000",
-		"2;commission;2026-08-05;2026-08-05T13:00:00Z;c1;;p1;commission:c1;;5;liabilities:commission-payable:p1;BRL;-10,00;-1000",
-		"3;sale;2026-08-31;2026-09-01T01:30:00Z;c2;;;sale:c2;;6;assets:cash;BRL;49,15;4915",
-		"3;sale;2026-08-31;2026-09-01T01:30:00Z;c2;;;sale:c2;;7;expenses:psp-fees;BRL;0,75;75",
-		"3;sale;2026-08-31;2026-09-01T01:30:00Z;c2;;;sale:c2;;8;income:revenue;BRL;-49,90;-4990",
-		"4;commission;2026-08-31;2026-09-01T01:30:00Z;c2;;p2;commission:c2;;9;expenses:commission;BRL;2,49;249",
-		"4;commission;2026-08-31;2026-09-01T01:30:00Z;c2;;p2;commission:c2;;10;liabilities:commission-payable:p2;BRL;-2,49;-249",
+		bom+"Lançamento;Tipo;Competência;Data e hora do evento;Cobrança;Devolução;Parceiro;Chave de idempotência;Descrição;Partida;Conta;Moeda;Valor;Valor em centavos",
+		"1;sale;2026-08-05;2026-08-05T10:00:00-03:00;c1;;;sale:c1;;1;assets:cash;BRL;98,50;9850",
+		"1;sale;2026-08-05;2026-08-05T10:00:00-03:00;c1;;;sale:c1;;2;expenses:psp-fees;BRL;1,50;150",
+		"1;sale;2026-08-05;2026-08-05T10:00:00-03:00;c1;;;sale:c1;;3;income:revenue;BRL;-100,00;-10000",
+		"2;commission;2026-08-05;2026-08-05T10:00:00-03:00;c1;;p1;commission:c1;;4;expenses:commission;BRL;10,00;1000",
+		"2;commission;2026-08-05;2026-08-05T10:00:00-03:00;c1;;p1;commission:c1;;5;liabilities:commission-payable:p1;BRL;-10,00;-1000",
+		// The sale paid 22:30 on 31 August in São Paulo, at that time.
+		"3;sale;2026-08-31;2026-08-31T22:30:00-03:00;c2;;;sale:c2;;6;assets:cash;BRL;49,15;4915",
+		"3;sale;2026-08-31;2026-08-31T22:30:00-03:00;c2;;;sale:c2;;7;expenses:psp-fees;BRL;0,75;75",
+		"3;sale;2026-08-31;2026-08-31T22:30:00-03:00;c2;;;sale:c2;;8;income:revenue;BRL;-49,90;-4990",
+		"4;commission;2026-08-31;2026-08-31T22:30:00-03:00;c2;;p2;commission:c2;;9;expenses:commission;BRL;2,49;249",
+		"4;commission;2026-08-31;2026-08-31T22:30:00-03:00;c2;;p2;commission:c2;;10;liabilities:commission-payable:p2;BRL;-2,49;-249",
 		// A formula is defused with an apostrophe, and quoted for its ";".
-		`5;sale;2026-08-20;2026-08-20T12:15:00Z;c3;;;sale:c3;"'=SOMA(1;2)";11;assets:cash;BRL;25,00;2500`,
-		`5;sale;2026-08-20;2026-08-20T12:15:00Z;c3;;;sale:c3;"'=SOMA(1;2)";12;income:revenue;BRL;-25,00;-2500`,
-		`6;payout;2026-08-28;2026-08-28T20:00:00Z;;;p1;payout:p1:2026-08;"Repasse de agosto, ""p1""; à vista";13;liabilities:commission-payable:p1;BRL;5,00;500`,
-		`6;payout;2026-08-28;2026-08-28T20:00:00Z;;;p1;payout:p1:2026-08;"Repasse de agosto, ""p1""; à vista";14;assets:cash;BRL;-5,00;-500`,
+		`5;sale;2026-08-20;2026-08-20T09:15:00-03:00;c3;;;sale:c3;"'=SOMA(1;2)";11;assets:cash;BRL;25,00;2500`,
+		`5;sale;2026-08-20;2026-08-20T09:15:00-03:00;c3;;;sale:c3;"'=SOMA(1;2)";12;income:revenue;BRL;-25,00;-2500`,
+		`6;payout;2026-08-28;2026-08-28T17:00:00-03:00;;;p1;payout:p1:2026-08;"Repasse de agosto, ""p1""; à vista";13;liabilities:commission-payable:p1;BRL;5,00;500`,
+		`6;payout;2026-08-28;2026-08-28T17:00:00-03:00;;;p1;payout:p1:2026-08;"Repasse de agosto, ""p1""; à vista";14;assets:cash;BRL;-5,00;-500`,
 	)
 )
 
@@ -234,18 +235,15 @@ func TestBrazilDialectParsesBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantHeader := []string{"posting_set_id", "kind", "competence", "event_at", "charge_id", "refund_id", "partner",
-		"idempotency_key", "description", "posting_id", "account", "currency", "amount", "amount_centavos"}
+	wantHeader := []string{"Lançamento", "Tipo", "Competência", "Data e hora do evento", "Cobrança", "Devolução", "Parceiro",
+		"Chave de idempotência", "Descrição", "Partida", "Conta", "Moeda", "Valor", "Valor em centavos"}
 	if !reflect.DeepEqual(records[0], wantHeader) {
 		t.Fatalf("header %q", records[0])
 	}
 	if len(records) != 15 {
 		t.Fatalf("%d records, want header + 14", len(records))
 	}
-	col := map[string]int{}
-	for i, name := range records[0] {
-		col[name] = i
-	}
+	col := columnsOf(records[0])
 	for _, c := range []struct {
 		row       int
 		name, val string
@@ -253,6 +251,8 @@ func TestBrazilDialectParsesBack(t *testing.T) {
 		{1, "account", "assets:cash"},
 		{1, "amount", "98,50"},
 		{1, "amount_centavos", "9850"},
+		{1, "event_at", "2026-08-05T10:00:00-03:00"},
+		{6, "event_at", "2026-08-31T22:30:00-03:00"},
 		{3, "amount", "-100,00"},
 		{11, "description", "'=SOMA(1;2)"},
 		{13, "description", `Repasse de agosto, "p1"; à vista`},

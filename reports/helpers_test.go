@@ -32,3 +32,25 @@ func exportCSV(t *testing.T, q sqlx.QueryerContext, kind reports.ExportKind, m p
 	}
 	return b.String()
 }
+
+// portuguese are the Brazilian dialect's headers, by the RFC 4180 name of
+// their column.
+var portuguese = map[string]string{
+	"Lançamento": "posting_set_id", "Tipo": "kind", "Competência": "competence", "Data e hora do evento": "event_at",
+	"Cobrança": "charge_id", "Devolução": "refund_id", "Parceiro": "partner", "Chave de idempotência": "idempotency_key",
+	"Descrição": "description", "Partida": "posting_id", "Conta": "account", "Moeda": "currency", "Valor": "amount",
+	"Valor em centavos": "amount_centavos",
+}
+
+// columnsOf indexes a journal's header by the RFC 4180 names, whichever
+// dialect it is in.
+func columnsOf(header []string) map[string]int {
+	col := map[string]int{}
+	for i, name := range header {
+		if en, ok := portuguese[name]; ok {
+			name = en
+		}
+		col[name] = i
+	}
+	return col
+}

@@ -68,6 +68,8 @@ type exportsConfig struct {
 	Dir      string   `yaml:"dir"`
 	Kinds    []string `yaml:"kinds"`    // journal, trial-balance, income-statement (default: all)
 	Dialects []string `yaml:"dialects"` // rfc4180, br (default: both)
+	// LedgerFormats: the journal also as hledger, beancount files (default: none).
+	LedgerFormats []string `yaml:"ledger_formats"`
 }
 
 // serveConfig is what `razao serve` runs with, from defaults, then the
@@ -345,6 +347,13 @@ func (e exportsConfig) build(loc *time.Location) (*exports.Config, error) {
 			return nil, err
 		}
 		cfg.Dialects = append(cfg.Dialects, dialect)
+	}
+	for _, f := range e.LedgerFormats {
+		format, err := reports.ParseLedgerFormat(f)
+		if err != nil {
+			return nil, err
+		}
+		cfg.LedgerFormats = append(cfg.LedgerFormats, format)
 	}
 	return cfg, nil
 }

@@ -130,7 +130,7 @@ func (c *checker) checkExports(cfg serveConfig) {
 	case syscall.Access(e.Dir, 0x2 /* W_OK */) != nil:
 		c.fail("exports.dir %s: not writable by this user", e.Dir)
 	default:
-		c.ok("exports: %q into %s, %d kind(s), %d dialect(s)", e.Schedule, e.Dir, len(e.Kinds), len(e.Dialects))
+		c.ok("exports: %q into %s, %d kind(s), %d dialect(s), %d ledger format(s)", e.Schedule, e.Dir, len(e.Kinds), len(e.Dialects), len(e.LedgerFormats))
 	}
 }
 
