@@ -148,7 +148,9 @@ func Book(ctx context.Context, db *sqlx.DB, ledger *postings.Ledger, id int64, r
 	set := postings.Set{Kind: postings.KindAdjustment, IdempotencyKey: SetKey(id), Amount: o.Amount,
 		Currency: accounts.DefaultCurrency, EventAt: f.At, Competence: r.Competence, Legs: o.Legs,
 		Description: fmt.Sprintf("divergence %d (%s) resolved by %s: %s", id, f.Reason, o.Resolution, o.Description)}
-	if f.Reason != ReasonUnknownCharge {
+	if f.ChargeRegistered {
+		// The set shows with the charge's own (a set naming a charge
+		// that is not registered is one razao verify reports).
 		set.ChargeID = f.ChargeID
 	}
 	posted, err := ledger.PostAllTx(ctx, tx, set)

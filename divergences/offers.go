@@ -70,6 +70,9 @@ type figures struct {
 	Reason   Reason `db:"reason"`
 	Status   Status `db:"status"`
 	ChargeID string `db:"charge_id"`
+	// ChargeRegistered: ChargeID names a registered charge (an unknown
+	// charge's does not), which the booked set may then name.
+	ChargeRegistered bool `db:"charge_registered"`
 	// Kind is what the PSP says happened: paid (money in), refunded
 	// (money out), refund_open (nothing moved), or else.
 	Kind string `db:"kind"`

@@ -99,8 +99,10 @@ func requeueSQL(in Deliveries) string {
 // sides as the divergence holds them, and, for a divergence of a
 // delivery that stated no side (the delivery path's second_payment,
 // amount_mismatch, unknown_charge...), the figures of that delivery as
-// the inbox stored its event, with the charge's sale if one is booked.
+// the inbox stored its event, with the charge's sale if one is booked
+// and whether the charge is registered at all.
 const figuresSQL = `SELECT d.id, d.reason, d.status, coalesce(d.charge_id, '') AS charge_id,
+		EXISTS (SELECT 1 FROM charges c WHERE c.id = d.charge_id) AS charge_registered,
 		coalesce(d.line_kind, i.kind, '') AS kind,
 		coalesce(d.statement_amount, CASE WHEN (i.event->>'HasAmount')::boolean THEN (i.event->>'Amount')::bigint END) AS stated_amount,
 		coalesce(d.statement_fee, CASE WHEN (i.event->>'HasFee')::boolean THEN (i.event->>'Fee')::bigint END) AS stated_fee,

@@ -14,6 +14,7 @@ import (
 	"github.com/razao/razao/internal/contract"
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/reconcile"
+	"github.com/razao/razao/verify"
 )
 
 // Resolving the divergences of a reconciliation by booking makes the
@@ -151,5 +152,8 @@ func TestResolvingByBookingLeavesTheNextReconciliationNothing(t *testing.T) {
 	}
 	if c := ledgertest.Balance(t, e.db, accounts.CustomerCredits, ""); c != -(5000 - 3000 + 100) {
 		t.Errorf("customer credits %d, want -2100: 20.00 left of the second payment and the unknown txid's 1.00", c)
+	}
+	if r, err := verify.Run(t.Context(), e.db); err != nil || !r.OK() {
+		t.Errorf("razao verify over the resolutions' sets: %v %+v", err, r)
 	}
 }
