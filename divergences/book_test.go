@@ -50,8 +50,16 @@ func ptr(v int64) *int64 { return &v }
 // the amounts of its two sides; the others offer none.
 func TestDivergenceOffersTheBookingsOfItsReason(t *testing.T) {
 	t.Parallel()
-	_, db := ledgertest.New(t)
+	l, db := ledgertest.New(t)
 	ctx := context.Background()
+	// A sale of 100.00 booked, then stated again as 105.00 and as 95.00.
+	sale, err := postings.Sale("booked", "BRL", 10000, 0, august)
+	ledgertest.Post(t, l, sale, err)
+	more := moneyDivergence(t, db, divergences.ReasonAmountMismatch, "paid", "booked", 10500, august)
+	less := moneyDivergence(t, db, divergences.ReasonAmountMismatch, "paid", "booked", 9500, august)
+	// A refund of 20.00 booked that the PSP never settled.
+	var unsettled int64
+	db.Get(&unsettled, `INSERT INTO divergences (charge_id, reason, detail, ledger_amount) VALUES ('rf', 'refund_not_settled', '', 2000) RETURNING id`)
 	second := moneyDivergence(t, db, divergences.ReasonSecondPayment, "paid", "c1", 4990, august)
 	unknown := moneyDivergence(t, db, divergences.ReasonUnknownCharge, "paid", "nosuch", 1000, august)
 	refundOut := moneyDivergence(t, db, divergences.ReasonRefundOfOtherPayment, "refunded", "c1", 4990, august)
@@ -90,6 +98,9 @@ func TestDivergenceOffersTheBookingsOfItsReason(t *testing.T) {
 		{"amount mismatch, nothing booked", short, []want{{divergences.BookCustomerCredit, 9900, accounts.Cash}, {divergences.BookRevenue, 9900, accounts.Cash}}},
 		{"fee mismatch", fee, []want{{divergences.BookFeeDifference, 19, accounts.PSPFees}}},
 		{"refund amount changed", refund, []want{{divergences.BookRefundDifference, 1000, accounts.Revenue}}},
+		{"a sale booked, more paid", more, []want{{divergences.BookRevenue, 500, accounts.Cash}, {divergences.BookCustomerCredit, 500, accounts.Cash}}},
+		{"a sale booked, less paid", less, []want{{divergences.BookRevenue, 500, accounts.Revenue}}},
+		{"a refund that moved nothing", unsettled, []want{{divergences.BookRefundDifference, 2000, accounts.Cash}}},
 		{"dispute", disputed, nil},
 	}
 	for _, c := range cases {

@@ -14,9 +14,13 @@
 // could not be read), keyed so that running a window again opens none
 // twice, with the statement's and the ledger's sides; finance
 // reads and resolves them over the API and the console (List, Get,
-// Resolve); razao inbox retry and a PSP's redelivery requeue a delivery
-// that gave up (Requeue, RequeueCTE). Resolving and requeueing are one
-// rule: one validation of the note (checkNote) and one UPDATE (settleSQL).
+// Describe, Resolve, Book); razao inbox retry and a PSP's redelivery
+// requeue a delivery that gave up (Requeue, RequeueCTE). Resolving and
+// requeueing are one rule: one validation of the note (checkNote) and one
+// UPDATE (settleSQL). A divergence that stands for money (one whose
+// figures offer bookings: offers.go) is resolved only by booking one of
+// them (Book), its set and its resolution in one transaction; a note
+// alone closes the rest.
 package divergences
 
 import (
