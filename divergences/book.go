@@ -186,7 +186,11 @@ func drawCredit(ctx context.Context, tx *sqlx.Tx, credit, id, amount int64) erro
 		Credit     sql.NullInt64  `db:"credit"`
 		Drawn      int64          `db:"drawn"`
 	}
-	err := tx.GetContext(ctx, &c, creditSQL, credit)
+	var locked int64
+	err := tx.GetContext(ctx, &locked, lockCreditSQL, credit)
+	if err == nil {
+		err = tx.GetContext(ctx, &c, creditSQL, credit)
+	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("%w: %s %d: no such divergence", ErrInvalidResolution, ParamCreditDivergence, credit)

@@ -354,3 +354,60 @@ func TestBookingsAreTheDatabasesList(t *testing.T) {
 		t.Errorf("the constraint lists %d, Go %d: %s", got, len(divergences.Bookings), def)
 	}
 }
+
+// TestCreditRefundsNeverOverdrawUnderConcurrency: two refunds of 30.00
+// drawn at once from a credit of 50.00: one books, the other is refused
+// for what is left once the first committed. The overlap is forced: a
+// gate transaction holds the credit's row until both wait on it.
+func TestCreditRefundsNeverOverdrawUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	l, db := ledgertest.New(t)
+	ctx := context.Background()
+	credit := moneyDivergence(t, db, divergences.ReasonSecondPayment, "paid", "c1", 5000, august)
+	if _, err := divergences.Book(ctx, db, l, credit, divergences.Request{Resolution: divergences.BookCustomerCredit}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	refunds := []int64{
+		moneyDivergence(t, db, divergences.ReasonRefundOfOtherPayment, "refunded", "c1", 3000, august),
+		moneyDivergence(t, db, divergences.ReasonRefundOfOtherPayment, "refunded", "c1", 3000, august),
+	}
+	gate, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Rollback()
+	gate.MustExec(`SELECT 1 FROM divergences WHERE id = $1 FOR UPDATE`, credit)
+	var (
+		wg               sync.WaitGroup
+		mu               sync.Mutex
+		booked, exceeded int
+	)
+	for _, id := range refunds {
+		wg.Add(1)
+		go func(id int64) {
+			defer wg.Done()
+			_, err := divergences.Book(ctx, db, l, id, divergences.Request{Resolution: divergences.BookCreditRefund, CreditDivergenceID: &credit}, time.Now())
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				booked++
+			case errors.Is(err, divergences.ErrCreditExceeded):
+				exceeded++
+			default:
+				t.Error(err)
+			}
+		}(id)
+	}
+	ledgertest.WaitForLockWaiters(t, db, len(refunds))
+	if err := gate.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if booked != 1 || exceeded != 1 {
+		t.Fatalf("%d booked, %d refused, want one of each", booked, exceeded)
+	}
+	if c := ledgertest.Balance(t, db, accounts.CustomerCredits, ""); c != -2000 {
+		t.Errorf("customer credits %d, want -2000: never below nothing", c)
+	}
+}

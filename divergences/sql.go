@@ -119,10 +119,16 @@ const bookSQL = `UPDATE divergences SET status = 'resolved', resolution_note = $
 		resolution = $4, resolution_set_id = $5, resolution_credit_id = $6
 	WHERE id = $1 AND status = 'open' RETURNING ` + columns
 
-// creditSQL locks the divergence $1 and reads how it was resolved, the
-// credit its set booked and what refunds have drawn from it (drawCredit).
-const creditSQL = `SELECT d.resolution, s.amount AS credit,
+// lockCreditSQL locks the divergence $1 whose credit a refund draws
+// from; creditSQL then reads, in a statement of its own (in READ
+// COMMITTED a fresh snapshot, which sees the draws committed while it
+// waited for the lock), how it was resolved, the credit its set booked
+// and what refunds have drawn from it (drawCredit).
+const (
+	lockCreditSQL = `SELECT id FROM divergences WHERE id = $1 FOR UPDATE`
+	creditSQL     = `SELECT d.resolution, s.amount AS credit,
 		coalesce((SELECT sum(r.amount) FROM divergences x JOIN posting_sets r ON r.id = x.resolution_set_id
 			WHERE x.resolution_credit_id = d.id), 0) AS drawn
 	FROM divergences d LEFT JOIN posting_sets s ON s.id = d.resolution_set_id
-	WHERE d.id = $1 FOR UPDATE OF d`
+	WHERE d.id = $1`
+)
