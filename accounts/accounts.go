@@ -52,6 +52,12 @@ const (
 	Fines          = "income:fines"
 	Rebates        = "expenses:rebates"
 	Discounts      = "expenses:discounts"
+	// What resolving a divergence by booking adds (sql/0047): money the
+	// PSP received that belongs to no charge is owed to its customer
+	// until refunded or applied; money that went back with nothing to
+	// charge it to is a loss of its own.
+	CustomerCredits      = "liabilities:customer-credits"
+	ReconciliationLosses = "expenses:reconciliation-losses"
 )
 
 // DefaultCurrency is the currency of accounts created without one.

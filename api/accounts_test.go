@@ -37,8 +37,8 @@ func TestChartOfAccountsListsEveryAccountNamed(t *testing.T) {
 			t.Errorf("account %s has no Portuguese name", c)
 		}
 	}
-	if n, want := len(all), 20; n != want {
-		t.Fatalf("%d accounts, want the 19 of the standard chart and p1's", n)
+	if n, want := len(all), 22; n != want {
+		t.Fatalf("%d accounts, want the 21 of the standard chart and p1's", n)
 	}
 	for code, want := range map[string][3]string{
 		"assets":                            {"Ativo", "asset", ""},
@@ -46,6 +46,8 @@ func TestChartOfAccountsListsEveryAccountNamed(t *testing.T) {
 		"income:revenue":                    {"Receita de vendas", "income", "income"},
 		"expenses:med-returns":              {"Devoluções MED", "expense", "expenses"},
 		"assets:till:pix-change":            {"Caixa físico — Pix Troco", "asset", "assets:till"},
+		"liabilities:customer-credits":      {"Créditos de clientes", "liability", "liabilities"},
+		"expenses:reconciliation-losses":    {"Perdas na conciliação", "expense", "expenses"},
 		"liabilities:commission-payable:p1": {"Comissões a pagar — p1", "liability", "liabilities:commission-payable"},
 	} {
 		a := byCode[code]

@@ -69,6 +69,7 @@ func (a *API) Register(r *mux.Router) {
 	route(http.MethodGet, "/periods", auth.Read, a.periods)
 	route(http.MethodPost, "/periods/{month}/close", auth.Admin, a.closePeriod)
 	route(http.MethodGet, "/divergences", auth.Read, a.divergences)
+	route(http.MethodGet, "/divergences/{id}", auth.Read, a.getDivergence)
 	// Finance's call, not the selling app's: resolving needs admin.
 	route(http.MethodPost, "/divergences/{id}/resolve", auth.Admin, a.resolveDivergence)
 	route(http.MethodGet, "/exports/{kind}.csv", auth.Read, a.exportCSV)

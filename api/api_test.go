@@ -159,6 +159,7 @@ func TestEveryRouteDemandsTokenAndScope(t *testing.T) {
 		{"GET", "/v1/periods", "", auth.Read},
 		{"POST", "/v1/periods/2026-07/close", "", auth.Admin},
 		{"GET", "/v1/divergences", "", auth.Read},
+		{"GET", "/v1/divergences/1", "", auth.Read},
 		{"POST", "/v1/divergences/1/resolve", `{"note":"x"}`, auth.Admin},
 		{"GET", "/v1/exports/journal.csv?month=2026-08", "", auth.Read},
 	}

@@ -158,29 +158,6 @@ func (a *API) divergences(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
-// resolveRequest is the body of POST /v1/divergences/{id}/resolve.
-type resolveRequest struct {
-	Note string `json:"note"`
-}
-
-func (a *API) resolveDivergence(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(mux.Vars(r)["id"], 10, 64)
-	if err != nil {
-		writeProblem(w, http.StatusNotFound, "not-found", "Not found", "divergence ids are integers")
-		return
-	}
-	var body resolveRequest
-	if !decodeJSON(w, r, &body) {
-		return
-	}
-	d, err := divergences.Resolve(r.Context(), a.DB, id, body.Note, a.Now())
-	if err != nil {
-		writeError(w, r, a.Log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, d)
-}
-
 // exportCSV streams an export: the rows go from the database to the client
 // as they come, from one read-only snapshot, so memory stays flat and the
 // file is consistent with itself.

@@ -14,9 +14,13 @@
 // could not be read), keyed so that running a window again opens none
 // twice, with the statement's and the ledger's sides; finance
 // reads and resolves them over the API and the console (List, Get,
-// Resolve); razao inbox retry and a PSP's redelivery requeue a delivery
-// that gave up (Requeue, RequeueCTE). Resolving and requeueing are one
-// rule: one validation of the note (checkNote) and one UPDATE (settleSQL).
+// Describe, Resolve, Book); razao inbox retry and a PSP's redelivery
+// requeue a delivery that gave up (Requeue, RequeueCTE). Resolving and
+// requeueing are one rule: one validation of the note (checkNote) and one
+// UPDATE (settleSQL). A divergence that stands for money (one whose
+// figures offer bookings: offers.go) is resolved only by booking one of
+// them (Book), its set and its resolution in one transaction; a note
+// alone closes the rest.
 package divergences
 
 import (
@@ -152,7 +156,14 @@ type Divergence struct {
 	Status         Status     `json:"status"`
 	ResolutionNote string     `json:"resolution_note,omitempty"`
 	ResolvedAt     *time.Time `json:"resolved_at,omitempty"`
-	CreatedAt      time.Time  `json:"created_at"`
+	// Resolution is the booking it was resolved by (see Book), absent
+	// for a note alone; ResolutionSetID is the set booked, and
+	// CreditDivergenceID, for a credit_refund, the divergence whose
+	// customer_credit it drew from.
+	Resolution         Booking   `json:"resolution,omitempty"`
+	ResolutionSetID    *int64    `json:"resolution_set_id,omitempty"`
+	CreditDivergenceID *int64    `json:"credit_divergence_id,omitempty"`
+	CreatedAt          time.Time `json:"created_at"`
 	// Reconciliation is set for a divergence a reconciliation run found:
 	// where.
 	Reconciliation *Reconciliation `json:"reconciliation,omitempty"`
@@ -208,6 +219,9 @@ type row struct {
 	ResolutionNote sql.NullString `db:"resolution_note"`
 	ResolvedAt     sql.NullTime   `db:"resolved_at"`
 	CreatedAt      time.Time      `db:"created_at"`
+	Resolution     sql.NullString `db:"resolution"`
+	ResolutionSet  *int64         `db:"resolution_set_id"`
+	ResolutionCred *int64         `db:"resolution_credit_id"`
 
 	Endpoint           sql.NullString `db:"endpoint"`
 	RunID              *int64         `db:"run_id"`
@@ -227,6 +241,7 @@ type row struct {
 
 // columns are what row reads, in every statement that returns divergences.
 const columns = `id, source, inbox_id, charge_id, reason, detail, status, resolution_note, resolved_at, created_at,
+	resolution, resolution_set_id, resolution_credit_id,
 	endpoint, run_id, run_line, line_kind, statement_psp_id, statement_charge_ref, statement_refund_id,
 	statement_amount, statement_fee, statement_at, ledger_refund_id, ledger_amount, ledger_fee, ledger_inbox_id`
 
@@ -234,6 +249,7 @@ func (r row) divergence() Divergence {
 	d := Divergence{
 		ID: r.ID, Source: Source(r.Source), InboxID: r.InboxID.Int64, ChargeID: r.ChargeID.String, Reason: Reason(r.Reason),
 		Detail: r.Detail, Status: Status(r.Status), ResolutionNote: r.ResolutionNote.String, CreatedAt: r.CreatedAt.UTC(),
+		Resolution: Booking(r.Resolution.String), ResolutionSetID: r.ResolutionSet, CreditDivergenceID: r.ResolutionCred,
 	}
 	if r.ResolvedAt.Valid {
 		t := r.ResolvedAt.Time.UTC()

@@ -43,13 +43,28 @@ type Deliveries interface {
 
 // Resolve marks an open divergence resolved at now with note (see
 // checkNote) and returns it. It fails with ErrNotFound,
-// ErrAlreadyResolved or ErrInvalidNote. Of two concurrent resolutions one
-// wins; the other gets ErrAlreadyResolved. Nothing in the ledger changes:
-// booking what the divergence was about, if anything, is a separate
-// posting.
+// ErrAlreadyResolved, ErrInvalidNote, or ErrBookingRequired for a
+// divergence that stands for money (one that offers bookings: Describe),
+// which only Book resolves. Of two concurrent resolutions one wins; the
+// other gets ErrAlreadyResolved. Nothing in the ledger changes.
 func Resolve(ctx context.Context, db sqlx.ExtContext, id int64, note string, now time.Time) (Divergence, error) {
 	note, err := checkNote(note)
 	if err != nil {
+		return Divergence{}, err
+	}
+	// A divergence's reason and sides never change: read before the
+	// UPDATE, they say whether a note may close it.
+	var f figures
+	err = sqlx.GetContext(ctx, db, &f, figuresSQL+` WHERE d.id = $1`, id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Divergence{}, fmt.Errorf("%w: %d", ErrNotFound, id)
+	case err != nil:
+		return Divergence{}, fmt.Errorf("resolve divergence %d: %w", id, err)
+	case f.Status != StatusOpen:
+		return Divergence{}, fmt.Errorf("%w: %d", ErrAlreadyResolved, id)
+	}
+	if err := requireNoMoney(f); err != nil {
 		return Divergence{}, err
 	}
 	var r row
@@ -59,9 +74,6 @@ func Resolve(ctx context.Context, db sqlx.ExtContext, id int64, note string, now
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return Divergence{}, fmt.Errorf("resolve divergence %d: %w", id, err)
-	}
-	if _, err := Get(ctx, db, id); err != nil {
-		return Divergence{}, err
 	}
 	return Divergence{}, fmt.Errorf("%w: %d", ErrAlreadyResolved, id)
 }

@@ -93,3 +93,42 @@ var resolveSQL = `WITH ` + settleSQL(`d.id = $1`, `$2`, `$3`, nil) + ` SELECT ` 
 func requeueSQL(in Deliveries) string {
 	return `WITH ` + settleSQL(`d.inbox_id = $1 AND `+requeueable(in), `$2`, `$3`, in) + ` SELECT ` + columns + ` FROM resolved`
 }
+
+// figuresSQL reads what a divergence's offers are computed from (alias
+// d; the caller adds its WHERE, and FOR UPDATE OF d to lock it): both
+// sides as the divergence holds them, and, for a divergence of a
+// delivery that stated no side (the delivery path's second_payment,
+// amount_mismatch, unknown_charge...), the figures of that delivery as
+// the inbox stored its event, with the charge's sale if one is booked
+// and whether the charge is registered at all.
+const figuresSQL = `SELECT d.id, d.reason, d.status, coalesce(d.charge_id, '') AS charge_id,
+		EXISTS (SELECT 1 FROM charges c WHERE c.id = d.charge_id) AS charge_registered,
+		coalesce(d.line_kind, i.kind, '') AS kind,
+		coalesce(d.statement_amount, CASE WHEN (i.event->>'HasAmount')::boolean THEN (i.event->>'Amount')::bigint END) AS stated_amount,
+		coalesce(d.statement_fee, CASE WHEN (i.event->>'HasFee')::boolean THEN (i.event->>'Fee')::bigint END) AS stated_fee,
+		d.ledger_amount, d.ledger_fee,
+		(SELECT s.amount FROM posting_sets s WHERE s.kind = 'sale' AND s.charge_id = d.charge_id) AS sale_amount,
+		coalesce(d.statement_at, NULLIF((i.event->>'OccurredAt')::timestamptz, '0001-01-01 00:00:00+00'),
+			i.received_at, d.created_at) AS at
+	FROM divergences d LEFT JOIN inbox i ON i.id = d.inbox_id`
+
+// bookSQL resolves the open divergence $1 with the note $2 at $3 by the
+// booking $4, the set $5, drawn from the credit of the divergence $6
+// (NULL: none), returning it (Book).
+const bookSQL = `UPDATE divergences SET status = 'resolved', resolution_note = $2, resolved_at = $3,
+		resolution = $4, resolution_set_id = $5, resolution_credit_id = $6
+	WHERE id = $1 AND status = 'open' RETURNING ` + columns
+
+// lockCreditSQL locks the divergence $1 whose credit a refund draws
+// from; creditSQL then reads, in a statement of its own (in READ
+// COMMITTED a fresh snapshot, which sees the draws committed while it
+// waited for the lock), how it was resolved, the credit its set booked
+// and what refunds have drawn from it (drawCredit).
+const (
+	lockCreditSQL = `SELECT id FROM divergences WHERE id = $1 FOR UPDATE`
+	creditSQL     = `SELECT d.resolution, s.amount AS credit,
+		coalesce((SELECT sum(r.amount) FROM divergences x JOIN posting_sets r ON r.id = x.resolution_set_id
+			WHERE x.resolution_credit_id = d.id), 0) AS drawn
+	FROM divergences d LEFT JOIN posting_sets s ON s.id = d.resolution_set_id
+	WHERE d.id = $1`
+)

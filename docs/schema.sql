@@ -89,7 +89,10 @@ CREATE TABLE divergences (
     ledger_refund_id text,
     ledger_amount bigint,
     ledger_fee bigint,
-    ledger_inbox_id bigint
+    ledger_inbox_id bigint,
+    resolution text,
+    resolution_set_id bigint,
+    resolution_credit_id bigint
 );
 
 CREATE TABLE export_runs (
@@ -341,6 +344,9 @@ ALTER TABLE console_sessions ADD CONSTRAINT ck_console_sessions_expiry CHECK ((e
 ALTER TABLE console_sessions ADD CONSTRAINT ck_console_sessions_hash CHECK ((octet_length(session_hash) = 32));
 ALTER TABLE console_sessions ADD CONSTRAINT console_sessions_pkey PRIMARY KEY (session_hash);
 ALTER TABLE divergences ADD CONSTRAINT ck_divergences_reason CHECK ((reason = ANY (ARRAY['unknown_charge'::text, 'amount_mismatch'::text, 'currency_mismatch'::text, 'refund_exceeds_paid'::text, 'refund_amount_missing'::text, 'malformed'::text, 'disputed'::text, 'second_payment'::text, 'processing_failed'::text, 'refund_of_other_payment'::text, 'refund_amount_changed'::text, 'refund_without_payment'::text, 'merchant_mismatch'::text, 'fee_mismatch'::text, 'refund_amount_mismatch'::text, 'refund_not_settled'::text, 'phantom'::text, 'invalid_line'::text, 'divergent_in_inbox'::text, 'refund_settlement_unknown'::text, 'unknown_refund_status'::text, 'unknown_refund_nature'::text])));
+ALTER TABLE divergences ADD CONSTRAINT ck_divergences_resolution CHECK ((resolution = ANY (ARRAY['customer_credit'::text, 'revenue'::text, 'credit_refund'::text, 'loss'::text, 'refund_difference'::text, 'fee_difference'::text])));
+ALTER TABLE divergences ADD CONSTRAINT ck_divergences_resolution_booked CHECK ((((resolution IS NULL) = (resolution_set_id IS NULL)) AND ((resolution_set_id IS NULL) OR (status = 'resolved'::text))));
+ALTER TABLE divergences ADD CONSTRAINT ck_divergences_resolution_credit CHECK (((resolution_credit_id IS NULL) OR (resolution = 'credit_refund'::text)));
 ALTER TABLE divergences ADD CONSTRAINT ck_divergences_source CHECK ((source = ANY (ARRAY['webhook'::text, 'reconciliation'::text])));
 ALTER TABLE divergences ADD CONSTRAINT ck_divergences_source_fields CHECK (
 CASE source
@@ -350,9 +356,12 @@ END);
 ALTER TABLE divergences ADD CONSTRAINT ck_divergences_status CHECK ((status = ANY (ARRAY['open'::text, 'resolved'::text])));
 ALTER TABLE divergences ADD CONSTRAINT divergences_inbox_id_fkey FOREIGN KEY (inbox_id) REFERENCES inbox(id);
 ALTER TABLE divergences ADD CONSTRAINT divergences_pkey PRIMARY KEY (id);
+ALTER TABLE divergences ADD CONSTRAINT divergences_resolution_credit_id_fkey FOREIGN KEY (resolution_credit_id) REFERENCES divergences(id);
+ALTER TABLE divergences ADD CONSTRAINT divergences_resolution_set_id_fkey FOREIGN KEY (resolution_set_id) REFERENCES posting_sets(id);
 ALTER TABLE divergences ADD CONSTRAINT divergences_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE SET NULL;
 ALTER TABLE divergences ADD CONSTRAINT uq_divergences_inbox UNIQUE (inbox_id);
 ALTER TABLE divergences ADD CONSTRAINT uq_divergences_reconciliation_key UNIQUE (reconciliation_key);
+ALTER TABLE divergences ADD CONSTRAINT uq_divergences_resolution_set UNIQUE (resolution_set_id);
 ALTER TABLE export_runs ADD CONSTRAINT ck_export_runs_month CHECK ((EXTRACT(day FROM month) = (1)::numeric));
 ALTER TABLE export_runs ADD CONSTRAINT ck_export_runs_status CHECK ((status = ANY (ARRAY['running'::text, 'waiting'::text, 'succeeded'::text, 'failed'::text])));
 ALTER TABLE export_runs ADD CONSTRAINT export_runs_pkey PRIMARY KEY (id);
@@ -423,6 +432,7 @@ CREATE UNIQUE INDEX uq_charges_psp_ref ON public.charges USING btree (psp_ref) W
 CREATE INDEX ix_console_sessions_expires ON public.console_sessions USING btree (expires_at);
 CREATE INDEX ix_console_sessions_token ON public.console_sessions USING btree (token_id);
 CREATE INDEX ix_divergences_open ON public.divergences USING btree (created_at) WHERE (status = 'open'::text);
+CREATE INDEX ix_divergences_resolution_credit ON public.divergences USING btree (resolution_credit_id) WHERE (resolution_credit_id IS NOT NULL);
 CREATE INDEX ix_divergences_status_id ON public.divergences USING btree (status, id);
 CREATE INDEX ix_export_runs_retry ON public.export_runs USING btree (slot) WHERE (status <> 'succeeded'::text);
 CREATE INDEX ix_inbox_due ON public.inbox USING btree (next_attempt_at) WHERE (status = 'pending'::text);

@@ -178,7 +178,7 @@ func TestReconciliationDivergencesAreListedAndAnnouncedOnce(t *testing.T) {
 
 	// Finance resolves one; the same windows run again.
 	if rr := call(h, "POST", "/v1/divergences/"+jsonNumber(fm.ID)+"/resolve", tok[auth.Admin], "application/json",
-		[]byte(`{"note":"taxa corrigida pelo PSP"}`)); rr.Code != http.StatusOK {
+		[]byte(`{"resolution":"fee_difference","note":"taxa corrigida pelo PSP"}`)); rr.Code != http.StatusOK {
 		t.Fatalf("resolve: %d %s", rr.Code, rr.Body)
 	}
 	again := runs()
