@@ -48,7 +48,7 @@ func (a *API) listCharges(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	after, err := charges.ParseCursor(q.Get("cursor"))
+	after, err := f.ParseCursor(q.Get("cursor"))
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -65,7 +65,7 @@ func (a *API) listCharges(w http.ResponseWriter, r *http.Request) {
 	}
 	out := ChargesPage{Charges: page.Charges}
 	if page.Next != nil {
-		out.NextCursor = page.Next.Cursor()
+		out.NextCursor = f.Cursor(*page.Next)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -181,6 +181,27 @@ func TestChargesListFindsEachFilter(t *testing.T) {
 	}
 }
 
+// With a paid range, the listing is in the order of the payments,
+// newest first, which its index gives: a month of payments is never read
+// whole to be sorted by registration.
+func TestChargesListWithAPaidRangeIsInPaymentOrder(t *testing.T) {
+	t.Parallel()
+	w := newChargesWorld(t)
+	var want []string
+	if err := w.e.DB.Select(&want, `SELECT id FROM charges WHERE paid_at IS NOT NULL ORDER BY paid_at DESC, id DESC`); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 3 {
+		t.Fatalf("paid charges %v, want 3", want)
+	}
+	for _, limit := range []int{1, 2, 100} {
+		got := w.list(t, "paid_from=2000-01-01T00:00:00Z&paid_to=2100-01-01T00:00:00Z", limit)
+		if !slices.Equal(got, want) {
+			t.Errorf("paid range, pages of %d: %v, want %v (by paid_at)", limit, got, want)
+		}
+	}
+}
+
 // A page's cursor holds its place while charges are registered: the
 // pages after it show the older charges once each, and the new ones are
 // not among them.
@@ -268,6 +289,8 @@ func TestChargesListRefusesBadFilters(t *testing.T) {
 		{"cursor=" + cursor.EncodeKey("charges", "1,order|1"), "cursor"},
 		{"cursor=" + cursor.EncodeKey("charges", "1,"+long), "cursor"},
 		{"cursor=not-a-cursor", "cursor"},
+		// A cursor of the registrations' order is not one of the payments'.
+		{"paid_from=2026-01-01T00:00:00Z&cursor=" + cursor.EncodeKey("charges", "1,order-1"), "cursor"},
 	} {
 		code, m, hdr := call(t, h, "GET", "/v1/charges?"+c.query, token, "")
 		detail, _ := m["detail"].(string)

@@ -138,27 +138,47 @@ func printable(s string, max int) bool {
 	return true
 }
 
-// Position is where a page of the listing ends: the last charge's
-// creation time and id (the listing's order, newest first).
+// Position is where a page of the listing ends: the last charge's time
+// in the listing's order (Filter.ByPaid: its payment's, else its
+// registration's) and its id.
 type Position struct {
-	CreatedAt time.Time
-	ID        string
+	At time.Time
+	ID string
 }
 
-// listScope is the cursor scope of the charges' listing.
-const listScope = "charges"
+// The cursor scopes of the listing's two orders: a cursor of one is
+// refused by the other rather than read as a time it does not mean.
+const (
+	listScope     = "charges"
+	listPaidScope = "charges-paid"
+)
 
-// Cursor is the opaque cursor of the page after p.
-func (p Position) Cursor() string {
-	return cursor.EncodeKey(listScope, strconv.FormatInt(p.CreatedAt.UnixMicro(), 10)+","+p.ID)
+// ByPaid reports whether the listing f selects is in the order of the
+// charges' payments (a paid range is given: paid_at, then id, newest
+// first) rather than of their registrations (created_at, then id). A
+// range of one time read in the order of another would be found, then
+// sorted, whole: a month of payments is a quarter of a million charges.
+func (f Filter) ByPaid() bool { return f.PaidFrom != nil || f.PaidTo != nil }
+
+func (f Filter) scope() string {
+	if f.ByPaid() {
+		return listPaidScope
+	}
+	return listScope
 }
 
-// ParseCursor reads a cursor Cursor made; "" is the first page (nil).
-func ParseCursor(c string) (*Position, error) {
+// Cursor is the opaque cursor of the page after p in the listing f
+// selects.
+func (f Filter) Cursor(p Position) string {
+	return cursor.EncodeKey(f.scope(), strconv.FormatInt(p.At.UnixMicro(), 10)+","+p.ID)
+}
+
+// ParseCursor reads a cursor f.Cursor made; "" is the first page (nil).
+func (f Filter) ParseCursor(c string) (*Position, error) {
 	if c == "" {
 		return nil, nil
 	}
-	key, err := cursor.DecodeKey(c, listScope)
+	key, err := cursor.DecodeKey(c, f.scope())
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +187,7 @@ func ParseCursor(c string) (*Position, error) {
 	if !ok || err != nil || !idRE.MatchString(id) {
 		return nil, fmt.Errorf("%w: bad position", cursor.ErrInvalid)
 	}
-	return &Position{CreatedAt: time.UnixMicro(us).UTC(), ID: id}, nil
+	return &Position{At: time.UnixMicro(us).UTC(), ID: id}, nil
 }
 
 // DeliveryRefs is the inbox's side of a search by a delivery's id: the
@@ -196,11 +216,12 @@ type Page struct {
 }
 
 // Find returns the charges f selects, newest first (created_at, then id,
-// both descending), limit of them (cursor.Limit) after the position
+// both descending; paid_at, then id, when f has a paid range: ByPaid),
+// limit of them (cursor.Limit) after the position
 // after (nil: from the newest). A charge registered while a client pages
-// either comes before the page it is on (newer) or, committed late with
-// an older created_at, lands among the pages still to come; no charge is
-// shown twice or skipped for it. in is the inbox's side of the
+// (or paid) either comes before the page it is on (newer) or, committed
+// late with an older time, lands among the pages still to come; no
+// charge is shown twice or skipped for it. in is the inbox's side of the
 // reference filters. f must be valid (Validate).
 func Find(ctx context.Context, q sqlx.QueryerContext, in DeliveryRefs, f Filter, after *Position, limit int) (Page, error) {
 	limit = cursor.Limit(limit)
@@ -213,7 +234,10 @@ func Find(ctx context.Context, q sqlx.QueryerContext, in DeliveryRefs, f Filter,
 	if len(rows) > limit {
 		page.Charges = rows[:limit]
 		last := rows[limit-1]
-		page.Next = &Position{CreatedAt: last.CreatedAt, ID: last.ID}
+		page.Next = &Position{At: last.CreatedAt, ID: last.ID}
+		if f.ByPaid() {
+			page.Next.At = *last.PaidAt // a paid range selects paid charges only
+		}
 	}
 	if page.Charges == nil {
 		page.Charges = []Charge{}
@@ -284,13 +308,17 @@ func findSQL(in DeliveryRefs, f Filter, after *Position, limit int) (string, []a
 		where = append(where, `(paid_ref = `+arg(EventPaymentRef(standardScheme, f.WebhookID))+` OR `+
 			delivered(standardScheme, f.WebhookID)+`)`)
 	}
+	at := `created_at`
+	if f.ByPaid() {
+		at = `paid_at`
+	}
 	if after != nil {
-		where = append(where, `(created_at, id) < (`+arg(after.CreatedAt)+`, `+arg(after.ID)+`)`)
+		where = append(where, `(`+at+`, id) < (`+arg(after.At)+`, `+arg(after.ID)+`)`)
 	}
 	q := `SELECT ` + chargeColumns + ` FROM charges`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
-	q += ` ORDER BY created_at DESC, id DESC LIMIT ` + arg(limit)
+	q += ` ORDER BY ` + at + ` DESC, id DESC LIMIT ` + arg(limit)
 	return q, args
 }

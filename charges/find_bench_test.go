@@ -70,7 +70,7 @@ func BenchmarkFind(b *testing.B) {
 		})
 	}
 	b.Run("page-deep-by-cursor", func(b *testing.B) {
-		after := &charges.Position{CreatedAt: benchledger.ChargeCreated(1_000_000), ID: "ch-1000000"}
+		after := &charges.Position{At: benchledger.ChargeCreated(1_000_000), ID: "ch-1000000"}
 		for b.Loop() {
 			if _, err := charges.Find(ctx, db, inbox.ChargeRefs{}, charges.Filter{State: charges.StateRefunded}, after, 100); err != nil {
 				b.Fatal(err)

@@ -421,7 +421,7 @@ ALTER TABLE trial_balance_snapshots ADD CONSTRAINT pk_trial_balance_snapshots PR
 CREATE INDEX ix_charges_amount ON public.charges USING btree (amount);
 CREATE INDEX ix_charges_created ON public.charges USING btree (created_at, id);
 CREATE INDEX ix_charges_merchant_created ON public.charges USING btree (merchant, created_at, id) WHERE (merchant IS NOT NULL);
-CREATE INDEX ix_charges_paid_at ON public.charges USING btree (paid_at) WHERE (paid_at IS NOT NULL);
+CREATE INDEX ix_charges_paid_at ON public.charges USING btree (paid_at, id) WHERE (paid_at IS NOT NULL);
 CREATE INDEX ix_charges_paid_ref ON public.charges USING btree (paid_ref) WHERE (paid_ref IS NOT NULL);
 CREATE INDEX ix_charges_partner_created ON public.charges USING btree (partner, created_at, id) WHERE (partner IS NOT NULL);
 CREATE INDEX ix_charges_state_created ON public.charges USING btree (state, created_at, id);

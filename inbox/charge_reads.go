@@ -31,9 +31,10 @@ func (ChargeRefs) ChargeRefsSQL(scheme, eventID string) string {
 		eventID, scheme, maxRefsPerDeliveryID)
 }
 
-// chargeDeliveriesSQL is the deliveries naming any of the references $1,
-// oldest first, at most $2 (ix_inbox_charge_ref, sql/0044).
-const chargeDeliveriesSQL = `SELECT id, endpoint, scheme, event_type, event_id, kind, status, attempts, received_at, processed_at
+// ChargeDeliveriesSQL is the deliveries naming any of the references $1,
+// oldest first, at most $2 (ix_inbox_charge_ref, sql/0044). Exported for
+// the plan test of a charge's timeline.
+const ChargeDeliveriesSQL = `SELECT id, endpoint, scheme, event_type, event_id, kind, status, attempts, received_at, processed_at
 	FROM inbox WHERE charge_ref = ANY($1) ORDER BY received_at, id LIMIT $2`
 
 // ChargeDeliveries returns the deliveries that name a charge by any of
@@ -42,7 +43,7 @@ const chargeDeliveriesSQL = `SELECT id, endpoint, scheme, event_type, event_id, 
 // (charges.TimelineSources).
 func ChargeDeliveries(ctx context.Context, q sqlx.QueryerContext, refs []string, limit int) ([]charges.Delivery, error) {
 	var rows []Summary
-	if err := sqlx.SelectContext(ctx, q, &rows, chargeDeliveriesSQL, pq.StringArray(refs), limit); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, ChargeDeliveriesSQL, pq.StringArray(refs), limit); err != nil {
 		return nil, fmt.Errorf("deliveries of a charge: %w", err)
 	}
 	out := make([]charges.Delivery, len(rows))

@@ -9,10 +9,11 @@ import (
 	"github.com/razao/razao/charges"
 )
 
-// chargeLinesSQL is the statement lines matched to the charge $1, by run
+// ChargeLinesSQL is the statement lines matched to the charge $1, by run
 // then line, at most $2 (ix_reconciliation_lines_charge, sql/0044), with
-// their run's endpoint and start.
-const chargeLinesSQL = `SELECT l.run_id, r.endpoint, r.started_at, l.line, l.side, l.kind, l.amount,
+// their run's endpoint and start. Exported for the plan test of a
+// charge's timeline.
+const ChargeLinesSQL = `SELECT l.run_id, r.endpoint, r.started_at, l.line, l.side, l.kind, l.amount,
 		coalesce(l.outcome, '') AS outcome, coalesce(l.reason, '') AS reason, l.at
 	FROM reconciliation_lines l JOIN reconciliation_runs r ON r.id = l.run_id
 	WHERE l.charge_id = $1 ORDER BY l.run_id, l.line LIMIT $2`
@@ -22,7 +23,7 @@ const chargeLinesSQL = `SELECT l.run_id, r.endpoint, r.started_at, l.line, l.sid
 // first, at most limit: a charge's timeline (charges.TimelineSources).
 func ChargeLines(ctx context.Context, q sqlx.QueryerContext, chargeID string, limit int) ([]charges.StatementLine, error) {
 	var out []charges.StatementLine
-	if err := sqlx.SelectContext(ctx, q, &out, chargeLinesSQL, chargeID, limit); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &out, ChargeLinesSQL, chargeID, limit); err != nil {
 		return nil, fmt.Errorf("statement lines of charge %s: %w", chargeID, err)
 	}
 	return out, nil

@@ -6,16 +6,17 @@
 -- value, so a page of a rare state or of one merchant is a probe and a
 -- short walk, never a read of every charge: state, merchant and partner
 -- lead an index on (x, created_at, id); a created range reads the order's
--- own index. A paid range and an amount range are ranges of another column:
--- their indexes find the charges in range, sorted afterwards (the planner
--- walks the order's index instead when the range holds most charges).
+-- own index. A listing with a paid range is in the order of payments
+-- (paid_at, id), which its index gives. An amount range is a range of
+-- another column: its index finds the charges in range, sorted afterwards
+-- (the planner walks the order's index instead when the range holds many).
 -- The PSP's references already had theirs (charges_pkey for a Pix txid,
 -- which is our charge id; uq_charges_psp_ref and ix_charges_paid_ref).
 CREATE INDEX ix_charges_created ON charges (created_at, id);
 CREATE INDEX ix_charges_state_created ON charges (state, created_at, id);
 CREATE INDEX ix_charges_merchant_created ON charges (merchant, created_at, id) WHERE merchant IS NOT NULL;
 CREATE INDEX ix_charges_partner_created ON charges (partner, created_at, id) WHERE partner IS NOT NULL;
-CREATE INDEX ix_charges_paid_at ON charges (paid_at) WHERE paid_at IS NOT NULL;
+CREATE INDEX ix_charges_paid_at ON charges (paid_at, id) WHERE paid_at IS NOT NULL;
 CREATE INDEX ix_charges_amount ON charges (amount);
 
 -- A delivery's own id (event_id): a bcb-pix credit's endToEndId, a Hodle
