@@ -57,6 +57,8 @@ func (a *API) Register(r *mux.Router) {
 	}
 	route(http.MethodPost, "/charges", auth.Write, a.createCharge)
 	route(http.MethodGet, "/charges/{id}", auth.Read, a.getCharge)
+	route(http.MethodGet, "/charges", auth.Read, a.listCharges)
+	route(http.MethodGet, "/charges/{id}/timeline", auth.Read, a.chargeTimeline)
 	route(http.MethodGet, "/balances", auth.Read, a.balances)
 	route(http.MethodGet, "/partners", auth.Read, a.listPartners)
 	route(http.MethodGet, "/partners/{id}", auth.Read, a.getPartner)

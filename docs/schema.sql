@@ -427,16 +427,26 @@ ALTER TABLE trial_balance_snapshots ADD CONSTRAINT pk_trial_balance_snapshots PR
 
 -- Indexes that back no constraint
 
+CREATE INDEX ix_charges_amount ON public.charges USING btree (amount);
+CREATE INDEX ix_charges_created ON public.charges USING btree (created_at, id);
+CREATE INDEX ix_charges_merchant_created ON public.charges USING btree (merchant, created_at, id) WHERE (merchant IS NOT NULL);
+CREATE INDEX ix_charges_paid_at ON public.charges USING btree (paid_at, id) WHERE (paid_at IS NOT NULL);
 CREATE INDEX ix_charges_paid_ref ON public.charges USING btree (paid_ref) WHERE (paid_ref IS NOT NULL);
+CREATE INDEX ix_charges_partner_created ON public.charges USING btree (partner, created_at, id) WHERE (partner IS NOT NULL);
+CREATE INDEX ix_charges_state_created ON public.charges USING btree (state, created_at, id);
 CREATE UNIQUE INDEX uq_charges_psp_ref ON public.charges USING btree (psp_ref) WHERE (psp_ref IS NOT NULL);
 CREATE INDEX ix_console_sessions_expires ON public.console_sessions USING btree (expires_at);
 CREATE INDEX ix_console_sessions_token ON public.console_sessions USING btree (token_id);
+CREATE INDEX ix_divergences_charge ON public.divergences USING btree (charge_id, id) WHERE (charge_id IS NOT NULL);
 CREATE INDEX ix_divergences_open ON public.divergences USING btree (created_at) WHERE (status = 'open'::text);
 CREATE INDEX ix_divergences_resolution_credit ON public.divergences USING btree (resolution_credit_id) WHERE (resolution_credit_id IS NOT NULL);
 CREATE INDEX ix_divergences_status_id ON public.divergences USING btree (status, id);
 CREATE INDEX ix_export_runs_retry ON public.export_runs USING btree (slot) WHERE (status <> 'succeeded'::text);
+CREATE INDEX ix_inbox_charge_ref ON public.inbox USING btree (charge_ref) WHERE (charge_ref IS NOT NULL);
 CREATE INDEX ix_inbox_due ON public.inbox USING btree (next_attempt_at) WHERE (status = 'pending'::text);
+CREATE INDEX ix_inbox_event_id ON public.inbox USING btree (event_id);
 CREATE INDEX ix_inbox_parked ON public.inbox USING btree (charge_ref) WHERE (status = 'parked'::text);
+CREATE INDEX ix_outbox_charge ON public.outbox USING btree (charge_id, id) WHERE (charge_id IS NOT NULL);
 CREATE INDEX ix_outbox_cursor ON public.outbox USING btree (xid, id);
 CREATE INDEX ix_posting_sets_charge ON public.posting_sets USING btree (charge_id) WHERE (charge_id IS NOT NULL);
 CREATE INDEX ix_posting_sets_competence_month ON public.posting_sets USING btree (competence_month, id);
@@ -450,6 +460,7 @@ CREATE UNIQUE INDEX uq_reversal_per_psp_refund ON public.posting_sets USING btre
 CREATE UNIQUE INDEX uq_sale_per_charge ON public.posting_sets USING btree (charge_id) WHERE (kind = 'sale'::text);
 CREATE INDEX ix_postings_account_month ON public.postings USING btree (account_id, competence_month) INCLUDE (amount);
 CREATE INDEX ix_postings_set ON public.postings USING btree (posting_set_id);
+CREATE INDEX ix_reconciliation_lines_charge ON public.reconciliation_lines USING btree (charge_id) WHERE (charge_id IS NOT NULL);
 CREATE INDEX ix_reconciliation_lines_undecided ON public.reconciliation_lines USING btree (run_id, line) WHERE (outcome IS NULL);
 CREATE INDEX ix_reconciliation_pages_totals ON public.reconciliation_pages USING btree (run_id, pass, total, page_count);
 CREATE INDEX ix_reconciliation_runs_endpoint ON public.reconciliation_runs USING btree (endpoint, id);
