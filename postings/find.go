@@ -1,0 +1,460 @@
+package postings
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/internal/cursor"
+	"github.com/razao/razao/internal/kind"
+	"github.com/razao/razao/internal/snapshot"
+	"github.com/razao/razao/money"
+)
+
+// ErrInvalidFilter is a filter of Find that is malformed or out of bounds;
+// its text names the parameter.
+var ErrInvalidFilter = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid filter")
+
+// Filter selects posting sets across months for Find. Every field is
+// optional (its zero value does not filter); the sets returned match all
+// the fields that are set.
+type Filter struct {
+	// Charge: the sets of this charge.
+	Charge string
+	// Partner: the sets of this partner (commissions, reversals, payouts).
+	Partner string
+	// Kind: the sets of this kind.
+	Kind Kind
+	// Account: the sets with a leg on this account of the chart or on any
+	// account below it (assets matches assets:cash; a parent's balance is
+	// the sum of its children, so its sets are theirs). A code not in the
+	// chart is refused.
+	Account string
+	// CompetenceFrom and CompetenceTo bound the competence date, both
+	// included; dates at 00:00 UTC.
+	CompetenceFrom, CompetenceTo time.Time
+	// EffectiveFrom and EffectiveTo bound the event time (event_at), both
+	// included.
+	EffectiveFrom, EffectiveTo time.Time
+	// AmountMin and AmountMax bound the set's amount in centavos, both
+	// included; 0 does not bound.
+	AmountMin, AmountMax int64
+}
+
+// chargeIDRE is the charges package's id rule (charges.idRE,
+// charges.MaxIDLength: charges imports this package, so it cannot be
+// called): an id a set can carry.
+var chargeIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$`)
+
+// Validate refuses a filter Find could not have been asked by a client
+// that read the API: each refusal names the parameter.
+func (f Filter) Validate() error {
+	bad := func(param, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: "+format, append([]any{ErrInvalidFilter, param}, args...)...)
+	}
+	if f.Charge != "" && !chargeIDRE.MatchString(f.Charge) {
+		return bad("charge", "%.40q is not a charge id (1 to 100 letters, digits, '_', '.', ':' or '-')", f.Charge)
+	}
+	if _, err := accounts.PartnerPayable(f.Partner); f.Partner != "" && err != nil {
+		return bad("partner", "%.40q is not a partner id", f.Partner)
+	}
+	switch f.Kind {
+	case "", KindSale, KindCommission, KindRefund, KindCommissionReversal, KindPayout, KindAdjustment:
+	default:
+		return bad("kind", "%.40q is not a kind of set (sale, commission, refund, commission_reversal, payout, adjustment)", string(f.Kind))
+	}
+	if f.Account != "" && accounts.ValidateCode(f.Account) != nil {
+		return bad("account", "%.40q is not an account code", f.Account)
+	}
+	for _, d := range []struct {
+		param string
+		t     time.Time
+	}{{"competence_from", f.CompetenceFrom}, {"competence_to", f.CompetenceTo},
+		{"effective_from", f.EffectiveFrom}, {"effective_to", f.EffectiveTo}} {
+		if !d.t.IsZero() && (d.t.UTC().Year() < 1900 || d.t.UTC().Year() > 9999) {
+			return bad(d.param, "year %d is outside 1900 to 9999", d.t.UTC().Year())
+		}
+	}
+	for _, d := range []struct {
+		param string
+		t     time.Time
+	}{{"competence_from", f.CompetenceFrom}, {"competence_to", f.CompetenceTo}} {
+		if !d.t.IsZero() && !d.t.Equal(d.t.UTC().Truncate(24*time.Hour)) {
+			return bad(d.param, "a competence is a date, not a time")
+		}
+	}
+	switch {
+	case !f.CompetenceFrom.IsZero() && !f.CompetenceTo.IsZero() && f.CompetenceFrom.After(f.CompetenceTo):
+		return bad("competence_from", "%s is after competence_to %s", f.CompetenceFrom.UTC().Format(time.DateOnly), f.CompetenceTo.UTC().Format(time.DateOnly))
+	case !f.EffectiveFrom.IsZero() && !f.EffectiveTo.IsZero() && f.EffectiveFrom.After(f.EffectiveTo):
+		return bad("effective_from", "%s is after effective_to %s", f.EffectiveFrom.UTC().Format(time.RFC3339Nano), f.EffectiveTo.UTC().Format(time.RFC3339Nano))
+	}
+	for _, a := range []struct {
+		param string
+		v     int64
+	}{{"amount_min", f.AmountMin}, {"amount_max", f.AmountMax}} {
+		if a.v < 0 || a.v > money.Ceiling {
+			return bad(a.param, "%d is not a whole number of centavos from 1 to %d", a.v, money.Ceiling)
+		}
+	}
+	if f.AmountMin > 0 && f.AmountMax > 0 && f.AmountMin > f.AmountMax {
+		return bad("amount_min", "%d is above amount_max %d", f.AmountMin, f.AmountMax)
+	}
+	return nil
+}
+
+// Scope is the cursor scope of Find's pages under f: a cursor is a
+// position in id order bound to the filter that issued it, so that one
+// reused under another filter is refused rather than skipping that
+// filter's newest sets.
+func (f Filter) Scope() string {
+	canon := strings.Join([]string{f.Charge, f.Partner, string(f.Kind), f.Account,
+		dateText(f.CompetenceFrom), dateText(f.CompetenceTo), timeText(f.EffectiveFrom), timeText(f.EffectiveTo),
+		strconv.FormatInt(f.AmountMin, 10), strconv.FormatInt(f.AmountMax, 10)}, "\x00")
+	sum := sha256.Sum256([]byte(canon))
+	return "posting-sets:" + hex.EncodeToString(sum[:8])
+}
+
+func dateText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.DateOnly)
+}
+
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// FoundLeg is one posting of a found set: signed centavos, debit positive
+// (the journal's posting).
+type FoundLeg struct {
+	ID       int64  `json:"id"`
+	Account  string `json:"account"`
+	Currency string `json:"currency"`
+	Amount   int64  `json:"amount"`
+}
+
+// FoundSet is a posting set Find returns, with its legs, as the journal
+// shows a set.
+type FoundSet struct {
+	ID             int64      `json:"id"`
+	Kind           string     `json:"kind"`
+	IdempotencyKey string     `json:"idempotency_key"`
+	Amount         int64      `json:"amount"`
+	Currency       string     `json:"currency"`
+	Competence     string     `json:"competence"` // YYYY-MM-DD
+	EventAt        time.Time  `json:"event_at"`
+	ChargeID       string     `json:"charge_id,omitempty"`
+	RefundID       string     `json:"refund_id,omitempty"`
+	Partner        string     `json:"partner,omitempty"`
+	InboxID        int64      `json:"inbox_id,omitempty"`
+	Description    string     `json:"description"`
+	CreatedAt      time.Time  `json:"created_at"`
+	Postings       []FoundLeg `json:"postings"`
+}
+
+// FoundPage is one page of Find.
+type FoundPage struct {
+	Sets []FoundSet `json:"sets"`
+	// NextCursor fetches the next page; empty on the last one.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// Find returns the posting sets matching f across months, newest (highest
+// id) first, limit a page (cursor.Limit), each with its legs; pageCursor
+// is "" for the first page, then the previous page's NextCursor under the
+// same filter. The sets and their legs are read in one snapshot, in two
+// statements (the sets, then the page's legs at once).
+//
+// Newest first, so that paging is stable while sets are booked: each page
+// holds ids below the previous page's, so no set is shown twice, and no
+// set committed before the first page was read is skipped; a set booked
+// after it has a higher id and shows when the client starts again.
+//
+// Every filter reads an index (sql/0045): the charge, partner, kind and
+// amount through the statement's own choice of ix_posting_sets_charge,
+// ix_posting_sets_partner_id, ix_posting_sets_kind_id or
+// ix_posting_sets_amount_id; an account as the newest sets of each
+// account of its subtree (ix_postings_account_set), merged; a competence
+// or effective range as the newest sets of each whole month and each day
+// at its edges (ix_posting_sets_competence_month, ix_posting_sets_competence_id,
+// ix_posting_sets_event_month, ix_posting_sets_event_day), merged. With a
+// charge or partner the statement filters that set's few sets by the
+// rest; else the account, else the competence, else the effective range
+// leads, and the other filters test its rows.
+func Find(ctx context.Context, q sqlx.QueryerContext, f Filter, pageCursor string, limit int) (FoundPage, error) {
+	if err := f.Validate(); err != nil {
+		return FoundPage{}, err
+	}
+	before, err := cursor.Decode(pageCursor, f.Scope())
+	if err != nil {
+		return FoundPage{}, fmt.Errorf("%w (cursor)", err)
+	}
+	if pageCursor == "" {
+		before = math.MaxInt64
+	} else if before < 1 {
+		return FoundPage{}, fmt.Errorf("%w: bad position (cursor)", cursor.ErrInvalid)
+	}
+	limit = cursor.Limit(limit)
+	var page FoundPage
+	err = snapshot.Read(ctx, q, func(q sqlx.QueryerContext) error {
+		var err error
+		page, err = find(ctx, q, f, before, limit)
+		return err
+	}, `SET LOCAL jit = off`)
+	if err != nil {
+		return FoundPage{}, fmt.Errorf("find posting sets: %w", err)
+	}
+	return page, nil
+}
+
+func find(ctx context.Context, q sqlx.QueryerContext, f Filter, before int64, limit int) (FoundPage, error) {
+	var subtree []int64
+	if f.Account != "" {
+		codes, err := accounts.Codes(ctx, q)
+		if err != nil {
+			return FoundPage{}, err
+		}
+		for id, code := range codes {
+			if code == f.Account || strings.HasPrefix(code, f.Account+":") {
+				subtree = append(subtree, id)
+			}
+		}
+		if len(subtree) == 0 {
+			return FoundPage{}, fmt.Errorf("%w: account: %.40q is not in the chart", ErrInvalidFilter, f.Account)
+		}
+	}
+	stmt, args, err := findStatement(ctx, q, f, subtree, before, limit+1)
+	if err != nil {
+		return FoundPage{}, err
+	}
+	page := FoundPage{Sets: []FoundSet{}}
+	if stmt == "" {
+		return page, nil
+	}
+	var sets []StoredSet
+	if err := sqlx.SelectContext(ctx, q, &sets, stmt, args...); err != nil {
+		return FoundPage{}, err
+	}
+	if len(sets) > limit {
+		sets = sets[:limit]
+		page.NextCursor = cursor.Encode(f.Scope(), sets[limit-1].ID)
+	}
+	if len(sets) == 0 {
+		return page, nil
+	}
+	ids := make([]int64, len(sets))
+	index := make(map[int64]int, len(sets))
+	for i, s := range sets {
+		ids[i] = s.ID
+		index[s.ID] = i
+		page.Sets = append(page.Sets, FoundSet{
+			ID: s.ID, Kind: s.Kind, IdempotencyKey: s.IdempotencyKey, Amount: s.Amount, Currency: s.Currency,
+			Competence: s.Competence.UTC().Format(time.DateOnly), EventAt: s.EventAt.UTC(),
+			ChargeID: s.ChargeID.String, RefundID: s.RefundID.String, Partner: s.Partner.String,
+			InboxID: s.InboxID.Int64, Description: s.Description, CreatedAt: s.CreatedAt.UTC(),
+			Postings: []FoundLeg{},
+		})
+	}
+	legs, err := LegsOf(ctx, q, ids)
+	if err != nil {
+		return FoundPage{}, fmt.Errorf("legs: %w", err)
+	}
+	for _, l := range legs {
+		s := &page.Sets[index[l.SetID]]
+		s.Postings = append(s.Postings, FoundLeg{ID: l.ID, Account: l.Account, Currency: l.Currency, Amount: l.Amount})
+	}
+	return page, nil
+}
+
+// eventDaySQL and eventMonthSQL are the expressions of
+// ix_posting_sets_event_day and ix_posting_sets_event_month (sql/0045),
+// written as the indexes are so that the planner matches them.
+const (
+	eventDaySQL   = `((s.event_at AT TIME ZONE 'UTC'::text))::date`
+	eventMonthSQL = `date_trunc('month'::text, (s.event_at AT TIME ZONE 'UTC'::text))`
+)
+
+// findStatement builds Find's statement over posting_sets s from fixed
+// fragments, every value a parameter: the sets matching f with an id
+// below before, newest first, at most n. "" when no set can match (a
+// range outside the ledger's).
+func findStatement(ctx context.Context, q sqlx.QueryerContext, f Filter, subtree []int64, before int64, n int) (string, []any, error) {
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	// The set's own conditions, beside the id bound and the account.
+	var conds []string
+	if f.Charge != "" {
+		conds = append(conds, "s.charge_id = "+arg(f.Charge))
+	}
+	if f.Partner != "" {
+		conds = append(conds, "s.partner = "+arg(f.Partner))
+	}
+	if f.Kind != "" {
+		conds = append(conds, "s.kind = "+arg(string(f.Kind)))
+	}
+	if !f.CompetenceFrom.IsZero() {
+		conds = append(conds, "s.competence >= "+arg(f.CompetenceFrom.UTC())+"::date")
+	}
+	if !f.CompetenceTo.IsZero() {
+		conds = append(conds, "s.competence <= "+arg(f.CompetenceTo.UTC())+"::date")
+	}
+	if !f.EffectiveFrom.IsZero() {
+		conds = append(conds, "s.event_at >= "+arg(f.EffectiveFrom))
+	}
+	if !f.EffectiveTo.IsZero() {
+		conds = append(conds, "s.event_at <= "+arg(f.EffectiveTo))
+	}
+	if f.AmountMin > 0 {
+		conds = append(conds, "s.amount >= "+arg(f.AmountMin))
+	}
+	if f.AmountMax > 0 {
+		conds = append(conds, "s.amount <= "+arg(f.AmountMax))
+	}
+	beforeArg, nArg := arg(before), arg(n)
+	and := func(extra ...string) string {
+		all := append(append([]string{}, extra...), conds...)
+		return strings.Join(all, " AND ")
+	}
+	var accountArg string
+	if subtree != nil {
+		accountArg = arg(pq.Array(subtree))
+	}
+	hasAccount := "EXISTS (SELECT 1 FROM postings p WHERE p.posting_set_id = s.id AND p.account_id = ANY(" + accountArg + "))"
+	sets := `SELECT ` + storedSetColumns + ` FROM posting_sets s WHERE `
+	ids := func(driver string) string {
+		return sets + `s.id IN (` + driver + `) ORDER BY s.id DESC`
+	}
+	switch {
+	case f.Charge != "" || f.Partner != "" || subtree == nil && f.CompetenceFrom.IsZero() && f.CompetenceTo.IsZero() &&
+		f.EffectiveFrom.IsZero() && f.EffectiveTo.IsZero():
+		// A charge's or a partner's sets are few enough to filter; kind
+		// and amount alone are left to the planner (their index or the
+		// newest sets, whichever finds n first).
+		extra := []string{"s.id < " + beforeArg}
+		if subtree != nil {
+			extra = append(extra, hasAccount)
+		}
+		return sets + and(extra...) + ` ORDER BY s.id DESC LIMIT ` + nArg, args, nil
+	case subtree != nil:
+		// The newest n sets of each account of the subtree, merged: the
+		// newest n of all are among them.
+		var lateral string
+		if len(conds) == 0 {
+			lateral = `SELECT DISTINCT p.posting_set_id FROM postings p
+				WHERE p.account_id = a.id AND p.posting_set_id < ` + beforeArg + `
+				ORDER BY p.posting_set_id DESC LIMIT ` + nArg
+		} else {
+			lateral = `SELECT DISTINCT p.posting_set_id FROM postings p JOIN posting_sets s ON s.id = p.posting_set_id
+				WHERE p.account_id = a.id AND p.posting_set_id < ` + beforeArg + ` AND ` + and() + `
+				ORDER BY p.posting_set_id DESC LIMIT ` + nArg
+		}
+		return ids(`SELECT DISTINCT x.posting_set_id FROM unnest(`+accountArg+`::bigint[]) a (id)
+			CROSS JOIN LATERAL (`+lateral+`) x ORDER BY 1 DESC LIMIT `+nArg), args, nil
+	}
+	// A date range: the newest n sets of each whole month in it and of
+	// each day at its edges, merged.
+	var months, days []time.Time
+	var monthExpr, dayExpr string
+	if !f.CompetenceFrom.IsZero() || !f.CompetenceTo.IsZero() {
+		var lo, hi *time.Time
+		if err := q.QueryRowxContext(ctx, `SELECT min(competence)::timestamp, max(competence)::timestamp FROM posting_sets`).Scan(&lo, &hi); err != nil {
+			return "", nil, err
+		}
+		if lo == nil {
+			return "", nil, nil
+		}
+		months, days = buckets(clamp(f.CompetenceFrom, f.CompetenceTo, *lo, *hi))
+		monthExpr, dayExpr = "s.competence_month = b.at", "s.competence = b.at"
+	} else {
+		var lo, hi *time.Time
+		if err := q.QueryRowxContext(ctx, `SELECT min(`+eventDaySQL+`)::timestamp, max(`+eventDaySQL+`)::timestamp FROM posting_sets s`).Scan(&lo, &hi); err != nil {
+			return "", nil, err
+		}
+		if lo == nil {
+			return "", nil, nil
+		}
+		from, to := f.EffectiveFrom, f.EffectiveTo
+		if !from.IsZero() {
+			from = from.UTC().Truncate(24 * time.Hour)
+		}
+		if !to.IsZero() {
+			to = to.UTC().Truncate(24 * time.Hour)
+		}
+		months, days = buckets(clamp(from, to, *lo, *hi))
+		monthExpr, dayExpr = eventMonthSQL+" = b.at::timestamp", eventDaySQL+" = b.at"
+	}
+	if len(months) == 0 && len(days) == 0 {
+		return "", nil, nil
+	}
+	extra := []string{"s.id < " + beforeArg}
+	if subtree != nil {
+		extra = append(extra, hasAccount)
+	}
+	driver := `SELECT x.id FROM unnest(` + arg(pq.StringArray(dates(months))) + `::date[]) b (at)
+		CROSS JOIN LATERAL (SELECT s.id FROM posting_sets s WHERE ` + monthExpr + ` AND ` + and(extra...) + `
+			ORDER BY s.id DESC LIMIT ` + nArg + `) x
+		UNION ALL
+		SELECT x.id FROM unnest(` + arg(pq.StringArray(dates(days))) + `::date[]) b (at)
+		CROSS JOIN LATERAL (SELECT s.id FROM posting_sets s WHERE ` + dayExpr + ` AND ` + and(extra...) + `
+			ORDER BY s.id DESC LIMIT ` + nArg + `) x
+		ORDER BY 1 DESC LIMIT ` + nArg
+	return ids(driver), args, nil
+}
+
+// clamp bounds the range [from, to] (zero: open) to the ledger's [lo, hi]
+// and reports whether anything is left.
+func clamp(from, to, lo, hi time.Time) (time.Time, time.Time, bool) {
+	if from.IsZero() || from.Before(lo) {
+		from = lo
+	}
+	if to.IsZero() || to.After(hi) {
+		to = hi
+	}
+	return from.UTC(), to.UTC(), !from.After(to)
+}
+
+// buckets splits the days from to to (00:00 UTC, both included) into the
+// whole months they cover and the days left at the edges, so that a range
+// of years is a few dozen index probes, not hundreds.
+func buckets(from, to time.Time, ok bool) (months, days []time.Time) {
+	if !ok {
+		return nil, nil
+	}
+	for d := from; !d.After(to); {
+		next := d.AddDate(0, 1, 0)
+		if d.Day() == 1 && !next.AddDate(0, 0, -1).After(to) {
+			months = append(months, d)
+			d = next
+			continue
+		}
+		days = append(days, d)
+		d = d.AddDate(0, 0, 1)
+	}
+	return months, days
+}
+
+func dates(ts []time.Time) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Format(time.DateOnly)
+	}
+	return out
+}
