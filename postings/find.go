@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -223,20 +224,9 @@ func Find(ctx context.Context, q sqlx.QueryerContext, f Filter, pageCursor strin
 }
 
 func find(ctx context.Context, q sqlx.QueryerContext, f Filter, before int64, limit int) (FoundPage, error) {
-	var subtree []int64
-	if f.Account != "" {
-		codes, err := accounts.Codes(ctx, q)
-		if err != nil {
-			return FoundPage{}, err
-		}
-		for id, code := range codes {
-			if code == f.Account || strings.HasPrefix(code, f.Account+":") {
-				subtree = append(subtree, id)
-			}
-		}
-		if len(subtree) == 0 {
-			return FoundPage{}, fmt.Errorf("%w: account: %.40q is not in the chart", ErrInvalidFilter, f.Account)
-		}
+	subtree, err := subtreeOf(ctx, q, f.Account)
+	if err != nil {
+		return FoundPage{}, err
 	}
 	stmt, args, err := findStatement(ctx, q, f, subtree, before, limit+1)
 	if err != nil {
@@ -279,6 +269,31 @@ func find(ctx context.Context, q sqlx.QueryerContext, f Filter, before int64, li
 		s.Postings = append(s.Postings, FoundLeg{ID: l.ID, Account: l.Account, Currency: l.Currency, Amount: l.Amount})
 	}
 	return page, nil
+}
+
+// subtreeOf returns the ids of the account code and of every account
+// below it; nil for "" (no account filter). A code not in the chart is
+// refused naming the parameter: a typo would otherwise look like an
+// account without sets.
+func subtreeOf(ctx context.Context, q sqlx.QueryerContext, code string) ([]int64, error) {
+	if code == "" {
+		return nil, nil
+	}
+	codes, err := accounts.Codes(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	for id, c := range codes {
+		if c == code || strings.HasPrefix(c, code+":") {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%w: account: %.40q is not in the chart", ErrInvalidFilter, code)
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // eventDaySQL and eventMonthSQL are the expressions of
@@ -366,8 +381,8 @@ func findStatement(ctx context.Context, q sqlx.QueryerContext, f Filter, subtree
 				WHERE p.account_id = a.id AND p.posting_set_id < ` + beforeArg + ` AND ` + and() + `
 				ORDER BY p.posting_set_id DESC LIMIT ` + nArg
 		}
-		return ids(`SELECT DISTINCT x.posting_set_id FROM unnest(`+accountArg+`::bigint[]) a (id)
-			CROSS JOIN LATERAL (`+lateral+`) x ORDER BY 1 DESC LIMIT `+nArg), args, nil
+		return ids(`SELECT DISTINCT x.posting_set_id FROM unnest(` + accountArg + `::bigint[]) a (id)
+			CROSS JOIN LATERAL (` + lateral + `) x ORDER BY 1 DESC LIMIT ` + nArg), args, nil
 	}
 	// A date range: the newest n sets of each whole month in it and of
 	// each day at its edges, merged.
