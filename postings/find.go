@@ -307,15 +307,18 @@ const (
 // findStatement builds Find's statement over posting_sets s from fixed
 // fragments, every value a parameter: the sets matching f with an id
 // below before, newest first, at most n. "" when no set can match (a
-// range outside the ledger's).
+// range outside the ledger's). The driver reads the newest matching ids
+// (from an index alone where the filter's columns are in it), then the
+// statement reads those n sets.
 func findStatement(ctx context.Context, q sqlx.QueryerContext, f Filter, subtree []int64, before int64, n int) (string, []any, error) {
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	// The set's own conditions, beside the id bound and the account.
-	var conds []string
+	// The set's own conditions, beside the id bound and the account; the
+	// date ranges apart, as a range's buckets imply it.
+	var conds, competence, effective []string
 	if f.Charge != "" {
 		conds = append(conds, "s.charge_id = "+arg(f.Charge))
 	}
@@ -325,70 +328,101 @@ func findStatement(ctx context.Context, q sqlx.QueryerContext, f Filter, subtree
 	if f.Kind != "" {
 		conds = append(conds, "s.kind = "+arg(string(f.Kind)))
 	}
+	switch {
+	case f.AmountMin > 0 && f.AmountMin == f.AmountMax:
+		// One amount: its sets are in id order in (amount, id).
+		conds = append(conds, "s.amount = "+arg(f.AmountMin))
+	default:
+		if f.AmountMin > 0 {
+			conds = append(conds, "s.amount >= "+arg(f.AmountMin))
+		}
+		if f.AmountMax > 0 {
+			conds = append(conds, "s.amount <= "+arg(f.AmountMax))
+		}
+	}
 	if !f.CompetenceFrom.IsZero() {
-		conds = append(conds, "s.competence >= "+arg(f.CompetenceFrom.UTC())+"::date")
+		competence = append(competence, "s.competence >= "+arg(f.CompetenceFrom.UTC().Format(time.DateOnly))+"::date")
 	}
 	if !f.CompetenceTo.IsZero() {
-		conds = append(conds, "s.competence <= "+arg(f.CompetenceTo.UTC())+"::date")
+		competence = append(competence, "s.competence <= "+arg(f.CompetenceTo.UTC().Format(time.DateOnly))+"::date")
 	}
 	if !f.EffectiveFrom.IsZero() {
-		conds = append(conds, "s.event_at >= "+arg(f.EffectiveFrom))
+		effective = append(effective, "s.event_at >= "+arg(f.EffectiveFrom))
 	}
 	if !f.EffectiveTo.IsZero() {
-		conds = append(conds, "s.event_at <= "+arg(f.EffectiveTo))
-	}
-	if f.AmountMin > 0 {
-		conds = append(conds, "s.amount >= "+arg(f.AmountMin))
-	}
-	if f.AmountMax > 0 {
-		conds = append(conds, "s.amount <= "+arg(f.AmountMax))
+		effective = append(effective, "s.event_at <= "+arg(f.EffectiveTo))
 	}
 	beforeArg, nArg := arg(before), arg(n)
-	and := func(extra ...string) string {
-		all := append(append([]string{}, extra...), conds...)
-		return strings.Join(all, " AND ")
-	}
 	var accountArg string
 	if subtree != nil {
 		accountArg = arg(pq.Array(subtree))
 	}
-	hasAccount := "EXISTS (SELECT 1 FROM postings p WHERE p.posting_set_id = s.id AND p.account_id = ANY(" + accountArg + "))"
-	sets := `SELECT ` + storedSetColumns + ` FROM posting_sets s WHERE `
+	and := func(parts ...[]string) string {
+		return strings.Join(slices.Concat(parts...), " AND ")
+	}
+	below := []string{"s.id < " + beforeArg}
+	var hasAccount []string
+	if subtree != nil {
+		hasAccount = []string{"EXISTS (SELECT 1 FROM postings p WHERE p.posting_set_id = s.id AND p.account_id = ANY(" + accountArg + "))"}
+	}
 	ids := func(driver string) string {
-		return sets + `s.id IN (` + driver + `) ORDER BY s.id DESC`
+		return `SELECT ` + storedSetColumns + ` FROM posting_sets s WHERE s.id IN (` + driver + `) ORDER BY s.id DESC`
 	}
 	switch {
-	case f.Charge != "" || f.Partner != "" || subtree == nil && f.CompetenceFrom.IsZero() && f.CompetenceTo.IsZero() &&
-		f.EffectiveFrom.IsZero() && f.EffectiveTo.IsZero():
+	case f.Charge != "" || f.Partner != "" || subtree == nil && len(competence) == 0 && len(effective) == 0:
 		// A charge's or a partner's sets are few enough to filter; kind
 		// and amount alone are left to the planner (their index or the
 		// newest sets, whichever finds n first).
-		extra := []string{"s.id < " + beforeArg}
-		if subtree != nil {
-			extra = append(extra, hasAccount)
-		}
-		return sets + and(extra...) + ` ORDER BY s.id DESC LIMIT ` + nArg, args, nil
+		return ids(`SELECT s.id FROM posting_sets s WHERE ` + and(below, hasAccount, conds, competence, effective) + `
+			ORDER BY s.id DESC LIMIT ` + nArg), args, nil
 	case subtree != nil:
 		// The newest n sets of each account of the subtree, merged: the
-		// newest n of all are among them.
-		var lateral string
-		if len(conds) == 0 {
-			lateral = `SELECT DISTINCT p.posting_set_id FROM postings p
-				WHERE p.account_id = a.id AND p.posting_set_id < ` + beforeArg + `
-				ORDER BY p.posting_set_id DESC LIMIT ` + nArg
-		} else {
-			lateral = `SELECT DISTINCT p.posting_set_id FROM postings p JOIN posting_sets s ON s.id = p.posting_set_id
-				WHERE p.account_id = a.id AND p.posting_set_id < ` + beforeArg + ` AND ` + and() + `
-				ORDER BY p.posting_set_id DESC LIMIT ` + nArg
+		// newest n of all are among them. Above floor only: see
+		// subtreeFloor.
+		join, where := "", ""
+		if rest := and(conds, competence, effective); rest != "" {
+			join, where = " JOIN posting_sets s ON s.id = p.posting_set_id", " AND "+rest
 		}
+		lateral := func(limitArg, floorArg string) string {
+			return `SELECT DISTINCT p.posting_set_id FROM postings p` + join + `
+				WHERE p.account_id = a.id AND p.posting_set_id < ` + beforeArg + ` AND p.posting_set_id >= ` + floorArg + where + `
+				ORDER BY p.posting_set_id DESC LIMIT ` + limitArg
+		}
+		probe := func(m int) (map[int64][]int64, error) {
+			next := len(args)
+			// least(m, n) is m (m < n), and gives n a use: a parameter a
+			// statement does not use has no type, and is refused.
+			stmt := `SELECT a.id AS account, x.posting_set_id FROM unnest(` + accountArg + `::bigint[]) a (id)
+				CROSS JOIN LATERAL (` + lateral("least($"+strconv.Itoa(next+1)+"::bigint, "+nArg+"::bigint)", "$"+strconv.Itoa(next+2)) + `) x`
+			var rows []struct {
+				Account int64 `db:"account"`
+				SetID   int64 `db:"posting_set_id"`
+			}
+			if err := sqlx.SelectContext(ctx, q, &rows, stmt, append(slices.Clone(args), m, int64(0))...); err != nil {
+				return nil, err
+			}
+			out := map[int64][]int64{}
+			for _, r := range rows {
+				out[r.Account] = append(out[r.Account], r.SetID)
+			}
+			return out, nil
+		}
+		floor, err := subtreeFloor(len(subtree), n, probe)
+		if err != nil {
+			return "", nil, err
+		}
+		floorArg := arg(floor)
 		return ids(`SELECT DISTINCT x.posting_set_id FROM unnest(` + accountArg + `::bigint[]) a (id)
-			CROSS JOIN LATERAL (` + lateral + `) x ORDER BY 1 DESC LIMIT ` + nArg), args, nil
+			CROSS JOIN LATERAL (` + lateral(nArg, floorArg) + `) x ORDER BY 1 DESC LIMIT ` + nArg), args, nil
 	}
 	// A date range: the newest n sets of each whole month in it and of
-	// each day at its edges, merged.
-	var months, days []time.Time
-	var monthExpr, dayExpr string
-	if !f.CompetenceFrom.IsZero() || !f.CompetenceTo.IsZero() {
+	// each day left at its edges, merged. A bucket inside the range needs
+	// no test of the range (and reads its index alone); the first and
+	// last day of an effective range, cut at a time of day, do.
+	var months, days, edges []time.Time
+	var monthCond, dayCond, edgeCond string
+	var rest []string // the conditions every bucket tests
+	if len(competence) > 0 {
 		var lo, hi *time.Time
 		if err := q.QueryRowxContext(ctx, `SELECT min(competence)::timestamp, max(competence)::timestamp FROM posting_sets`).Scan(&lo, &hi); err != nil {
 			return "", nil, err
@@ -397,7 +431,8 @@ func findStatement(ctx context.Context, q sqlx.QueryerContext, f Filter, subtree
 			return "", nil, nil
 		}
 		months, days = buckets(clamp(f.CompetenceFrom, f.CompetenceTo, *lo, *hi))
-		monthExpr, dayExpr = "s.competence_month = b.at", "s.competence = b.at"
+		monthCond, dayCond = "s.competence_month = b.at", "s.competence = b.at"
+		rest = slices.Concat(conds, effective)
 	} else {
 		var lo, hi *time.Time
 		if err := q.QueryRowxContext(ctx, `SELECT min(`+eventDaySQL+`)::timestamp, max(`+eventDaySQL+`)::timestamp FROM posting_sets s`).Scan(&lo, &hi); err != nil {
@@ -406,32 +441,83 @@ func findStatement(ctx context.Context, q sqlx.QueryerContext, f Filter, subtree
 		if lo == nil {
 			return "", nil, nil
 		}
-		from, to := f.EffectiveFrom, f.EffectiveTo
-		if !from.IsZero() {
-			from = from.UTC().Truncate(24 * time.Hour)
+		from, to, ok := clamp(day(f.EffectiveFrom), day(f.EffectiveTo), *lo, *hi)
+		if !ok {
+			return "", nil, nil
 		}
-		if !to.IsZero() {
-			to = to.UTC().Truncate(24 * time.Hour)
+		// The edge days are tested against the range; the days between
+		// lie inside it.
+		edges = append(edges, from)
+		if to.After(from) {
+			edges = append(edges, to)
 		}
-		months, days = buckets(clamp(from, to, *lo, *hi))
-		monthExpr, dayExpr = eventMonthSQL+" = b.at::timestamp", eventDaySQL+" = b.at"
+		months, days = buckets(from.AddDate(0, 0, 1), to.AddDate(0, 0, -1), to.Sub(from) >= 48*time.Hour)
+		monthCond, dayCond, edgeCond = eventMonthSQL+" = b.at::timestamp", eventDaySQL+" = b.at", eventDaySQL+" = b.at"
+		rest = conds
 	}
-	if len(months) == 0 && len(days) == 0 {
+	if len(months)+len(days)+len(edges) == 0 {
 		return "", nil, nil
 	}
-	extra := []string{"s.id < " + beforeArg}
-	if subtree != nil {
-		extra = append(extra, hasAccount)
+	lateral := func(buckets []time.Time, cond string, tests ...[]string) string {
+		return `SELECT x.id FROM unnest(` + arg(pq.StringArray(dates(buckets))) + `::date[]) b (at)
+		CROSS JOIN LATERAL (SELECT s.id FROM posting_sets s WHERE ` + and([]string{cond}, below, hasAccount, slices.Concat(tests...)) + `
+			ORDER BY s.id DESC LIMIT ` + nArg + `) x`
 	}
-	driver := `SELECT x.id FROM unnest(` + arg(pq.StringArray(dates(months))) + `::date[]) b (at)
-		CROSS JOIN LATERAL (SELECT s.id FROM posting_sets s WHERE ` + monthExpr + ` AND ` + and(extra...) + `
-			ORDER BY s.id DESC LIMIT ` + nArg + `) x
-		UNION ALL
-		SELECT x.id FROM unnest(` + arg(pq.StringArray(dates(days))) + `::date[]) b (at)
-		CROSS JOIN LATERAL (SELECT s.id FROM posting_sets s WHERE ` + dayExpr + ` AND ` + and(extra...) + `
-			ORDER BY s.id DESC LIMIT ` + nArg + `) x
-		ORDER BY 1 DESC LIMIT ` + nArg
-	return ids(driver), args, nil
+	// A day's test of the competence range is on its index's own column
+	// (and gives the range's parameters a use when there is no such day).
+	parts := []string{lateral(months, monthCond, rest), lateral(days, dayCond, rest, competence)}
+	if len(edges) > 0 {
+		parts = append(parts, lateral(edges, edgeCond, rest, effective))
+	}
+	return ids(strings.Join(parts, "\n\t\tUNION ALL\n\t\t") + `
+		ORDER BY 1 DESC LIMIT ` + nArg), args, nil
+}
+
+// day is t's date in UTC at 00:00 UTC, zero for zero.
+func day(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC().Truncate(24 * time.Hour)
+}
+
+// subtreeFloor is a set id at or below the n-th newest set of a subtree
+// of k accounts, so that reading each account's sets from the newest down
+// to it finds the n newest of all (0: read each account's n newest). For
+// a subtree of many accounts (every partner's payable), n per account is
+// thousands of rows for a page of a hundred: probe reads each account's
+// m newest instead, with m about 2n/k. When the probe finds n sets, the
+// n-th newest of them is the floor: the n newest of all are at or above
+// it (it is the n-th of a subset). When it finds fewer while some
+// account had m, m grows fourfold; when no account had m, the probe
+// read every set there is, and 0 reads them again.
+func subtreeFloor(k, n int, probe func(m int) (map[int64][]int64, error)) (int64, error) {
+	for m := 2*n/k + 1; m < n; m *= 4 {
+		byAccount, err := probe(m)
+		if err != nil {
+			return 0, err
+		}
+		seen := map[int64]bool{}
+		var ids []int64
+		saturated := false
+		for _, sets := range byAccount {
+			saturated = saturated || len(sets) >= m
+			for _, id := range sets {
+				if !seen[id] {
+					seen[id] = true
+					ids = append(ids, id)
+				}
+			}
+		}
+		if len(ids) >= n {
+			slices.Sort(ids)
+			return ids[len(ids)-n], nil
+		}
+		if !saturated {
+			return 0, nil
+		}
+	}
+	return 0, nil
 }
 
 // clamp bounds the range [from, to] (zero: open) to the ledger's [lo, hi]

@@ -103,8 +103,11 @@ func benchLedger(b *testing.B) *sqlx.DB {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	if _, err := razao.Migrate(context.Background(), db); err != nil {
+	start := time.Now()
+	if applied, err := razao.Migrate(context.Background(), db); err != nil {
 		b.Fatal(err)
+	} else if len(applied) > 0 {
+		b.Logf("migrations %v applied in %v", applied, time.Since(start).Round(time.Millisecond))
 	}
 	var built bool
 	db.Get(&built, `SELECT EXISTS (SELECT 1 FROM month_snapshots WHERE month = $1)`, benchledger.LastClosed.First())

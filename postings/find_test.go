@@ -108,6 +108,11 @@ func TestFindReturnsExactlyTheMatchingSetsNewestFirst(t *testing.T) {
 		{EffectiveFrom: time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)},
 		{EffectiveTo: sp(2026, 8, 31, 22, 29)},
 		{EffectiveFrom: sp(2026, 8, 1, 0, 0), EffectiveTo: sp(2026, 10, 31, 0, 0), Partner: "p1"},
+		{EffectiveFrom: sp(2026, 9, 3, 11, 0), EffectiveTo: sp(2026, 9, 3, 11, 0)},
+		{EffectiveFrom: time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC), EffectiveTo: time.Date(2026, 10, 31, 0, 0, 0, 0, time.UTC)},
+		{EffectiveFrom: time.Date(2026, 8, 31, 0, 0, 0, 0, time.UTC), EffectiveTo: time.Date(2026, 9, 1, 23, 0, 0, 0, time.UTC)},
+		{EffectiveFrom: time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC), EffectiveTo: time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC), Kind: postings.KindSale},
+		{CompetenceFrom: date("2026-08-01"), CompetenceTo: date("2026-08-31"), EffectiveFrom: time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)},
 		{AmountMin: 1000},
 		{AmountMax: 500},
 		{AmountMin: 4990, AmountMax: 4990},
@@ -150,6 +155,43 @@ func TestFindReturnsExactlyTheMatchingSetsNewestFirst(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A subtree of many accounts (forty partners' payables) is merged from
+// each account's newest sets above a floor its probe found: the pages
+// hold exactly the subtree's sets, newest first.
+func TestFindMergesASubtreeOfManyAccounts(t *testing.T) {
+	t.Parallel()
+	l, db := ledgertest.New(t)
+	for i := range 120 {
+		ledgertest.Commission(t, l, fmt.Sprintf("c%d", i), fmt.Sprintf("p%d", i%40), 10000, 1000,
+			ledgertest.SaoPaulo(2026, 8, 1+i%28, 10, 0))
+		s, err := postings.Sale(fmt.Sprintf("c%d", i), "BRL", 10000, 0, ledgertest.SaoPaulo(2026, 8, 1+i%28, 10, 0))
+		ledgertest.Post(t, l, s, err)
+	}
+	var want []int64
+	if err := db.Select(&want, `SELECT id FROM posting_sets WHERE kind = 'commission' ORDER BY id DESC`); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{1, 5, 50, 200} {
+		var got []int64
+		next := ""
+		for {
+			p, err := postings.Find(context.Background(), db, postings.Filter{Account: "liabilities:commission-payable"}, next, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range p.Sets {
+				got = append(got, s.ID)
+			}
+			if next = p.NextCursor; next == "" {
+				break
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("limit %d: %v, want %v", limit, got, want)
+		}
 	}
 }
 

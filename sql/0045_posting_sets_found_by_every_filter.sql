@@ -9,8 +9,12 @@
 --   competence   (competence, id) for the days at a range's edges; the
 --                whole months between are ix_posting_sets_competence_month
 --                (competence_month, id) of 0001;
---   effective    the event time's UTC day and UTC month, each with id, as
---                the competence's;
+--   effective    the event time's UTC month and UTC day, each with id,
+--                as the competence's, and with the event time itself: a
+--                scan of an expression's index reads the index alone only
+--                when the columns under the expression are in it, and the
+--                range's first and last day, cut at a time of day, are
+--                tested there;
 --   account      postings (account_id, posting_set_id): each account's
 --                newest sets, for every account of the code's subtree.
 -- The charge is ix_posting_sets_charge of 0008 (a charge has a handful of
@@ -27,6 +31,6 @@ DROP INDEX ix_posting_sets_partner;
 CREATE INDEX IF NOT EXISTS ix_posting_sets_kind_id ON posting_sets (kind, id);
 CREATE INDEX IF NOT EXISTS ix_posting_sets_amount_id ON posting_sets (amount, id);
 CREATE INDEX IF NOT EXISTS ix_posting_sets_competence_id ON posting_sets (competence, id);
-CREATE INDEX IF NOT EXISTS ix_posting_sets_event_day ON posting_sets (((event_at AT TIME ZONE 'UTC')::date), id);
-CREATE INDEX IF NOT EXISTS ix_posting_sets_event_month ON posting_sets ((date_trunc('month', event_at AT TIME ZONE 'UTC')), id);
+CREATE INDEX IF NOT EXISTS ix_posting_sets_event_day ON posting_sets (((event_at AT TIME ZONE 'UTC')::date), id) INCLUDE (event_at);
+CREATE INDEX IF NOT EXISTS ix_posting_sets_event_month ON posting_sets ((date_trunc('month', event_at AT TIME ZONE 'UTC')), id) INCLUDE (event_at);
 CREATE INDEX IF NOT EXISTS ix_postings_account_set ON postings (account_id, posting_set_id);
