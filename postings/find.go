@@ -178,8 +178,10 @@ type FoundPage struct {
 // Find returns the posting sets matching f across months, newest (highest
 // id) first, limit a page (cursor.Limit), each with its legs; pageCursor
 // is "" for the first page, then the previous page's NextCursor under the
-// same filter. The sets and their legs are read in one snapshot, in two
-// statements (the sets, then the page's legs at once).
+// same filter. Everything is read in one snapshot: the page's sets in one
+// statement (after, for a date range, the ledger's first and last date,
+// or for a subtree of many accounts, a probe of its floor), then the
+// legs of the whole page in one more, never one read per set.
 //
 // Newest first, so that paging is stable while sets are booked: each page
 // holds ids below the previous page's, so no set is shown twice, and no
@@ -194,21 +196,24 @@ type FoundPage struct {
 // or effective range as the newest sets of each whole month and each day
 // at its edges (ix_posting_sets_competence_month, ix_posting_sets_competence_id,
 // ix_posting_sets_event_month, ix_posting_sets_event_day), merged. With a
-// charge or partner the statement filters that set's few sets by the
-// rest; else the account, else the competence, else the effective range
-// leads, and the other filters test its rows.
+// charge or a partner, the statement tests that charge's or partner's
+// sets against the other filters; else the account leads, else the
+// competence range, else the effective range, and the other filters test
+// the rows it reads (a combination can thus read more than a page's
+// worth; each filter alone reads about a page).
 func Find(ctx context.Context, q sqlx.QueryerContext, f Filter, pageCursor string, limit int) (FoundPage, error) {
 	if err := f.Validate(); err != nil {
 		return FoundPage{}, err
 	}
 	before, err := cursor.Decode(pageCursor, f.Scope())
 	if err != nil {
-		return FoundPage{}, fmt.Errorf("%w (cursor)", err)
+		return FoundPage{}, err
 	}
 	if pageCursor == "" {
 		before = math.MaxInt64
 	} else if before < 1 {
-		return FoundPage{}, fmt.Errorf("%w: bad position (cursor)", cursor.ErrInvalid)
+		// Find issues a set's id, never 0.
+		return FoundPage{}, fmt.Errorf("%w: bad position", cursor.ErrInvalid)
 	}
 	limit = cursor.Limit(limit)
 	var page FoundPage
