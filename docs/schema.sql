@@ -434,6 +434,7 @@ CREATE INDEX ix_posting_sets_competence_id ON public.posting_sets USING btree (c
 CREATE INDEX ix_posting_sets_competence_month ON public.posting_sets USING btree (competence_month, id);
 CREATE INDEX ix_posting_sets_event_at ON public.posting_sets USING btree (event_at) WHERE (kind = ANY (ARRAY['sale'::text, 'refund'::text]));
 CREATE INDEX ix_posting_sets_event_day ON public.posting_sets USING btree ((((event_at AT TIME ZONE 'UTC'::text))::date), id) INCLUDE (event_at);
+CREATE INDEX ix_posting_sets_event_id ON public.posting_sets USING btree (event_at, id);
 CREATE INDEX ix_posting_sets_event_month ON public.posting_sets USING btree (date_trunc('month'::text, (event_at AT TIME ZONE 'UTC'::text)), id) INCLUDE (event_at);
 CREATE INDEX ix_posting_sets_kind_id ON public.posting_sets USING btree (kind, id);
 CREATE INDEX ix_posting_sets_month_xid ON public.posting_sets USING btree (competence_month, created_xid);

@@ -423,7 +423,9 @@ func findStatement(ctx context.Context, q sqlx.QueryerContext, f Filter, subtree
 	// A date range: the newest n sets of each whole month in it and of
 	// each day left at its edges, merged. A bucket inside the range needs
 	// no test of the range (and reads its index alone); the first and
-	// last day of an effective range, cut at a time of day, do.
+	// last day of an effective range, cut at a time of day, do: from the
+	// day's index, or, for a window of a few hours, from the event time's
+	// own (ix_posting_sets_event_id), whichever the planner finds cheaper.
 	var months, days, edges []time.Time
 	var monthCond, dayCond, edgeCond string
 	var rest []string // the conditions every bucket tests
@@ -440,13 +442,13 @@ func findStatement(ctx context.Context, q sqlx.QueryerContext, f Filter, subtree
 		rest = slices.Concat(conds, effective)
 	} else {
 		var lo, hi *time.Time
-		if err := q.QueryRowxContext(ctx, `SELECT min(`+eventDaySQL+`)::timestamp, max(`+eventDaySQL+`)::timestamp FROM posting_sets s`).Scan(&lo, &hi); err != nil {
+		if err := q.QueryRowxContext(ctx, `SELECT min(event_at), max(event_at) FROM posting_sets`).Scan(&lo, &hi); err != nil {
 			return "", nil, err
 		}
 		if lo == nil {
 			return "", nil, nil
 		}
-		from, to, ok := clamp(day(f.EffectiveFrom), day(f.EffectiveTo), *lo, *hi)
+		from, to, ok := clamp(day(f.EffectiveFrom), day(f.EffectiveTo), day(*lo), day(*hi))
 		if !ok {
 			return "", nil, nil
 		}

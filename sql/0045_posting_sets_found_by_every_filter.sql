@@ -14,7 +14,8 @@
 --                scan of an expression's index reads the index alone only
 --                when the columns under the expression are in it, and the
 --                range's first and last day, cut at a time of day, are
---                tested there;
+--                tested there; and (event_at, id), for a window of hours
+--                within a day, and the ledger's first and last event;
 --   account      postings (account_id, posting_set_id): each account's
 --                newest sets, for every account of the code's subtree.
 -- The charge is ix_posting_sets_charge of 0008 (a charge has a handful of
@@ -23,7 +24,7 @@
 -- Built in the migration's transaction, as 0023's and 0043's were: writes
 -- to posting_sets and postings wait while each index is built, one read of
 -- the table each. On a ledger of 10 million postings in 3.8 million sets
--- that is minutes, not seconds: apply it in a quiet hour, or build the
+-- that is a minute or more, not seconds: apply it in a quiet hour, or build the
 -- same indexes first with CREATE INDEX CONCURRENTLY under these names
 -- (IF NOT EXISTS below then finds them and skips the build).
 CREATE INDEX IF NOT EXISTS ix_posting_sets_partner_id ON posting_sets (partner, id) WHERE partner IS NOT NULL;
@@ -33,4 +34,5 @@ CREATE INDEX IF NOT EXISTS ix_posting_sets_amount_id ON posting_sets (amount, id
 CREATE INDEX IF NOT EXISTS ix_posting_sets_competence_id ON posting_sets (competence, id);
 CREATE INDEX IF NOT EXISTS ix_posting_sets_event_day ON posting_sets (((event_at AT TIME ZONE 'UTC')::date), id) INCLUDE (event_at);
 CREATE INDEX IF NOT EXISTS ix_posting_sets_event_month ON posting_sets ((date_trunc('month', event_at AT TIME ZONE 'UTC')), id) INCLUDE (event_at);
+CREATE INDEX IF NOT EXISTS ix_posting_sets_event_id ON posting_sets (event_at, id);
 CREATE INDEX IF NOT EXISTS ix_postings_account_set ON postings (account_id, posting_set_id);
