@@ -67,6 +67,7 @@ func (a *API) Register(r *mux.Router) {
 	route(http.MethodGet, "/reports/income-statement/{month}", auth.Read, a.incomeStatement)
 	route(http.MethodGet, "/reports/journal/{month}", auth.Read, a.journal)
 	route(http.MethodGet, "/accounts", auth.Read, a.chart)
+	route(http.MethodGet, "/posting-sets", auth.Read, a.listPostingSets)
 	route(http.MethodGet, "/accounts/{code}/series", auth.Read, a.accountSeries)
 	route(http.MethodGet, "/periods", auth.Read, a.periods)
 	route(http.MethodPost, "/periods/{month}/close", auth.Admin, a.closePeriod)
