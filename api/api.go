@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/adjustments"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/internal/httplog"
@@ -44,6 +45,9 @@ type API struct {
 	Merchants []string
 	// Reconciler takes uploaded statements; nil takes none.
 	Reconciler *reconcile.Reconciler
+	// Adjustments is how corrections are approved; the zero value asks
+	// for four eyes.
+	Adjustments adjustments.Config
 }
 
 // Register mounts the /v1 routes on r. Every route needs a bearer token
@@ -73,6 +77,7 @@ func (a *API) Register(r *mux.Router) {
 	route(http.MethodPost, "/divergences/{id}/resolve", auth.Admin, a.resolveDivergence)
 	route(http.MethodGet, "/exports/{kind}.csv", auth.Read, a.exportCSV)
 	a.registerReconciliations(route)
+	a.registerAdjustments(route)
 	if a.Events != nil {
 		route(http.MethodGet, "/events", auth.Read, a.Events.ServeHTTP)
 	}
