@@ -88,6 +88,9 @@ func (c Corrections) proposed(ctx context.Context, tx *sqlx.Tx, stored row, who 
 		if stored, err = c.book(ctx, tx, stored, who, now); err != nil {
 			return Adjustment{}, err
 		}
+		if err := events.AppendAll(ctx, tx, event(stored)); err != nil {
+			return Adjustment{}, err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return Adjustment{}, fmt.Errorf("propose %s: commit: %w", stored.Kind, postings.MapError(err))

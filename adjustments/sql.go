@@ -209,10 +209,19 @@ type Filter struct {
 // after, oldest first, and whether more follow. A status filter reads
 // ix_adjustments_status_id; none, the primary key.
 func List(ctx context.Context, q sqlx.QueryerContext, f Filter, after int64, limit int) ([]Adjustment, bool, error) {
+	// Conditions of constant text, so that a status filter is planned on
+	// its index whatever the plan cache holds.
+	where, args := `id > $1`, []any{after, limit + 1}
+	if f.Status != "" {
+		args = append(args, string(f.Status))
+		where += fmt.Sprintf(` AND status = $%d`, len(args))
+	}
+	if f.Kind != "" {
+		args = append(args, string(f.Kind))
+		where += fmt.Sprintf(` AND kind = $%d`, len(args))
+	}
 	var rs []row
-	err := sqlx.SelectContext(ctx, q, &rs, `SELECT `+columns+` FROM adjustments
-		WHERE ($1 = '' OR status = $1) AND ($2 = '' OR kind = $2) AND id > $3
-		ORDER BY id LIMIT $4`, string(f.Status), string(f.Kind), after, limit+1)
+	err := sqlx.SelectContext(ctx, q, &rs, `SELECT `+columns+` FROM adjustments WHERE `+where+` ORDER BY id LIMIT $2`, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("list adjustments: %w", err)
 	}

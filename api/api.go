@@ -114,7 +114,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	if err := strictjson.Check(body); err != nil {
-		writeProblem(w, http.StatusBadRequest, "invalid-json", "Invalid JSON", err.Error())
+		detail := err.Error()
+		if p := nulPath(body); errors.Is(err, strictjson.ErrNUL) && p != "" {
+			detail = "field " + p + ": " + detail
+		}
+		writeProblem(w, http.StatusBadRequest, "invalid-json", "Invalid JSON", detail)
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
