@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/adjustments"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/internal/httplog"
@@ -44,6 +45,9 @@ type API struct {
 	Merchants []string
 	// Reconciler takes uploaded statements; nil takes none.
 	Reconciler *reconcile.Reconciler
+	// Adjustments is how corrections are approved; the zero value asks
+	// for four eyes.
+	Adjustments adjustments.Config
 }
 
 // Register mounts the /v1 routes on r. Every route needs a bearer token
@@ -79,6 +83,7 @@ func (a *API) Register(r *mux.Router) {
 	route(http.MethodGet, "/exports/journal.hledger", auth.Read, a.exportLedger(reports.Hledger))
 	route(http.MethodGet, "/exports/journal.beancount", auth.Read, a.exportLedger(reports.Beancount))
 	a.registerReconciliations(route)
+	a.registerAdjustments(route)
 	if a.Events != nil {
 		route(http.MethodGet, "/events", auth.Read, a.Events.ServeHTTP)
 	}
@@ -115,7 +120,11 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	if err := strictjson.Check(body); err != nil {
-		writeProblem(w, http.StatusBadRequest, "invalid-json", "Invalid JSON", err.Error())
+		detail := err.Error()
+		if p := nulPath(body); errors.Is(err, strictjson.ErrNUL) && p != "" {
+			detail = "field " + p + ": " + detail
+		}
+		writeProblem(w, http.StatusBadRequest, "invalid-json", "Invalid JSON", detail)
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -12,7 +12,6 @@ import (
 
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/inbox"
-	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/reconcile"
 )
 
@@ -22,10 +21,6 @@ type ChargesPage struct {
 	// NextCursor fetches the next page; empty on the last one.
 	NextCursor string `json:"next_cursor,omitempty"`
 }
-
-// errInvalidParameter is a query parameter of a listing that is not one
-// it takes, or given twice.
-var errInvalidParameter = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid parameter")
 
 // chargeParams are the query parameters GET /v1/charges takes.
 var chargeParams = map[string]bool{

@@ -30,6 +30,10 @@ func month(r *http.Request, name string) (periods.Month, error) {
 // errInvalidLimit is a page size that is not a whole number from 1 on.
 var errInvalidLimit = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid limit")
 
+// errInvalidParameter is a query or path parameter that a route does not
+// take, takes once, or takes with other values.
+var errInvalidParameter = kind.New(kind.Invalid, "invalid-parameter", "Invalid parameter", "invalid parameter")
+
 // limit parses ?limit=, a listing's page size: 0 when absent (the
 // listing's default, cursor.DefaultLimit); else a whole number from 1 on,
 // one beyond int's range read as the largest (the listing caps it,

@@ -100,6 +100,8 @@ GRANT SELECT ON month_sums, month_sum_lines TO razao;
 -- Console sessions (sql/0026): created at sign-in, deleted at sign-out or
 -- once expired.
 GRANT SELECT, INSERT, DELETE ON console_sessions TO razao;
+-- Correction proposals (sql/0046): proposed, then decided once.
+GRANT SELECT, INSERT, UPDATE ON adjustments TO razao;
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO razao;
 

@@ -18,6 +18,33 @@ CREATE TABLE accounts (
     created_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
+CREATE TABLE adjustments (
+    id bigint NOT NULL DEFAULT nextval('adjustments_id_seq'::regclass),
+    kind text NOT NULL,
+    status text NOT NULL DEFAULT 'proposed'::text,
+    idempotency_key text,
+    request_hash text NOT NULL,
+    reason text NOT NULL,
+    legs jsonb NOT NULL,
+    amount bigint NOT NULL,
+    currency character(3) NOT NULL,
+    competence date,
+    charge_id text,
+    partner text,
+    divergence_id bigint,
+    reverses bigint,
+    four_eyes boolean NOT NULL,
+    proposed_by text NOT NULL,
+    proposed_by_token bigint,
+    proposed_at timestamp with time zone NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    decided_by text,
+    decided_by_token bigint,
+    decided_at timestamp with time zone,
+    decision_note text,
+    posting_set_id bigint
+);
+
 CREATE TABLE api_tokens (
     id bigint NOT NULL DEFAULT nextval('api_tokens_id_seq'::regclass),
     name text NOT NULL,
@@ -205,7 +232,8 @@ CREATE TABLE posting_sets (
     created_xid xid8 NOT NULL DEFAULT pg_current_xact_id(),
     created_at timestamp with time zone NOT NULL DEFAULT now(),
     return_id text,
-    refund_nature text
+    refund_nature text,
+    reverses bigint
 );
 
 CREATE TABLE postings (
@@ -323,6 +351,22 @@ ALTER TABLE accounts ADD CONSTRAINT ck_accounts_normal_side CHECK ((normal_side 
 ALTER TABLE accounts ADD CONSTRAINT ck_accounts_type CHECK ((type = ANY (ARRAY['asset'::text, 'liability'::text, 'equity'::text, 'income'::text, 'expense'::text])));
 ALTER TABLE accounts ADD CONSTRAINT uq_accounts_code UNIQUE (code);
 ALTER TABLE accounts ADD CONSTRAINT uq_accounts_id_currency UNIQUE (id, currency);
+ALTER TABLE adjustments ADD CONSTRAINT adjustments_pkey PRIMARY KEY (id);
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_adjustment CHECK (((kind <> 'adjustment'::text) OR ((idempotency_key IS NOT NULL) AND (competence IS NOT NULL) AND (reverses IS NULL))));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_amount CHECK (((amount > 0) AND (amount <= '1000000000000000'::bigint)));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_booked CHECK (((status = 'booked'::text) = (posting_set_id IS NOT NULL)));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_decided CHECK (((status = 'proposed'::text) = (decided_at IS NULL)));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_decider CHECK (((status <> ALL (ARRAY['booked'::text, 'rejected'::text])) OR (decided_by IS NOT NULL)));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_expiry CHECK ((expires_at > proposed_at));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_four_eyes CHECK (((status <> 'booked'::text) OR (NOT four_eyes) OR (decided_by <> proposed_by)));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_key CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 200)));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_kind CHECK ((kind = ANY (ARRAY['adjustment'::text, 'reversal'::text])));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_legs CHECK (((jsonb_typeof(legs) = 'array'::text) AND ((jsonb_array_length(legs) >= 2) AND (jsonb_array_length(legs) <= 100))));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_names CHECK ((((length(proposed_by) >= 1) AND (length(proposed_by) <= 100)) AND ((length(decided_by) >= 1) AND (length(decided_by) <= 100))));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_note CHECK ((length(decision_note) <= 1000));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_reason CHECK (((length(reason) >= 1) AND (length(reason) <= 1000)));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_reversal CHECK (((kind <> 'reversal'::text) OR ((reverses IS NOT NULL) AND (idempotency_key IS NULL))));
+ALTER TABLE adjustments ADD CONSTRAINT ck_adjustments_status CHECK ((status = ANY (ARRAY['proposed'::text, 'booked'::text, 'rejected'::text, 'expired'::text])));
 ALTER TABLE api_tokens ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (id);
 ALTER TABLE api_tokens ADD CONSTRAINT ck_api_tokens_hash CHECK ((octet_length(token_hash) = 32));
 ALTER TABLE api_tokens ADD CONSTRAINT ck_api_tokens_name CHECK ((((length(name) >= 1) AND (length(name) <= 100)) AND (name !~ '[[:cntrl:]]'::text)));
@@ -381,7 +425,7 @@ ALTER TABLE month_sum_lines ADD CONSTRAINT month_sum_lines_month_fkey FOREIGN KE
 ALTER TABLE month_sum_lines ADD CONSTRAINT month_sum_lines_pkey PRIMARY KEY (month, account_id, kind);
 ALTER TABLE month_sums ADD CONSTRAINT ck_month_sums_first_day CHECK ((month = (date_trunc('month'::text, (month)::timestamp with time zone))::date));
 ALTER TABLE month_sums ADD CONSTRAINT month_sums_pkey PRIMARY KEY (month);
-ALTER TABLE outbox ADD CONSTRAINT ck_outbox_topic CHECK ((topic = ANY (ARRAY['charge.paid'::text, 'access.granted'::text, 'charge.refunded'::text, 'charge.failed'::text, 'divergence.opened'::text])));
+ALTER TABLE outbox ADD CONSTRAINT ck_outbox_topic CHECK ((topic = ANY (ARRAY['charge.paid'::text, 'access.granted'::text, 'charge.refunded'::text, 'charge.failed'::text, 'divergence.opened'::text, 'adjustment.proposed'::text, 'adjustment.booked'::text, 'adjustment.rejected'::text, 'adjustment.expired'::text])));
 ALTER TABLE outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_amount CHECK ((amount > 0));
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_amount_ceiling CHECK ((amount <= '1000000000000000'::bigint));
@@ -393,6 +437,7 @@ ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_refund CHECK (((kind <> 
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_refund_details CHECK (((kind = 'refund'::text) OR ((return_id IS NULL) AND (refund_nature IS NULL))));
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_refund_nature CHECK ((refund_nature ~ '^[A-Z][A-Z0-9_]{0,34}$'::text));
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_return_id CHECK (((length(return_id) >= 1) AND (length(return_id) <= 64)));
+ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_reverses CHECK (((reverses IS NULL) OR ((kind = 'adjustment'::text) AND (reverses <> id))));
 ALTER TABLE posting_sets ADD CONSTRAINT posting_sets_pkey PRIMARY KEY (id);
 ALTER TABLE posting_sets ADD CONSTRAINT uq_posting_sets_idempotency_key UNIQUE (idempotency_key);
 ALTER TABLE postings ADD CONSTRAINT ck_postings_amount_ceiling CHECK (((amount <= '1000000000000000'::bigint) AND (amount >= '-1000000000000000'::bigint)));
@@ -427,6 +472,11 @@ ALTER TABLE trial_balance_snapshots ADD CONSTRAINT pk_trial_balance_snapshots PR
 
 -- Indexes that back no constraint
 
+CREATE INDEX ix_adjustments_due ON public.adjustments USING btree (expires_at) WHERE (status = 'proposed'::text);
+CREATE INDEX ix_adjustments_status_id ON public.adjustments USING btree (status, id);
+CREATE UNIQUE INDEX uq_adjustments_key ON public.adjustments USING btree (idempotency_key) WHERE (kind = 'adjustment'::text);
+CREATE UNIQUE INDEX uq_adjustments_posting_set ON public.adjustments USING btree (posting_set_id) WHERE (posting_set_id IS NOT NULL);
+CREATE UNIQUE INDEX uq_adjustments_reversal ON public.adjustments USING btree (reverses) WHERE ((kind = 'reversal'::text) AND (status = ANY (ARRAY['proposed'::text, 'booked'::text])));
 CREATE INDEX ix_charges_amount ON public.charges USING btree (amount);
 CREATE INDEX ix_charges_created ON public.charges USING btree (created_at, id);
 CREATE INDEX ix_charges_merchant_created ON public.charges USING btree (merchant, created_at, id) WHERE (merchant IS NOT NULL);
@@ -461,6 +511,7 @@ CREATE INDEX ix_posting_sets_month_xid ON public.posting_sets USING btree (compe
 CREATE INDEX ix_posting_sets_partner_id ON public.posting_sets USING btree (partner, id) WHERE (partner IS NOT NULL);
 CREATE INDEX ix_posting_sets_partner_payouts ON public.posting_sets USING btree (partner, id) WHERE (kind = 'payout'::text);
 CREATE UNIQUE INDEX uq_commission_per_charge ON public.posting_sets USING btree (charge_id) WHERE (kind = 'commission'::text);
+CREATE UNIQUE INDEX uq_posting_sets_reverses ON public.posting_sets USING btree (reverses) WHERE (reverses IS NOT NULL);
 CREATE UNIQUE INDEX uq_refund_per_psp_refund ON public.posting_sets USING btree (charge_id, refund_id) WHERE (kind = 'refund'::text);
 CREATE UNIQUE INDEX uq_reversal_per_psp_refund ON public.posting_sets USING btree (charge_id, refund_id) WHERE (kind = 'commission_reversal'::text);
 CREATE UNIQUE INDEX uq_sale_per_charge ON public.posting_sets USING btree (charge_id) WHERE (kind = 'sale'::text);

@@ -35,6 +35,12 @@ const (
 	TopicChargeRefunded   Topic = "charge.refunded"
 	TopicChargeFailed     Topic = "charge.failed"
 	TopicDivergenceOpened Topic = "divergence.opened"
+	// A correction's states (package adjustments): proposed, booked (at
+	// once, or on a second person's approval), rejected, expired.
+	TopicAdjustmentProposed Topic = "adjustment.proposed"
+	TopicAdjustmentBooked   Topic = "adjustment.booked"
+	TopicAdjustmentRejected Topic = "adjustment.rejected"
+	TopicAdjustmentExpired  Topic = "adjustment.expired"
 )
 
 // MaxLimit caps the events one call to Since returns, so that neither a
@@ -48,7 +54,8 @@ var (
 )
 
 // Topics lists every topic (a test compares it with ck_outbox_topic).
-var Topics = []Topic{TopicChargePaid, TopicAccessGranted, TopicChargeRefunded, TopicChargeFailed, TopicDivergenceOpened}
+var Topics = []Topic{TopicChargePaid, TopicAccessGranted, TopicChargeRefunded, TopicChargeFailed, TopicDivergenceOpened,
+	TopicAdjustmentProposed, TopicAdjustmentBooked, TopicAdjustmentRejected, TopicAdjustmentExpired}
 
 // Valid reports whether the outbox accepts t.
 func (t Topic) Valid() bool { return slices.Contains(Topics, t) }

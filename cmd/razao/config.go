@@ -16,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/razao/razao/adjustments"
 	"github.com/razao/razao/exports"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/periods"
@@ -42,6 +43,7 @@ type fileConfig struct {
 	Events         eventsConfig             `yaml:"events"`
 	// Reconciliation names each endpoint's statement source.
 	Reconciliation []reconcile.EndpointConfig `yaml:"reconciliation"`
+	Adjustments    adjustmentsConfig          `yaml:"adjustments"`
 }
 
 // eventsConfig sizes GET /v1/events; zero means the hub's default.
@@ -93,6 +95,7 @@ type serveConfig struct {
 	events         eventsConfig
 	reconciliation []reconcile.EndpointConfig
 	getenv         func(string) string // the environment the config was read with: reconciliation's secrets
+	adjustments    adjustments.Config  // how corrections are approved
 }
 
 // serverTimeouts bound how long a client may hold a connection: a slow
@@ -163,6 +166,9 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	if cfg.goLive, err = periods.ParseGoLive(first(*goLive, getenv("RAZAO_GO_LIVE"), file.GoLive), time.Now()); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
+	if cfg.adjustments, err = file.Adjustments.build(); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
 	if cfg.exports, err = file.Exports.build(cal.Location()); err != nil {
 		return cfg, fmt.Errorf("config: exports: %w", err)
 	}
@@ -228,6 +234,7 @@ var configSections = map[string]struct {
 	"reconcile.BCBPixConfig":   {"in a reconciliation's bcb_pix", reflect.TypeFor[reconcile.BCBPixConfig]()},
 	"main.tlsConfig":           {"in tls", reflect.TypeFor[tlsConfig]()},
 	"main.eventsConfig":        {"in events", reflect.TypeFor[eventsConfig]()},
+	"main.adjustmentsConfig":   {"in adjustments", reflect.TypeFor[adjustmentsConfig]()},
 }
 
 var (

@@ -22,6 +22,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao"
+	"github.com/razao/razao/adjustments"
 	"github.com/razao/razao/api"
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/console"
@@ -145,7 +146,8 @@ type server struct {
 	// set (cmdServe sets it unless admin_listen is off).
 	admin    *http.Server
 	adminLn  net.Listener
-	inFlight inFlight // requests of the public listener being served
+	inFlight inFlight         // requests of the public listener being served
+	now      func() time.Time // the clock proposals expire by
 }
 
 // adminWriteTimeout leaves room for a CPU profile (?seconds=30 by
@@ -211,6 +213,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	proc.OnCommit = notifier.Kick
 	proc.Metrics = m
 	s := &server{
+		now:      now,
 		db:       db,
 		log:      logger,
 		worker:   newWorker(proc, cfg),
@@ -244,7 +247,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		s.recon.OnCommit = notifier.Kick
 	}
 	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub, Merchants: webhook.Merchants(cfg.endpoints),
-		Reconciler: s.recon}
+		Reconciler: s.recon, Adjustments: cfg.adjustments}
 	// The finance console reads through the same functions as v1.
 	con, err := console.New(db, ledger, s.hub, logger, now)
 	if err != nil {
@@ -363,6 +366,10 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	// another is left to it).
 	wg.Add(1)
 	go func() { defer wg.Done(); monthsums.Run(bg, s.db, s.log, monthsums.Interval) }()
+	// Proposals nobody approved in time expire, each with its event; any
+	// replica may run it (SKIP LOCKED).
+	wg.Add(1)
+	go func() { defer wg.Done(); adjustments.Run(bg, s.db, s.log, time.Minute, s.now) }()
 	if s.exports != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.exports.Run(bg, 30*time.Second) }()
