@@ -250,7 +250,8 @@ func TestMethodNotAllowedSaysAllow(t *testing.T) {
 	base, token, _, _ := startLoggedServer(t)
 	for _, tc := range []struct{ method, path, allow string }{
 		{"POST", "/v1/balances", "GET"},
-		{"DELETE", "/v1/charges", "POST"},
+		{"DELETE", "/v1/charges", "GET, POST"},
+		{"GET", "/v1/adjustments/7/approve", "POST"},
 		{"PUT", "/v1/charges/order-1", "GET"},
 		{"GET", "/v1/periods/2026-08/close", "POST"},
 		{"POST", "/healthz", "GET"},
