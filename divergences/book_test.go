@@ -411,3 +411,34 @@ func TestCreditRefundsNeverOverdrawUnderConcurrency(t *testing.T) {
 		t.Errorf("customer credits %d, want -2000: never below nothing", c)
 	}
 }
+
+// TestAPaymentsOfferKeepsTheFeeThePSPKept: a second payment of 49.90 on
+// which the PSP kept 0.99 brought 48.91 into cash; its customer credit
+// is the whole 49.90, and the fee is the merchant's expense. Booking the
+// whole amount as cash would leave cash 0.99 above the PSP's balance.
+func TestAPaymentsOfferKeepsTheFeeThePSPKept(t *testing.T) {
+	t.Parallel()
+	l, db := ledgertest.New(t)
+	ctx := context.Background()
+	id := moneyDivergence(t, db, divergences.ReasonSecondPayment, "paid", "c1", 4990, august)
+	db.MustExec(`UPDATE inbox SET event = event || '{"HasFee":true,"Fee":99}' WHERE id = (SELECT inbox_id FROM divergences WHERE id = $1)`, id)
+	d, err := divergences.Describe(ctx, db, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Offers) != 1 {
+		t.Fatalf("offers %+v, want one customer credit", d.Offers)
+	}
+	want := []postings.Leg{{Account: accounts.Cash, Amount: 4891, Currency: "BRL"}, {Account: accounts.PSPFees, Amount: 99, Currency: "BRL"},
+		{Account: accounts.CustomerCredits, Amount: -4990, Currency: "BRL"}}
+	if o := d.Offers[0]; o.Amount != 4990 || !slices.Equal(o.Legs, want) {
+		t.Fatalf("offer %+v, want %+v", o, want)
+	}
+	if _, err := divergences.Book(ctx, db, l, id, divergences.Request{Resolution: divergences.BookCustomerCredit}, august.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM postings p JOIN posting_sets s ON s.id = p.posting_set_id
+		WHERE s.idempotency_key = $1`, divergences.SetKey(id)); n != 3 {
+		t.Fatalf("the booked set has %d postings, want 3", n)
+	}
+}

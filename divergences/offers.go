@@ -103,17 +103,24 @@ func (f figures) offers() []Offer {
 			out = append(out, o)
 		}
 	}
+	// payment books a whole payment the ledger lacks: the PSP kept its
+	// fee, so cash is what it left and the fee an expense.
+	payment := func(b Booking, why string) {
+		if o, ok := offer(b, *f.Stated, why); ok {
+			out = append(out, o.lessFee(f.StatedFee))
+		}
+	}
 	in, outflow := f.Kind == "paid", f.Kind == "refunded"
 	switch f.Reason {
 	case ReasonSecondPayment, ReasonMerchantMismatch:
 		if in && f.Stated != nil {
-			add(BookCustomerCredit, *f.Stated, "the payment is owed to the customer until refunded or applied")
+			payment(BookCustomerCredit, "the payment is owed to the customer until refunded or applied")
 		}
 	case ReasonUnknownCharge:
 		switch {
 		case in && f.Stated != nil:
-			add(BookCustomerCredit, *f.Stated, "the payment is owed to the customer until refunded or applied")
-			add(BookRevenue, *f.Stated, "the payment is a sale of its own, without a charge")
+			payment(BookCustomerCredit, "the payment is owed to the customer until refunded or applied")
+			payment(BookRevenue, "the payment is a sale of its own, without a charge")
 		case outflow && f.Stated != nil:
 			f.refundOut(add)
 		}
@@ -123,8 +130,8 @@ func (f figures) offers() []Offer {
 		}
 		if f.Sale == nil {
 			// Nothing booked: the whole payment is what the ledger lacks.
-			add(BookCustomerCredit, *f.Stated, "the payment is owed to the customer until refunded or applied")
-			add(BookRevenue, *f.Stated, "the payment is a sale for what was paid")
+			payment(BookCustomerCredit, "the payment is owed to the customer until refunded or applied")
+			payment(BookRevenue, "the payment is a sale for what was paid")
 			break
 		}
 		booked := *f.Sale
@@ -207,4 +214,21 @@ func offer(b Booking, signed int64, why string) (Offer, bool) {
 		o.Parameters = []string{ParamCreditDivergence}
 	}
 	return o, true
+}
+
+// lessFee is a payment's offer with the fee the PSP kept: the cash leg
+// holds what the PSP left, expenses:psp-fees the fee. A fee that is
+// absent, not positive, or not below the amount leaves the offer as it is
+// (the PSP's figures do not make a payment then).
+func (o Offer) lessFee(fee *int64) Offer {
+	if fee == nil || *fee <= 0 || *fee >= o.Amount || len(o.Legs) != 2 || o.Legs[0].Account != accounts.Cash {
+		return o
+	}
+	legs := []postings.Leg{
+		{Account: accounts.Cash, Amount: o.Amount - *fee, Currency: o.Legs[0].Currency},
+		{Account: accounts.PSPFees, Amount: *fee, Currency: o.Legs[0].Currency},
+		o.Legs[1],
+	}
+	o.Legs = legs
+	return o
 }
