@@ -149,23 +149,59 @@ type FoundLeg struct {
 	Amount   int64  `json:"amount"`
 }
 
-// FoundSet is a posting set Find returns, with its legs, as the journal
-// shows a set.
+// FoundSet is a posting set with its legs, as the journal (one month's)
+// and Find (across months) show it.
 type FoundSet struct {
-	ID             int64      `json:"id"`
-	Kind           string     `json:"kind"`
-	IdempotencyKey string     `json:"idempotency_key"`
-	Amount         int64      `json:"amount"`
-	Currency       string     `json:"currency"`
-	Competence     string     `json:"competence"` // YYYY-MM-DD
-	EventAt        time.Time  `json:"event_at"`
-	ChargeID       string     `json:"charge_id,omitempty"`
-	RefundID       string     `json:"refund_id,omitempty"`
-	Partner        string     `json:"partner,omitempty"`
-	InboxID        int64      `json:"inbox_id,omitempty"`
-	Description    string     `json:"description"`
-	CreatedAt      time.Time  `json:"created_at"`
-	Postings       []FoundLeg `json:"postings"`
+	ID             int64  `json:"id"`
+	Kind           string `json:"kind"`
+	IdempotencyKey string `json:"idempotency_key"`
+	// Amount is the business amount of the event (the sale's total, the
+	// refund's amount...).
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	// Competence is the date the set is booked on, YYYY-MM-DD.
+	Competence string `json:"competence"`
+	// EventAt is when the event happened (UTC); it differs from
+	// Competence's month for a late event booked after its month closed.
+	EventAt     time.Time  `json:"event_at"`
+	ChargeID    string     `json:"charge_id,omitempty"`
+	RefundID    string     `json:"refund_id,omitempty"`
+	Partner     string     `json:"partner,omitempty"`
+	InboxID     int64      `json:"inbox_id,omitempty"`
+	Description string     `json:"description"`
+	CreatedAt   time.Time  `json:"created_at"`
+	Postings    []FoundLeg `json:"postings"`
+}
+
+// WithLegs returns sets as shown, in their order, with the legs of all of
+// them read in one statement (LegsOf), never one read per set.
+func WithLegs(ctx context.Context, q sqlx.QueryerContext, sets []StoredSet) ([]FoundSet, error) {
+	out := make([]FoundSet, 0, len(sets))
+	if len(sets) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, len(sets))
+	index := make(map[int64]int, len(sets))
+	for i, s := range sets {
+		ids[i] = s.ID
+		index[s.ID] = i
+		out = append(out, FoundSet{
+			ID: s.ID, Kind: s.Kind, IdempotencyKey: s.IdempotencyKey, Amount: s.Amount, Currency: s.Currency,
+			Competence: s.Competence.UTC().Format(time.DateOnly), EventAt: s.EventAt.UTC(),
+			ChargeID: s.ChargeID.String, RefundID: s.RefundID.String, Partner: s.Partner.String,
+			InboxID: s.InboxID.Int64, Description: s.Description, CreatedAt: s.CreatedAt.UTC(),
+			Postings: []FoundLeg{},
+		})
+	}
+	legs, err := LegsOf(ctx, q, ids)
+	if err != nil {
+		return nil, fmt.Errorf("legs: %w", err)
+	}
+	for _, l := range legs {
+		s := &out[index[l.SetID]]
+		s.Postings = append(s.Postings, FoundLeg{ID: l.ID, Account: l.Account, Currency: l.Currency, Amount: l.Amount})
+	}
+	return out, nil
 }
 
 // FoundPage is one page of Find.
@@ -249,29 +285,8 @@ func find(ctx context.Context, q sqlx.QueryerContext, f Filter, before int64, li
 		sets = sets[:limit]
 		page.NextCursor = cursor.Encode(f.Scope(), sets[limit-1].ID)
 	}
-	if len(sets) == 0 {
-		return page, nil
-	}
-	ids := make([]int64, len(sets))
-	index := make(map[int64]int, len(sets))
-	for i, s := range sets {
-		ids[i] = s.ID
-		index[s.ID] = i
-		page.Sets = append(page.Sets, FoundSet{
-			ID: s.ID, Kind: s.Kind, IdempotencyKey: s.IdempotencyKey, Amount: s.Amount, Currency: s.Currency,
-			Competence: s.Competence.UTC().Format(time.DateOnly), EventAt: s.EventAt.UTC(),
-			ChargeID: s.ChargeID.String, RefundID: s.RefundID.String, Partner: s.Partner.String,
-			InboxID: s.InboxID.Int64, Description: s.Description, CreatedAt: s.CreatedAt.UTC(),
-			Postings: []FoundLeg{},
-		})
-	}
-	legs, err := LegsOf(ctx, q, ids)
-	if err != nil {
-		return FoundPage{}, fmt.Errorf("legs: %w", err)
-	}
-	for _, l := range legs {
-		s := &page.Sets[index[l.SetID]]
-		s.Postings = append(s.Postings, FoundLeg{ID: l.ID, Account: l.Account, Currency: l.Currency, Amount: l.Amount})
+	if page.Sets, err = WithLegs(ctx, q, sets); err != nil {
+		return FoundPage{}, err
 	}
 	return page, nil
 }

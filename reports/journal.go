@@ -3,7 +3,6 @@ package reports
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -12,36 +11,11 @@ import (
 	"github.com/razao/razao/postings"
 )
 
-// JournalPosting is one posting of a set: signed centavos, debit positive.
-type JournalPosting struct {
-	ID       int64  `db:"id" json:"id"`
-	Account  string `db:"account" json:"account"`
-	Currency string `db:"currency" json:"currency"`
-	Amount   int64  `db:"amount" json:"amount"`
-}
+// JournalPosting is one posting of a set, as the journal shows it.
+type JournalPosting = postings.FoundLeg
 
 // JournalSet is one posting set (journal entry) with its postings.
-type JournalSet struct {
-	ID             int64  `json:"id"`
-	Kind           string `json:"kind"`
-	IdempotencyKey string `json:"idempotency_key"`
-	// Amount is the business amount of the event (the sale's total, the
-	// refund's amount...).
-	Amount   int64  `json:"amount"`
-	Currency string `json:"currency"`
-	// Competence is the date the set is booked on, YYYY-MM-DD.
-	Competence string `json:"competence"`
-	// EventAt is when the event happened (UTC); it differs from
-	// Competence's month for a late event booked after its month closed.
-	EventAt     time.Time        `json:"event_at"`
-	ChargeID    string           `json:"charge_id,omitempty"`
-	RefundID    string           `json:"refund_id,omitempty"`
-	Partner     string           `json:"partner,omitempty"`
-	InboxID     int64            `json:"inbox_id,omitempty"`
-	Description string           `json:"description"`
-	CreatedAt   time.Time        `json:"created_at"`
-	Postings    []JournalPosting `json:"postings"`
-}
+type JournalSet = postings.FoundSet
 
 // JournalPage is one page of a month's journal.
 type JournalPage struct {
@@ -83,34 +57,13 @@ func journal(ctx context.Context, q sqlx.QueryerContext, m periods.Month, scope 
 	if err != nil {
 		return JournalPage{}, fmt.Errorf("journal %s: %w", m, err)
 	}
-	page := JournalPage{Month: m.String(), Sets: make([]JournalSet, 0, min(len(sets), limit))}
+	page := JournalPage{Month: m.String()}
 	if len(sets) > limit {
 		sets = sets[:limit]
 		page.NextCursor = cursor.Encode(scope, sets[limit-1].ID)
 	}
-	if len(sets) == 0 {
-		return page, nil
-	}
-	ids := make([]int64, len(sets))
-	index := make(map[int64]int, len(sets))
-	for i, s := range sets {
-		ids[i] = s.ID
-		index[s.ID] = i
-		page.Sets = append(page.Sets, JournalSet{
-			ID: s.ID, Kind: s.Kind, IdempotencyKey: s.IdempotencyKey, Amount: s.Amount, Currency: s.Currency,
-			Competence: s.Competence.UTC().Format(time.DateOnly), EventAt: s.EventAt.UTC(),
-			ChargeID: s.ChargeID.String, RefundID: s.RefundID.String, Partner: s.Partner.String,
-			InboxID: s.InboxID.Int64, Description: s.Description, CreatedAt: s.CreatedAt.UTC(),
-			Postings: []JournalPosting{},
-		})
-	}
-	legs, err := postings.LegsOf(ctx, q, ids)
-	if err != nil {
-		return JournalPage{}, fmt.Errorf("journal %s: postings: %w", m, err)
-	}
-	for _, l := range legs {
-		s := &page.Sets[index[l.SetID]]
-		s.Postings = append(s.Postings, JournalPosting{ID: l.ID, Account: l.Account, Currency: l.Currency, Amount: l.Amount})
+	if page.Sets, err = postings.WithLegs(ctx, q, sets); err != nil {
+		return JournalPage{}, fmt.Errorf("journal %s: %w", m, err)
 	}
 	return page, nil
 }
