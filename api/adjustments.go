@@ -55,7 +55,7 @@ func (a *API) proposeAdjustment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body adjustmentRequest
-	if !decodeJSON(w, r, &body) {
+	if !decodeJSONUpTo(w, r, &body, maxAdjustmentBody) {
 		return
 	}
 	adj, err := a.corrections().Propose(r.Context(), adjustments.Request{IdempotencyKey: key, Legs: body.Legs,

@@ -100,16 +100,27 @@ func noteToken(next http.Handler) http.Handler {
 	})
 }
 
-// decodeJSON reads a bounded JSON body into v, refusing unknown fields,
-// trailing data and non-JSON content types; it writes the problem itself.
+// maxAdjustmentBody bounds a proposed adjustment's body: room for far
+// more legs than adjustments.MaxLegs, so that a list of 10,000 is read and
+// refused naming its field, not as a body too large.
+const maxAdjustmentBody = 1 << 20
+
+// decodeJSON reads a body of at most maxJSONBody into v, refusing unknown
+// fields, trailing data and non-JSON content types; it writes the problem
+// itself.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	return decodeJSONUpTo(w, r, v, maxJSONBody)
+}
+
+// decodeJSONUpTo is decodeJSON with a body of at most limit bytes.
+func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			writeProblem(w, http.StatusUnsupportedMediaType, "unsupported-media-type", "Body must be application/json", "")
 			return false
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
