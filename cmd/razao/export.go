@@ -29,6 +29,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	kindName := fs.String("kind", "journal", "journal, trial-balance or income-statement")
 	monthName := fs.String("month", "", "competence month, YYYY-MM (required)")
 	dialectName := fs.String("dialect", "rfc4180", "rfc4180, or br for Brazilian spreadsheets (; and decimal comma)")
+	formatName := fs.String("format", "csv", "csv, or the journal as a ledger tool's file: hledger or beancount")
 	out := fs.String("out", "", "output file, a new or regular one, or - for standard output (default: the conventional name in the current directory)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -49,6 +50,18 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if path == "" {
 		path = reports.FileName(kind, m, d)
 	}
+	var ledgerFormat reports.LedgerFormat // 0: CSV
+	if *formatName != "csv" {
+		if ledgerFormat, err = reports.ParseLedgerFormat(*formatName); err != nil {
+			return err
+		}
+		if kind != reports.ExportJournal {
+			return fmt.Errorf("-format %s writes the journal, not the %s", ledgerFormat, kind)
+		}
+		if *out == "" {
+			path = reports.LedgerFileName(m, ledgerFormat)
+		}
+	}
 	conn, err := db.openLedger(ctx)
 	if err != nil {
 		return err
@@ -65,6 +78,9 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fill := func(w io.Writer) (int64, error) {
 		if bar != nil {
 			w = io.MultiWriter(w, bar)
+		}
+		if ledgerFormat != 0 {
+			return reports.WriteLedger(ctx, conn, monthsums.Books{}, w, ledgerFormat, m)
 		}
 		return reports.WriteCSV(ctx, conn, monthsums.Books{}, w, kind, m, d)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -83,5 +84,43 @@ func TestExportToStandardOutputWritesTheFileBytes(t *testing.T) {
 	digest, _, _ := strings.Cut(string(sum), " ")
 	if !strings.Contains(stderr.String(), "sha256 "+digest) {
 		t.Fatalf("stderr lacks the file's sha256 %s:\n%s", digest, stderr.String())
+	}
+}
+
+// razao export -format hledger|beancount writes the month's journal as the
+// ledger tool's file under its conventional name, byte for byte what the
+// API serves (reports.WriteLedger), and hledger reads it; a format for
+// another kind than the journal, or an unknown one, is refused before the
+// database is asked.
+func TestExportWritesTheJournalAsLedgerFiles(t *testing.T) {
+	t.Parallel()
+	db, url := pgtest.NewWithURL(t)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
+	seedLedger(t, db, postings.New(db, cal))
+	dir := t.TempDir()
+	for _, f := range []string{"hledger", "beancount"} {
+		var stdout, stderr bytes.Buffer
+		cmd := []string{"export", "-database-url", url, "-month", "2026-08", "-format", f, "-out", "-"}
+		if code := run(context.Background(), cmd, &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: exit %d\n%s", f, code, stderr.String())
+		}
+		name := filepath.Join(dir, "razao-journal-2026-08."+f)
+		if err := os.WriteFile(name, stdout.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		check := exec.Command("hledger", "-f", name, "check")
+		if f == "beancount" {
+			check = exec.Command("bean-check", name)
+		}
+		check.Env = append(os.Environ(), "LANG=C.UTF-8")
+		if out, err := check.CombinedOutput(); err != nil || !strings.Contains(strings.ToLower(stdout.String()), "assets:cash") {
+			t.Fatalf("%s file does not check, or has no cash: %v\n%s", f, err, out)
+		}
+	}
+	for _, bad := range [][]string{{"-format", "ledger"}, {"-format", "hledger", "-kind", "trial-balance"}} {
+		code, msg := runCmd(t, append([]string{"export", "-database-url", "postgres://127.0.0.1:1/none", "-month", "2026-08"}, bad...)...)
+		if code == 0 || strings.Contains(msg, "connect") {
+			t.Errorf("%v: exit %d %s; want a refusal before the database", bad, code, msg)
+		}
 	}
 }
