@@ -408,7 +408,7 @@ func TestServeListeningMessageIsInTheJSONStream(t *testing.T) {
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- cmdServe(ctx, []string{"-database-url", url, "-listen", "127.0.0.1:0", "-migrate=false"}, stdout, stderr)
+		done <- cmdServe(ctx, []string{"-database-url", url, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-migrate=false"}, stdout, stderr)
 	}()
 	var line map[string]any
 	for deadline := time.Now().Add(30 * time.Second); line == nil; {
