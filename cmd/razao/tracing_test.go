@@ -118,6 +118,7 @@ func TestTracingSpansARequestADeliveryAndItsStatements(t *testing.T) {
 			statements = append(statements, attrs(s)["db.statement"].AsString()+attrs(s)["db.query.text"].AsString())
 		}
 	}
+	t.Logf("statements under inbox.apply: %q", statements)
 	// The charge's lock and the batch's write (finish) at least.
 	if len(statements) < 2 || !strings.Contains(strings.Join(statements, "\n"), "inbox") {
 		t.Errorf("statements under the delivery's transaction: %q", statements)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,9 @@ import (
 	"github.com/gorilla/mux"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/razao/razao"
+	"github.com/razao/razao/internal/pgtest"
 )
 
 // A span is named by the route template, never the path: the id in the
@@ -102,5 +106,70 @@ func TestResolveRefusesBadValuesNamingTheKey(t *testing.T) {
 	off := Config{}
 	if on, err := off.Resolve(none); on || err != nil {
 		t.Fatalf("empty: on %v, %v", on, err)
+	}
+}
+
+// A statement under a span gets its span, with its text and never its
+// arguments; a failed one carries its SQLSTATE, not the error's text
+// (which may quote a value); a statement outside any span gets none.
+func TestStatementSpansCarryTextNotArguments(t *testing.T) {
+	t.Parallel()
+	_, url := pgtest.NewWithURL(t)
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	db, err := razao.OpenTraced(context.Background(), url, SQLOptions(tp)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.GetContext(context.Background(), &n, `SELECT $1::int + 1`, 4990); err != nil {
+		t.Fatal(err)
+	}
+	if got := spans.GetSpans(); len(got) != 0 {
+		t.Fatalf("statements outside a span made spans: %v", got)
+	}
+	ctx, parent := Tracer(tp, "test").Start(context.Background(), "parent")
+	if err := db.GetContext(ctx, &n, `SELECT $1::int + 1`, 4990); err != nil {
+		t.Fatal(err)
+	}
+	// PostgreSQL's message quotes the value: invalid input syntax for
+	// type integer: "4990x".
+	_, err = db.ExecContext(ctx, `SELECT $1::text::int`, "4990x")
+	if err == nil || !strings.Contains(err.Error(), "4990x") {
+		t.Fatalf("got %v, want an error quoting the argument", err)
+	}
+	parent.End()
+	var texts []string
+	var codes []string
+	for _, s := range spans.GetSpans() {
+		if s.Name == "parent" {
+			continue
+		}
+		if s.Parent.SpanID() != parent.SpanContext().SpanID() {
+			t.Errorf("span %s is not under its context's span", s.Name)
+		}
+		for _, kv := range s.Attributes {
+			v := kv.Value.Emit()
+			if strings.Contains(v, "4990") {
+				t.Errorf("span %s attribute %s holds an argument: %s", s.Name, kv.Key, v)
+			}
+			switch kv.Key {
+			case "db.statement", "db.query.text":
+				texts = append(texts, v)
+			case "db.response.status_code":
+				codes = append(codes, v)
+			}
+		}
+		for _, ev := range s.Events {
+			for _, kv := range ev.Attributes {
+				if strings.Contains(kv.Value.Emit(), "4990") || strings.Contains(kv.Value.Emit(), "syntax") {
+					t.Errorf("span %s event %s holds the error's text: %s", s.Name, ev.Name, kv.Value.Emit())
+				}
+			}
+		}
+	}
+	if !slices.Contains(texts, `SELECT $1::int + 1`) || !slices.Contains(codes, "22P02") {
+		t.Fatalf("statement texts %q, error codes %q", texts, codes)
 	}
 }
