@@ -168,7 +168,7 @@ const adminWriteTimeout = 2 * time.Minute
 // worse, not better (docs/performance.md, "Group-commit loops").
 const batchLoops = 2
 
-func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (*server, error) {
+func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (_ *server, err error) {
 	if cfg.timeouts == (serverTimeouts{}) {
 		cfg.timeouts = defaultTimeouts
 	}
@@ -190,6 +190,11 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 			return nil, err
 		}
 		tracer = traces
+		defer func() {
+			if err != nil {
+				tracing.Shutdown(traces) // its exporter's goroutine
+			}
+		}()
 		logger.Info("tracing", "otlp_endpoint", redactedEndpoint(cfg.tracing.Endpoint), "service_name", cfg.tracing.ServiceName)
 	}
 	db, err := openWaiting(ctx, cfg.db, tracer, logger)
