@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/divergences"
@@ -52,6 +53,9 @@ type Processor struct {
 	// Timeout bounds one processing transaction: one stuck on a table
 	// lock (an operator's session, say) fails that attempt and backs off.
 	Timeout time.Duration
+	// Tracer, when set, traces each transaction that claimed deliveries
+	// and each delivery in it (trace.go); nil traces nothing.
+	Tracer trace.Tracer
 }
 
 // Recorder is what the processor reports to: the service's
@@ -331,6 +335,12 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	}
 	ds, failed := decodeRows(rows)
 	res.failed = failed
+	var busy []int64
+	if p.Tracer != nil && len(rows) > 0 {
+		var t *applyTrace
+		ctx, t = p.traceApply(ctx, start, rows)
+		defer func() { t.end(ds, busy, failed, err) }()
+	}
 	if len(ds) == 0 {
 		return res, nil // nothing to write; the rollback releases the claim
 	}
@@ -345,7 +355,7 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	if err != nil {
 		return res, fmt.Errorf("process deliveries %v: %w", ids, err)
 	}
-	ds, busy := leaveOutBusy(locked, ds)
+	ds, busy = leaveOutBusy(locked, ds)
 	decided, err := decide(locked, ds)
 	if err != nil {
 		return res, fmt.Errorf("process deliveries %v: %w", ids, err)

@@ -14,10 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"gopkg.in/yaml.v3"
 
 	"github.com/razao/razao/adjustments"
 	"github.com/razao/razao/exports"
+	"github.com/razao/razao/internal/tracing"
 	"github.com/razao/razao/money"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
@@ -44,6 +46,8 @@ type fileConfig struct {
 	// Reconciliation names each endpoint's statement source.
 	Reconciliation []reconcile.EndpointConfig `yaml:"reconciliation"`
 	Adjustments    adjustmentsConfig          `yaml:"adjustments"`
+	// Tracing exports OpenTelemetry spans over OTLP/HTTP; off without an endpoint.
+	Tracing tracing.Config `yaml:"tracing"`
 }
 
 // eventsConfig sizes GET /v1/events; zero means the hub's default.
@@ -96,6 +100,10 @@ type serveConfig struct {
 	reconciliation []reconcile.EndpointConfig
 	getenv         func(string) string // the environment the config was read with: reconciliation's secrets
 	adjustments    adjustments.Config  // how corrections are approved
+	tracing        *tracing.Config     // nil: no tracing
+	// tracer, when set (tests), receives the spans instead of an
+	// exporter built from tracing.
+	tracer trace.TracerProvider
 }
 
 // serverTimeouts bound how long a client may hold a connection: a slow
@@ -172,6 +180,11 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	if cfg.exports, err = file.Exports.build(cal.Location()); err != nil {
 		return cfg, fmt.Errorf("config: exports: %w", err)
 	}
+	if on, err := file.Tracing.Resolve(getenv); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	} else if on {
+		cfg.tracing = &file.Tracing
+	}
 	if err := cfg.loadSecrets(file, getenv); err != nil {
 		return cfg, err
 	}
@@ -235,6 +248,7 @@ var configSections = map[string]struct {
 	"main.tlsConfig":           {"in tls", reflect.TypeFor[tlsConfig]()},
 	"main.eventsConfig":        {"in events", reflect.TypeFor[eventsConfig]()},
 	"main.adjustmentsConfig":   {"in adjustments", reflect.TypeFor[adjustmentsConfig]()},
+	"tracing.Config":           {"in tracing", reflect.TypeFor[tracing.Config]()},
 }
 
 var (

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/jmoiron/sqlx"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/razao/razao"
 	"github.com/razao/razao/adjustments"
@@ -32,6 +35,7 @@ import (
 	"github.com/razao/razao/internal/httplog"
 	"github.com/razao/razao/internal/logsink"
 	"github.com/razao/razao/internal/reqid"
+	"github.com/razao/razao/internal/tracing"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
@@ -148,6 +152,11 @@ type server struct {
 	adminLn  net.Listener
 	inFlight inFlight         // requests of the public listener being served
 	now      func() time.Time // the clock proposals expire by
+	// tracer receives the spans of requests, deliveries and their SQL;
+	// nil: tracing is off. traces is the provider serve built (to flush
+	// at exit), nil when off or given by a test.
+	tracer trace.TracerProvider
+	traces *sdktrace.TracerProvider
 }
 
 // adminWriteTimeout leaves room for a CPU profile (?seconds=30 by
@@ -159,7 +168,7 @@ const adminWriteTimeout = 2 * time.Minute
 // worse, not better (docs/performance.md, "Group-commit loops").
 const batchLoops = 2
 
-func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (*server, error) {
+func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now func() time.Time) (_ *server, err error) {
 	if cfg.timeouts == (serverTimeouts{}) {
 		cfg.timeouts = defaultTimeouts
 	}
@@ -175,7 +184,20 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 			return nil, err
 		}
 	}
-	db, err := openWaiting(ctx, cfg.db, logger)
+	tracer, traces := cfg.tracer, (*sdktrace.TracerProvider)(nil)
+	if tracer == nil && cfg.tracing != nil {
+		if traces, err = tracing.NewProvider(ctx, *cfg.tracing, buildVersion()); err != nil {
+			return nil, err
+		}
+		tracer = traces
+		defer func() {
+			if err != nil {
+				tracing.Shutdown(traces) // its exporter's goroutine
+			}
+		}()
+		logger.Info("tracing", "otlp_endpoint", redactedEndpoint(cfg.tracing.Endpoint), "service_name", cfg.tracing.ServiceName)
+	}
+	db, err := openWaiting(ctx, cfg.db, tracer, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +234,12 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	proc := inbox.NewProcessor(db, applier, logger)
 	proc.OnCommit = notifier.Kick
 	proc.Metrics = m
+	if tracer != nil {
+		proc.Tracer = tracing.Tracer(tracer, "inbox")
+	}
 	s := &server{
+		tracer:   tracer,
+		traces:   traces,
 		now:      now,
 		db:       db,
 		log:      logger,
@@ -256,8 +283,12 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	}
 	con.BehindTLSProxy = cfg.behindProxy
 	con.Reconciliation = reconciliationPage(db, logger)
+	handler := reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, con)))
+	if tracer != nil {
+		handler = tracing.Middleware(tracer)(handler)
+	}
 	s.http = &http.Server{
-		Handler:           s.inFlight.count(reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, con)))),
+		Handler:           s.inFlight.count(handler),
 		ReadHeaderTimeout: cfg.timeouts.ReadHeader,
 		ReadTimeout:       cfg.timeouts.Read,
 		WriteTimeout:      cfg.timeouts.Write,
@@ -298,6 +329,9 @@ func (s *server) routes(hooks http.Handler, v1 *api.API, con *console.Console) h
 	r.NotFoundHandler = api.NotFound()
 	r.MethodNotAllowedHandler = api.MethodNotAllowed(r)
 	r.Use(httplog.Route)
+	if s.tracer != nil {
+		r.Use(tracing.Route)
+	}
 	// Health stays here too, for a load balancer in front; /metrics and
 	// the profiles are the admin listener's alone (adminRoutes).
 	r.HandleFunc("/healthz", healthz).Methods(http.MethodGet)
@@ -315,10 +349,18 @@ func (s *server) routes(hooks http.Handler, v1 *api.API, con *console.Console) h
 // openWaiting connects to the database, waiting for it with back-off
 // while it does not answer: a replica started during a database restart
 // comes up when the database does, instead of exiting.
-func openWaiting(ctx context.Context, f dbFlags, logger *slog.Logger) (*sqlx.DB, error) {
+func openWaiting(ctx context.Context, f dbFlags, tracer trace.TracerProvider, logger *slog.Logger) (*sqlx.DB, error) {
 	wait := time.Second
+	open := f.open
+	if tracer != nil && f.url != "" {
+		// Only with tracing: the driver is wrapped, each statement of a
+		// traced context a span.
+		open = func(ctx context.Context) (*sqlx.DB, error) {
+			return razao.OpenTraced(ctx, f.url, tracing.SQLOptions(tracer)...)
+		}
+	}
 	for {
-		db, err := f.open(ctx)
+		db, err := open(ctx)
 		if err == nil || f.url == "" {
 			return db, err
 		}
@@ -433,8 +475,22 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	<-batcher
 	stopWorkers()
 	<-workers
+	s.flushTraces()
 	s.logStopped(began, s.inFlight.served.Load())
 	return nil
+}
+
+// flushTraces sends the spans still buffered, the drain's included, and
+// stops the provider serve built, within tracing.ShutdownTimeout: a
+// collector that is gone costs a warning, not the exit.
+func (s *server) flushTraces() {
+	if s.traces == nil {
+		return
+	}
+	if err := tracing.Shutdown(s.traces); err != nil {
+		s.log.Warn("tracing: spans not flushed", "error", err)
+	}
+	s.traces = nil
 }
 
 // serveOn serves srv on ln, with TLS when srv has a TLS configuration
@@ -481,5 +537,18 @@ func (s *server) scheme() string {
 	return "http"
 }
 
-// Close releases the database.
-func (s *server) Close() error { return s.db.Close() }
+// Close releases the database, and the tracer provider if Serve did not.
+func (s *server) Close() error {
+	s.flushTraces()
+	return s.db.Close()
+}
+
+// redactedEndpoint is the collector's URL without its query, for the log.
+func redactedEndpoint(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	u.RawQuery, u.User = "", nil
+	return u.String()
+}
