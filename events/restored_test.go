@@ -8,8 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
-	"syscall"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -71,7 +69,13 @@ func TestALogicalRestoreIsRefusedUntilTheCounterIsMovedPast(t *testing.T) {
 	if err := pgtest.StopCluster(dir, port); err != nil {
 		t.Fatal(err)
 	}
-	asOwner(t, dir, pgTool(t, "pg_resetwal"), "--epoch="+epoch[1], "-D", dir)
+	resetwal, err := pgtest.ServerTool("pg_resetwal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pgtest.AsOwner(dir, resetwal, "--epoch="+epoch[1], "-D", dir); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pgtest.StartCluster(dir, port); err != nil {
 		t.Fatal(err)
 	}
@@ -95,41 +99,4 @@ func open(t *testing.T, url string) *sqlx.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
-}
-
-// pgTool finds a PostgreSQL server tool (not on PATH in Debian): in
-// pg_config's bindir, else the newest /usr/lib/postgresql/*/bin.
-func pgTool(t *testing.T, name string) string {
-	t.Helper()
-	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
-		if p := filepath.Join(string(regexp.MustCompile(`\s+$`).ReplaceAll(out, nil)), name); fileExists(p) {
-			return p
-		}
-	}
-	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/" + name)
-	sort.Strings(found)
-	if len(found) == 0 {
-		t.Fatalf("%s not found", name)
-	}
-	return found[len(found)-1]
-}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
-
-// asOwner runs a server tool as the user owning the data directory (root
-// may not).
-func asOwner(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(args[0], args[1:]...)
-	if os.Geteuid() == 0 && st.Uid != 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: st.Uid, Gid: st.Gid}}
-	}
-	cmd.Dir = "/"
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %v\n%s", args, err, out)
-	}
 }

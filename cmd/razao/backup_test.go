@@ -51,24 +51,6 @@ func (c *localCluster) start(t *testing.T) *sqlx.DB {
 	return db
 }
 
-// asOwner runs a PostgreSQL tool as the user that owns the cluster's data
-// (root may not run the server's side of a backup or a restore).
-func (c *localCluster) asOwner(t *testing.T, args ...string) {
-	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat(c.dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(args[0], args[1:]...)
-	if os.Geteuid() == 0 && st.Uid != 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: st.Uid, Gid: st.Gid}}
-	}
-	cmd.Dir = "/"
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
 // The backup procedure of README ("Backup and restore"), run: a cluster
 // archiving its WAL takes deliveries; a base backup is taken while they
 // flow; more are answered; then, past a target time, more again. The base
@@ -134,8 +116,10 @@ func TestPointInTimeRestoreKeepsEveryAnsweredDelivery(t *testing.T) {
 	var st syscall.Stat_t
 	syscall.Stat(primary.dir, &st)
 	os.Chown(backup, int(st.Uid), int(st.Gid))
-	primary.asOwner(t, "pg_basebackup", "-h", "127.0.0.1", "-p", fmt.Sprint(primary.port), "-U", "postgres",
-		"-D", backup, "-X", "none", "--checkpoint=fast", "--no-sync")
+	if err := pgtest.AsOwner(primary.dir, "pg_basebackup", "-h", "127.0.0.1", "-p", fmt.Sprint(primary.port), "-U", "postgres",
+		"-D", backup, "-X", "none", "--checkpoint=fast", "--no-sync"); err != nil {
+		t.Fatal(err)
+	}
 	pay(15, 30)
 	// The target: after the 30th answer, before the 31st request.
 	time.Sleep(20 * time.Millisecond)
