@@ -34,7 +34,12 @@ func TestRollingUpgradeFromThePreviousRelease(t *testing.T) {
 	oldBin, newBin := filepath.Join(work, "razao-old"), filepath.Join(work, "razao-new")
 	oldTree := filepath.Join(work, "old")
 	os.Mkdir(oldTree, 0o755)
-	export := exec.Command("bash", "-c", fmt.Sprintf("git -C %q archive %s | tar -x -C %q", root, previousRelease, oldTree))
+	if exec.Command("git", "-C", root, "cat-file", "-e", previousRelease+"^{commit}").Run() != nil {
+		// A shallow clone lacks it: fetch that one commit from where the
+		// clone came from (the failure below says so if that fails too).
+		exec.Command("git", "-C", root, "fetch", "--quiet", "--depth=1", "origin", previousRelease).Run()
+	}
+	export := exec.Command("bash", "-c", fmt.Sprintf("set -o pipefail; git -C %q archive %s | tar -x -C %q", root, previousRelease, oldTree))
 	if out, err := export.CombinedOutput(); err != nil {
 		t.Fatalf("the previous release %s is not in this clone's history: %v\n%s", previousRelease, err, out)
 	}
