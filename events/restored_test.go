@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"testing"
 
@@ -14,7 +11,6 @@ import (
 
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/pgtest"
-	"github.com/razao/razao/internal/storm"
 )
 
 // A logical restore (pg_dump into a new cluster) keeps the outbox's
@@ -34,27 +30,11 @@ func TestALogicalRestoreIsRefusedUntilTheCounterIsMovedPast(t *testing.T) {
 	appendCommitted(t, src, "restored-1")
 	appendCommitted(t, src, "restored-2")
 
-	root, err := os.MkdirTemp("", "razao-events-restore-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(root, 0o755)
-	port, err := storm.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, "data")
-	dstURL, err := pgtest.StartCluster(dir, port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pgtest.StopCluster(dir, port); os.RemoveAll(root) })
-	dump := exec.Command("bash", "-c", fmt.Sprintf("pg_dump --no-owner --no-privileges '%s' | psql -q -v ON_ERROR_STOP=1 '%s'", srcURL, dstURL))
-	if out, err := dump.CombinedOutput(); err != nil {
-		t.Fatalf("dump and restore: %v: %s", err, out)
-	}
+	cluster := pgtest.NewCluster(t)
+	cluster.RestoreDump(t, srcURL)
+	dir, port, dstURL := cluster.Dir, cluster.Port, cluster.URL
 	dst := open(t, dstURL)
-	err = events.CheckXids(ctx, dst)
+	err := events.CheckXids(ctx, dst)
 	if !errors.Is(err, events.ErrXidsAhead) {
 		t.Fatalf("after a logical restore: %v, want ErrXidsAhead", err)
 	}

@@ -3,17 +3,12 @@ package monthsums_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/internal/pgtest"
-	"github.com/razao/razao/internal/storm"
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
@@ -38,28 +33,9 @@ func TestMonthSumsAfterALogicalRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	base, err := os.MkdirTemp("", "razao-probe-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(base, 0o755)
-	// Below the ephemeral range: an outgoing connection's source port
-	// took a port drawn from it once.
-	port, err := storm.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(base, "data")
-	dstURL, err := pgtest.StartCluster(dir, port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pgtest.StopCluster(dir, port); os.RemoveAll(base) })
-	dump := exec.Command("bash", "-c", fmt.Sprintf("pg_dump --no-owner --no-privileges '%s' | psql -q -v ON_ERROR_STOP=1 '%s'",
-		srcURL, dstURL))
-	if out, err := dump.CombinedOutput(); err != nil {
-		t.Fatalf("dump and restore: %v: %s", err, out)
-	}
+	cluster := pgtest.NewCluster(t)
+	cluster.RestoreDump(t, srcURL)
+	dstURL := cluster.URL
 	dst, err := sqlx.Open("postgres", dstURL)
 	if err != nil {
 		t.Fatal(err)

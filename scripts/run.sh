@@ -32,7 +32,7 @@ mkdir -p bin .dev
 # A first build compiles every dependency: say so, or it looks stuck.
 gocache="$(go env GOCACHE)"
 if [[ ! -x bin/razao || ! -d "$gocache" || -z "$(ls -A "$gocache" 2>/dev/null)" ]]; then
-	echo "building bin/razao (first time: one to five minutes on two cores)" >&2
+	echo "building bin/razao (first time: a few minutes on two cores)" >&2
 fi
 go build -buildvcs=auto -o bin/razao ./cmd/razao   # the commit, for razao version, even where GOFLAGS says -buildvcs=false
 bin/razao migrate >/dev/null

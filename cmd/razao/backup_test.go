@@ -15,7 +15,6 @@ import (
 
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/pgtest"
-	"github.com/razao/razao/internal/storm"
 )
 
 // localCluster is a throwaway PostgreSQL of scripts/localpg.sh with fsync
@@ -71,7 +70,7 @@ func TestPointInTimeRestoreKeepsEveryAnsweredDelivery(t *testing.T) {
 	os.Chmod(archive, 0o777) // the cluster's owner writes it
 	ports := [2]int{}
 	for i := range ports {
-		if ports[i], err = storm.FreePort(); err != nil {
+		if ports[i], err = pgtest.FreePort(); err != nil {
 			t.Fatal(err)
 		}
 	}

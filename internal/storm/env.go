@@ -30,8 +30,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -348,34 +346,9 @@ func (e *Env) URLs() []string {
 	return out
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-// It is drawn below the kernel's ephemeral range, so that while a killed
-// replica is down no outgoing connection can take its port as a source
-// port and keep it from listening again.
-func FreePort() (int, error) {
-	lo, hi := 20000, 32767
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		var first, last int
-		if _, err := fmt.Sscan(string(b), &first, &last); err == nil && first > 2048 {
-			hi = first - 1
-			lo = max(1024, min(lo, hi-4000))
-		}
-	}
-	for try := 0; try < 100; try++ {
-		port := lo + mrand.IntN(hi-lo+1)
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			ln.Close()
-			return port, nil
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// below the kernel's ephemeral range (pgtest.FreePort).
+func FreePort() (int, error) { return pgtest.FreePort() }
 
 func randomHex(n int) string {
 	b := make([]byte, n)
