@@ -9,7 +9,6 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/razao/razao"
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/benchledger"
@@ -83,32 +82,10 @@ func BenchmarkFind(b *testing.B) {
 // or RAZAO_BENCH_DB's, built once.
 func benchChargesDB(b *testing.B) *sqlx.DB {
 	b.Helper()
-	name := os.Getenv("RAZAO_BENCH_DB")
-	if name == "" {
-		db := pgtest.New(b)
-		benchledger.Charges(b, db, benchCharges)
-		return db
-	}
-	base := pgtest.ServerURL(b)
-	admin := sqlx.MustOpen("postgres", base)
-	defer admin.Close()
-	var exists bool
-	admin.Get(&exists, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name)
-	if !exists {
-		admin.MustExec(`CREATE DATABASE "` + name + `"`)
-	}
-	db, err := razao.Open(context.Background(), pgtest.WithDatabase(base, name))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	if _, err := razao.Migrate(context.Background(), db); err != nil {
-		b.Fatal(err)
-	}
-	var n int64
-	db.Get(&n, `SELECT count(*) FROM charges`)
-	if n == 0 {
-		benchledger.Charges(b, db, benchCharges)
-	}
+	db, _ := pgtest.KeptDatabase(b, func(db *sqlx.DB) bool {
+		var n int64
+		db.Get(&n, `SELECT count(*) FROM charges`)
+		return n > 0
+	}, func(db *sqlx.DB) { benchledger.Charges(b, db, benchCharges) })
 	return db
 }

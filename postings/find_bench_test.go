@@ -2,13 +2,11 @@ package postings_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/razao/razao"
 	"github.com/razao/razao/internal/benchledger"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/postings"
@@ -84,35 +82,10 @@ func BenchmarkFind(b *testing.B) {
 // one RAZAO_BENCH_DB names, migrated and built once.
 func benchLedger(b *testing.B) *sqlx.DB {
 	b.Helper()
-	name := os.Getenv("RAZAO_BENCH_DB")
-	if name == "" {
-		db := pgtest.New(b)
-		benchledger.Build(b, db, benchSales, benchPartners)
-		return db
-	}
-	base := pgtest.ServerURL(b)
-	admin := sqlx.MustOpen("postgres", base)
-	defer admin.Close()
-	var exists bool
-	admin.Get(&exists, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name)
-	if !exists {
-		admin.MustExec(`CREATE DATABASE "` + name + `"`)
-	}
-	db, err := razao.Open(context.Background(), pgtest.WithDatabase(base, name))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	start := time.Now()
-	if applied, err := razao.Migrate(context.Background(), db); err != nil {
-		b.Fatal(err)
-	} else if len(applied) > 0 {
-		b.Logf("migrations %v applied in %v", applied, time.Since(start).Round(time.Millisecond))
-	}
-	var built bool
-	db.Get(&built, `SELECT EXISTS (SELECT 1 FROM month_snapshots WHERE month = $1)`, benchledger.LastClosed.First())
-	if !built {
-		benchledger.Build(b, db, benchSales, benchPartners)
-	}
+	db, _ := pgtest.KeptDatabase(b, func(db *sqlx.DB) bool {
+		var built bool
+		db.Get(&built, `SELECT EXISTS (SELECT 1 FROM month_snapshots WHERE month = $1)`, benchledger.LastClosed.First())
+		return built
+	}, func(db *sqlx.DB) { benchledger.Build(b, db, benchSales, benchPartners) })
 	return db
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/razao/razao"
 	"github.com/razao/razao/internal/benchledger"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/monthsums"
@@ -282,35 +281,11 @@ func journalRowCount(url string, m periods.Month) (int64, error) {
 // RAZAO_BENCH_DB names a database that holds it already.
 func benchLedger(b *testing.B) (*sqlx.DB, string) {
 	b.Helper()
-	name := os.Getenv("RAZAO_BENCH_DB")
-	if name == "" {
-		db, url := pgtest.NewWithURL(b)
-		buildBenchLedger(b, db)
-		return db, url
-	}
-	base := pgtest.ServerURL(b)
-	admin := sqlx.MustOpen("postgres", base)
-	defer admin.Close()
-	var exists bool
-	admin.Get(&exists, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name)
-	if !exists {
-		admin.MustExec(`CREATE DATABASE "` + name + `"`)
-	}
-	url := pgtest.WithDatabase(base, name)
-	db, err := razao.Open(context.Background(), url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
-	if _, err := razao.Migrate(context.Background(), db); err != nil {
-		b.Fatal(err)
-	}
-	var built bool
-	db.Get(&built, `SELECT EXISTS (SELECT 1 FROM month_snapshots WHERE month = $1)`, benchLastClosed.First())
-	if !built {
-		buildBenchLedger(b, db)
-	}
-	return db, url
+	return pgtest.KeptDatabase(b, func(db *sqlx.DB) bool {
+		var built bool
+		db.Get(&built, `SELECT EXISTS (SELECT 1 FROM month_snapshots WHERE month = $1)`, benchLastClosed.First())
+		return built
+	}, func(db *sqlx.DB) { buildBenchLedger(b, db) })
 }
 
 func buildBenchLedger(b *testing.B, db *sqlx.DB) {
