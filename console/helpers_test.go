@@ -21,6 +21,7 @@ import (
 	"github.com/razao/razao/api"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/ledgertest"
 	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
@@ -65,7 +66,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := newBareFixture(t)
 	postAugust(t, f.ledger)
-	postSeptember(t, f.ledger)
+	ledgertest.PostSeptember(t, f.ledger)
 	return f
 }
 
@@ -168,18 +169,6 @@ func postAugust(t *testing.T, l *postings.Ledger) {
 	post(t, l, s, err)
 	s, err = postings.Payout("p1", "2026-08", "BRL", 500, sp(2026, 8, 28, 17, 0))
 	s.Description = `Repasse <b>agosto</b> <script>alert(1)</script>`
-	post(t, l, s, err)
-}
-
-func postSeptember(t *testing.T, l *postings.Ledger) {
-	t.Helper()
-	refund(t, l, "c1", "r1", "p1", 10000, 1000, 0, 4000, sp(2026, 9, 3, 11, 0))
-	refund(t, l, "c2", "r1", "p2", 4990, 249, 0, 1000, sp(2026, 9, 10, 16, 45))
-	s, err := postings.Sale("c4", "BRL", 3000, 45, sp(2026, 9, 15, 8, 0))
-	post(t, l, s, err)
-	commission(t, l, "c4", "p1", 3000, 1000, sp(2026, 9, 15, 8, 0))
-	refund(t, l, "c1", "r2", "p1", 10000, 1000, 4000, 6000, sp(2026, 9, 20, 10, 0))
-	s, err = postings.Payout("p2", "2026-09", "BRL", 200, sp(2026, 9, 25, 17, 0))
 	post(t, l, s, err)
 }
 
