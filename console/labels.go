@@ -1,0 +1,129 @@
+package console
+
+import "github.com/razao/razao/accounts"
+
+// labels are the Portuguese words the console shows for the values the
+// books store in English: what finance reads is never a column's code.
+// One table per kind of value, so a page says {{pt "charge" .State}} and
+// a value no table knows is shown as stored (never blank), which a test
+// over every CHECK constraint's values keeps from happening.
+var labels = map[string]map[string]string{
+	"charge": {
+		"pending":            "pendente",
+		"paid":               "paga",
+		"partially_refunded": "parcialmente estornada",
+		"refunded":           "estornada",
+		"failed":             "falhou",
+	},
+	"delivery": { // inbox.status
+		"pending":   "na fila",
+		"processed": "processada",
+		"parked":    "em espera",
+		"divergent": "divergente",
+		"ignored":   "ignorada",
+	},
+	"event": { // inbox.kind
+		"paid":       "pagamento",
+		"refunded":   "estorno",
+		"failed":     "falha",
+		"ignored":    "ignorado",
+		"disputed":   "contestação",
+		"malformed":  "malformado",
+		"unbookable": "não contabilizável",
+	},
+	"set": { // posting_sets.kind
+		"sale":                "venda",
+		"commission":          "comissão",
+		"refund":              "estorno",
+		"commission_reversal": "estorno de comissão",
+		"payout":              "repasse",
+		"adjustment":          "ajuste",
+	},
+	"divergence": { // divergences.status
+		"open":     "aberta",
+		"resolved": "resolvida",
+	},
+	"reason": { // divergences.reason
+		"unknown_charge":            "cobrança desconhecida",
+		"amount_mismatch":           "valor diferente",
+		"currency_mismatch":         "moeda diferente",
+		"refund_exceeds_paid":       "estorno maior que o pago",
+		"refund_amount_missing":     "estorno sem valor",
+		"malformed":                 "mensagem malformada",
+		"disputed":                  "contestação",
+		"second_payment":            "segundo pagamento",
+		"processing_failed":         "falha no processamento",
+		"refund_of_other_payment":   "estorno de outro pagamento",
+		"refund_amount_changed":     "valor do estorno alterado",
+		"refund_without_payment":    "estorno sem pagamento",
+		"merchant_mismatch":         "lojista diferente",
+		"fee_mismatch":              "tarifa diferente",
+		"refund_amount_mismatch":    "valor do estorno diferente",
+		"refund_not_settled":        "estorno não liquidado",
+		"phantom":                   "só no razão, não no extrato",
+		"invalid_line":              "linha inválida no extrato",
+		"divergent_in_inbox":        "divergente na caixa de entrada",
+		"refund_settlement_unknown": "liquidação do estorno desconhecida",
+		"unknown_refund_status":     "situação de estorno desconhecida",
+		"unknown_refund_nature":     "natureza de estorno desconhecida",
+	},
+	"resolution": { // divergences.resolution
+		"customer_credit":   "crédito ao cliente",
+		"revenue":           "receita",
+		"credit_refund":     "devolução do crédito",
+		"loss":              "perda",
+		"refund_difference": "diferença de estorno",
+		"fee_difference":    "diferença de tarifa",
+	},
+	"adjustment": { // adjustments.status
+		"proposed": "proposto",
+		"booked":   "lançado",
+		"rejected": "recusado",
+		"expired":  "expirado",
+	},
+	"adjustment_kind": { // adjustments.kind
+		"adjustment": "ajuste",
+		"reversal":   "estorno de lançamento",
+	},
+	"run": { // reconciliation_runs.status, export_runs.status
+		"running":   "em andamento",
+		"waiting":   "aguardando",
+		"succeeded": "concluída",
+		"failed":    "falhou",
+	},
+	"outcome": { // reconciliation_lines.outcome
+		"matched":    "conferida",
+		"booked":     "lançada",
+		"divergence": "divergência",
+	},
+	"line": { // reconciliation_lines.kind
+		"paid":        "pagamento",
+		"refunded":    "estorno",
+		"refund_open": "estorno em aberto",
+		"invalid":     "inválida",
+	},
+	"type": { // accounts.type
+		"asset":     "ativo",
+		"liability": "passivo",
+		"equity":    "patrimônio líquido",
+		"income":    "receita",
+		"expense":   "despesa",
+	},
+	"side": { // accounts.normal_side
+		"debit":  "devedora",
+		"credit": "credora",
+	},
+}
+
+// pt is the Portuguese word for value of kind, or value itself when the
+// table has none (a new value shows as stored until it is named here).
+func pt(kind, value string) string {
+	if w, ok := labels[kind][value]; ok {
+		return w
+	}
+	return value
+}
+
+// accountName is the account's Portuguese name (accounts.Name: the chart's,
+// and "Comissões a pagar — <partner>" for a partner's payable).
+func accountName(code string) string { return accounts.Name(code) }
