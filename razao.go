@@ -8,8 +8,8 @@
 // tables, indexes, constraints, triggers, grants and data moves, one topic
 // each, and never define a function (sql/functions/README.md).
 //
-// The domain lives in plain packages named for what they hold (README's
-// Layout table has one line each): accounts, postings, periods, charges,
+// The domain lives in plain packages named for what they hold (the Layout
+// table of docs/ledger.md has one line each): accounts, postings, periods, charges,
 // partners, divergences, webhook, events, reports, exports, verify. api and cmd/razao
 // are the edges that wire them together. docs/schema.sql is the schema the
 // migrations build, readable in one place.

@@ -21,8 +21,9 @@ import (
 // test below always tries the upgrade an operator makes.
 const previousRelease = "c0bde22ba626b3ce902a6452e35e8df12174c7e4"
 
-// A rolling upgrade as README's policy describes it: the previous release
-// serves; this release's migrations are applied under it; this release
+// A rolling upgrade as docs/operations.md's policy ("Upgrades")
+// describes it: the previous release serves; this release's migrations
+// are applied under it; this release
 // starts beside it on the same database; deliveries go to both, a refund
 // of a payment one booked goes to the other; every delivery answered 2xx
 // is booked once, both stop cleanly, and this release's verify is clean.

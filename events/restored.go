@@ -46,7 +46,7 @@ func CheckXids(ctx context.Context, q sqlx.QueryerContext) error {
 		return nil
 	}
 	return fmt.Errorf("%w: the newest event is at %d, the cluster's next transaction at %d: this database was restored from a logical dump, "+
-		"and new events would sort behind every stream's cursor. Restore physically (README, \"Backup and restore\"), or stop PostgreSQL and "+
+		"and new events would sort behind every stream's cursor. Restore physically (docs/operations.md, \"Backup and restore\"), or stop PostgreSQL and "+
 		"move its counter past the dump's: pg_resetwal --epoch=%d -D <data directory>, then start it",
 		ErrXidsAhead, newest, next, newest>>32+1)
 }

@@ -50,7 +50,7 @@ func (c *localCluster) start(t *testing.T) *sqlx.DB {
 	return db
 }
 
-// The backup procedure of README ("Backup and restore"), run: a cluster
+// The backup procedure of docs/operations.md ("Backup and restore"), run: a cluster
 // archiving its WAL takes deliveries; a base backup is taken while they
 // flow; more are answered; then, past a target time, more again. The base
 // backup restored into a new cluster and recovered to the target time
@@ -77,7 +77,7 @@ func TestPointInTimeRestoreKeepsEveryAnsweredDelivery(t *testing.T) {
 	primary := &localCluster{dir: filepath.Join(root, "primary"), port: ports[0]}
 	db := primary.start(t)
 	t.Cleanup(func() { primary.localpg(t, "stop") })
-	// Archiving, as README says: archive_mode needs a restart.
+	// Archiving, as docs/operations.md says: archive_mode needs a restart.
 	for _, set := range []string{
 		"ALTER SYSTEM SET archive_mode = 'on'",
 		fmt.Sprintf("ALTER SYSTEM SET archive_command = 'test ! -f %[1]s/%%f && cp %%p %[1]s/%%f'", archive),

@@ -287,12 +287,12 @@ func TestConfigCheck(t *testing.T) {
 	}
 }
 
-// README documents every key the config file takes, and config check
-// knows each (it parses them all): a key added in code and not in README
-// fails here.
-func TestREADMEDocumentsEveryConfigKey(t *testing.T) {
+// docs/configuration.md documents every key the config file takes, and
+// config check knows each (it parses them all): a key added in code and
+// not in that page fails here.
+func TestDocsDocumentEveryConfigKey(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	page, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,9 +309,9 @@ func TestREADMEDocumentsEveryConfigKey(t *testing.T) {
 			if key == "" || key == "-" {
 				continue
 			}
-			// A row of README's table of keys ("The config file").
-			if !regexp.MustCompile("(?m)^\\| (&nbsp;&nbsp;)*`" + regexp.QuoteMeta(key) + "` \\|").Match(readme) {
-				t.Errorf("README's table of config keys lacks `%s` (%s%s)", key, prefix, key)
+			// A row of the page's table of keys ("Every key").
+			if !regexp.MustCompile("(?m)^\\| (&nbsp;&nbsp;)*`" + regexp.QuoteMeta(key) + "` \\|").Match(page) {
+				t.Errorf("docs/configuration.md's table of config keys lacks `%s` (%s%s)", key, prefix, key)
 			}
 			walk(prefix+key+".", typ.Field(i).Type)
 		}
