@@ -215,6 +215,11 @@ func TestDocsShellBlocksRun(t *testing.T) {
 	}
 }
 
+// noRaceExitSleep spares each bin/razao the second a binary built with
+// -race sleeps before it exits (GORACE's atexit_sleep_ms), which the
+// blocks' few dozen commands would add up; it changes nothing else.
+const noRaceExitSleep = "GORACE=atexit_sleep_ms=0"
+
 // runSession runs script with bash at root, in a clean environment, and
 // returns what it printed.
 func runSession(t *testing.T, root, script string) (string, error) {
@@ -223,7 +228,8 @@ func runSession(t *testing.T, root, script string) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-s")
 	cmd.Dir = root
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "LANG=C.UTF-8", "TERM=dumb", "TZ=UTC"}
+	cmd.WaitDelay = 10 * time.Second // a command a killed bash left behind cannot hold its output open
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "LANG=C.UTF-8", "TERM=dumb", "TZ=UTC", noRaceExitSleep}
 	cmd.Stdin = strings.NewReader(script)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -277,7 +283,7 @@ func startDocsService(t *testing.T, project string) (root, base string) {
 	base = "http://" + listen
 	config := filepath.Join(root, "scripts", "dev.yaml")
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "DATABASE_URL=" + dbURL, "RAZAO_CONFIG=" + config,
-		"RAZAO_LISTEN=" + listen, "RAZAO_ADMIN_LISTEN=127.0.0.1:0"}
+		"RAZAO_LISTEN=" + listen, "RAZAO_ADMIN_LISTEN=127.0.0.1:0", noRaceExitSleep}
 	for k, v := range secrets {
 		env = append(env, k+"="+v)
 	}
