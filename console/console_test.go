@@ -227,8 +227,7 @@ func TestMonthPageShowsTheAPIsFigures(t *testing.T) {
 			t.Fatalf("%s: only %d lines from the API", m, len(tb.Lines))
 		}
 		for _, l := range tb.Lines {
-			wantFigures(t, page, "data-account", l.Account, m+" "+l.Account,
-				map[string]int64{"opening": l.Opening, "debits": l.Debits, "credits": l.Credits, "closing": l.Closing})
+			wantBalanceteLine(t, page, m, l)
 		}
 		var inc reports.Income
 		c.api(f.read, "/v1/reports/income-statement/"+m, &inc)

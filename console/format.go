@@ -33,6 +33,31 @@ func brl(centavos int64) string {
 	return b.String()
 }
 
+// dc writes a signed balance (debit positive, as the reports give it) as
+// Brazilian balancetes do: its size with D for a debit (devedor) balance
+// or C for a credit (credor) one, R$ 294,40 C for an income account's
+// credit balance rather than −R$ 294,40; a zero balance has no side.
+func dc(centavos int64) string {
+	switch {
+	case centavos > 0:
+		return brl(centavos) + " D"
+	case centavos < 0:
+		return strings.TrimPrefix(brl(centavos), "−") + " C"
+	}
+	return brl(0)
+}
+
+// side is the side of a signed balance, as dc writes it: "D", "C" or "".
+func side(centavos int64) string {
+	switch {
+	case centavos > 0:
+		return "D"
+	case centavos < 0:
+		return "C"
+	}
+	return ""
+}
+
 // groupThousands puts a dot between each group of three digits.
 func groupThousands(digits string) string {
 	if len(digits) <= 3 {
