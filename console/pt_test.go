@@ -1,6 +1,7 @@
 package console
 
 import (
+	"regexp"
 	"testing"
 
 	"github.com/razao/razao/reports"
@@ -17,4 +18,16 @@ func wantBalanceteLine(t *testing.T, page, month string, l reports.TrialBalanceL
 			t.Errorf("%s %s %s: page %q, API %s", month, l.Account, name, got, want)
 		}
 	}
+}
+
+var axisMonthRE = regexp.MustCompile(`<tspan x="[^"]*">([a-z]{3})</tspan><tspan x="[^"]*" dy="\d+">(\d{4})</tspan>`)
+
+// axisMonths are the months a chart's SVG labels under its axis, as
+// ago/2026.
+func axisMonths(svg string) []string {
+	var out []string
+	for _, m := range axisMonthRE.FindAllStringSubmatch(svg, -1) {
+		out = append(out, m[1]+"/"+m[2])
+	}
+	return out
 }
