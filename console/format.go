@@ -123,3 +123,25 @@ func monthText(s string) string {
 func dateTime(loc *time.Location) func(time.Time) string {
 	return func(t time.Time) string { return t.In(loc).Format("02/01/2006 15:04") }
 }
+
+// zoneName names the ledger's time zone for the pages' footer: the city
+// of an IANA zone (America/Sao_Paulo is São Paulo), its accents restored
+// for the zones Brazil uses.
+func zoneName(loc *time.Location) func() string {
+	name := loc.String()
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.ReplaceAll(name, "_", " ")
+	if n, ok := brazilianCities[name]; ok {
+		name = n
+	}
+	return func() string { return name }
+}
+
+// brazilianCities are the IANA zones of Brazil whose city names lose an
+// accent in the zone's name.
+var brazilianCities = map[string]string{
+	"Sao Paulo": "São Paulo", "Belem": "Belém", "Maceio": "Maceió", "Cuiaba": "Cuiabá",
+	"Araguaina": "Araguaína", "Eirunepe": "Eirunepé", "Santarem": "Santarém",
+}

@@ -286,6 +286,11 @@ type monthPage struct {
 	Rows              []tbRow
 	Income            reports.Income
 	Exports           []exportLink
+	// First is the books' first month (zero when they are empty);
+	// BeforeBooks is true for a month before it, which has nothing to
+	// show and is not open to anything.
+	First       periods.Month
+	BeforeBooks bool
 }
 
 // books reads the month of the request's {month}: its trial balance and
@@ -310,8 +315,14 @@ func (c *Console) month(w http.ResponseWriter, r *http.Request) {
 		c.failWith(w, r, err)
 		return
 	}
+	first, err := c.firstMonth(r.Context())
+	if err != nil {
+		c.failWith(w, r, err)
+		return
+	}
 	c.render(w, r, "month", "Mês "+monthLabel(m), monthPage{
 		Month: m, Prev: m.Prev(), Next: m.Next(), TB: tb, Rows: balanceteRows(tb.Lines), Income: inc, Exports: exportLinks(m),
+		First: first, BeforeBooks: first.IsZero() || m.Before(first),
 	})
 }
 
