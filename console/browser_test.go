@@ -154,6 +154,14 @@ func TestBrowser(t *testing.T) {
 	if got := b.Text(`#live-events li[data-topic="charge.paid"]`); !strings.HasSuffix(got, "Cobrança paga · order-<live>") {
 		t.Errorf("live strip shows %q", got)
 	}
+	// Its time is São Paulo's, as every page's, whatever the browser's zone.
+	if ok := b.Eval(`(() => {
+  const shown = document.querySelector('#live-events li[data-topic="charge.paid"]').textContent.slice(0, 5);
+  const at = ms => new Date(ms).toLocaleTimeString("pt-BR", {timeZone: "America/Sao_Paulo"}).slice(0, 5);
+  return [0, 60000, 120000].some(back => at(Date.now() - back) === shown);
+})()`); ok != true {
+		t.Errorf("the live strip's time is not São Paulo's: %q", b.Text(`#live-events li[data-topic="charge.paid"]`))
+	}
 	shot(t, b, "12-live")
 	b.Do("next page", chromedp.Navigate(srv.URL+"/console/divergences"), chromedp.WaitVisible(chromedp.ID("open-title")),
 		browsertest.Poll(`document.getElementById("live-status").textContent === "Conectado."`))
