@@ -47,17 +47,6 @@ func dc(centavos int64) string {
 	return brl(0)
 }
 
-// side is the side of a signed balance, as dc writes it: "D", "C" or "".
-func side(centavos int64) string {
-	switch {
-	case centavos > 0:
-		return "D"
-	case centavos < 0:
-		return "C"
-	}
-	return ""
-}
-
 // groupThousands puts a dot between each group of three digits.
 func groupThousands(digits string) string {
 	if len(digits) <= 3 {

@@ -50,8 +50,5 @@ func TestDCWritesTheBalancesSide(t *testing.T) {
 		if got := dc(in); got != want {
 			t.Errorf("dc(%d) = %q, want %q", in, got, want)
 		}
-		if s := side(in); (s == "") != (in == 0) || (s == "C") != (in < 0) {
-			t.Errorf("side(%d) = %q", in, s)
-		}
 	}
 }

@@ -178,10 +178,10 @@ type tbRow struct {
 	// ID is the row's element id; In lists the ids of its ancestor
 	// groups, nearest last, which the toggle reads.
 	ID, In string
-	Depth  int
 	Group  bool
 	Open   bool
-	// Indent is Depth as the style sheet indents it (d0 to d6).
+	// Indent is the row's depth under its shown ancestors as the style
+	// sheet indents it (d0 to d6: deeper rows stay at d6).
 	Indent int
 	// Children are the ids of the rows right under a group.
 	Children string
@@ -218,7 +218,7 @@ func balanceteRows(lines []reports.TrialBalanceLine) []tbRow {
 	var walk func(i, depth int, in []string)
 	walk = func(i, depth int, in []string) {
 		id := "tb-" + strconv.Itoa(i)
-		r := tbRow{TrialBalanceLine: lines[i], ID: id, In: strings.Join(in, " "), Depth: depth, Indent: min(depth, 6),
+		r := tbRow{TrialBalanceLine: lines[i], ID: id, In: strings.Join(in, " "), Indent: min(depth, 6),
 			Group: len(children[i]) > 0, Open: depth == 0}
 		var kids []string
 		for _, c := range children[i] {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -220,5 +221,40 @@ func TestNothingBeforeTheBooksFirstMonthIsListedOrOpen(t *testing.T) {
 	_, page = lc.get("/console/chart?to=2026-09")
 	if strings.Contains(page, `data-month="2026-08"`) || !strings.Contains(page, `<tr data-month="2026-09">`) {
 		t.Error("with go-live in September, the trend lists August")
+	}
+}
+
+// The balancete's rows: each under its nearest shown ancestor of its own
+// currency, classes in a balancete's order, roots open and groups below
+// them closed, depth capped for the indent.
+func TestBalanceteRowsNestByCodeAndCurrency(t *testing.T) {
+	t.Parallel()
+	line := func(code, typ, currency string) reports.TrialBalanceLine {
+		return reports.TrialBalanceLine{Account: code, Type: typ, Currency: currency}
+	}
+	lines := []reports.TrialBalanceLine{ // ordered by code, as the report gives them
+		line("assets", "asset", "BRL"), line("assets:cash", "asset", "BRL"), line("assets:usd", "asset", "USD"),
+		line("expenses", "expense", "BRL"), line("income", "income", "BRL"), line("income:revenue", "income", "BRL"),
+		line("liabilities", "liability", "BRL"), line("liabilities:a:b:c:d:e:f:g", "liability", "BRL"),
+		line("liabilities:commission-payable", "liability", "BRL"), line("liabilities:commission-payable:p1", "liability", "BRL"),
+	}
+	var got []string
+	for _, r := range balanceteRows(lines) {
+		got = append(got, fmt.Sprintf("%s d%d in[%s] group=%v open=%v kids[%s]", r.Account, r.Indent, r.In, r.Group, r.Open, r.Children))
+	}
+	want := []string{
+		"assets d0 in[] group=true open=true kids[tb-1]",
+		"assets:cash d1 in[tb-0] group=false open=false kids[]",
+		"assets:usd d0 in[] group=false open=true kids[]",
+		"liabilities d0 in[] group=true open=true kids[tb-7 tb-8]",
+		"liabilities:a:b:c:d:e:f:g d1 in[tb-6] group=false open=false kids[]",
+		"liabilities:commission-payable d1 in[tb-6] group=true open=false kids[tb-9]",
+		"liabilities:commission-payable:p1 d2 in[tb-6 tb-8] group=false open=false kids[]",
+		"income d0 in[] group=true open=true kids[tb-5]",
+		"income:revenue d1 in[tb-4] group=false open=false kids[]",
+		"expenses d0 in[] group=false open=true kids[]",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
