@@ -258,3 +258,29 @@ func TestBalanceteRowsNestByCodeAndCurrency(t *testing.T) {
 		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// With nothing booked yet, every page renders and says so: no month is
+// open, nothing is charted.
+func TestEmptyBooksRenderEveryPage(t *testing.T) {
+	t.Parallel()
+	f := newBareFixture(t)
+	c := signedIn(t, serve(t, f.router), f.read)
+	for path, want := range map[string]string{
+		"/console/month/2026-10":                      "O razão ainda não tem lançamentos.",
+		"/console/chart?to=2026-10":                   `<p id="no-months">Nenhum lançamento até out/2026.</p>`,
+		"/console/accounts/income:revenue?to=2026-10": "Nenhum lançamento até out/2026.",
+		"/console/periods":                            "Nenhum mês com lançamentos.",
+		"/console/partners":                           "Nenhum parceiro.",
+	} {
+		res, page := c.get(path)
+		if res.StatusCode != http.StatusOK || !strings.Contains(page, want) {
+			t.Errorf("%s with empty books: %d, want %q", path, res.StatusCode, want)
+		}
+		if strings.Contains(page, ">aberto<") {
+			t.Errorf("%s with empty books shows a month open", path)
+		}
+	}
+	if res, svg := c.get("/console/chart.svg?to=2026-10"); res.StatusCode != http.StatusOK || !strings.Contains(svg, "Nenhum lançamento nestes meses.") {
+		t.Errorf("the chart of empty books: %d", res.StatusCode)
+	}
+}
