@@ -45,23 +45,40 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range tb.Lines {
-		if !strings.HasPrefix(l.Account, "liabilities:commission-payable") { // inside a closed group: not visible yet
-			if got := b.Text(fmt.Sprintf(`tr[data-account=%q] td[data-field="closing"]`, l.Account)); got != brl(l.Closing) {
-				t.Errorf("browser shows %s closing %q, the report %s", l.Account, got, brl(l.Closing))
+		if !strings.HasPrefix(l.Account, "liabilities:commission-payable:") { // inside a closed group: not visible yet
+			if got := b.Text(fmt.Sprintf(`tr[data-account=%q] td[data-field="closing"]`, l.Account)); got != dc(l.Closing) {
+				t.Errorf("browser shows %s closing %q, the report %s", l.Account, got, dc(l.Closing))
 			}
 		}
+	}
+	// The balancete is one table: every column of every row lines up
+	// with its header's.
+	if v := b.Eval(balanceteMisaligned); v != nil && len(v.([]any)) > 0 {
+		t.Errorf("balancete cells out of line with their column: %v", v)
 	}
 	inc, _ := reports.IncomeStatement(ctx, f.db, monthsums.Books{}, aug2026)
 	if got := b.Text(`#income td[data-field="net_income"]`); got != brl(inc.NetIncome) {
 		t.Errorf("net income %q, want %s", got, brl(inc.NetIncome))
 	}
-	// Expand the partners' group with the keyboard.
-	group := `details.group:not([open]) > summary`
-	b.Do("expand with the keyboard", chromedp.Focus(chromedp.CSS(group)), chromedp.KeyEvent(" "),
-		chromedp.WaitVisible(chromedp.CSS(`tr[data-account="liabilities:commission-payable:p1"]`)))
-	if got := b.Text(`tr[data-account="liabilities:commission-payable:p1"] td[data-field="closing"]`); !strings.HasPrefix(got, "−R$ ") {
-		t.Errorf("p1's payable closing %q, want a credit balance", got)
+	// The partners' group starts closed; its button opens it from the
+	// keyboard (Tab reaches it: it is a button), and says so.
+	p1 := `tr[data-account="liabilities:commission-payable:p1"]`
+	toggle := `tr[data-account="liabilities:commission-payable"] button.toggle`
+	if b.Eval(`document.querySelector('`+p1+`').hidden`) != true || b.Eval(`document.querySelector('`+toggle+`').getAttribute("aria-expanded")`) != "false" {
+		t.Error("the partners' payables are not shown closed at first")
 	}
+	b.Do("expand with the keyboard", chromedp.Focus(chromedp.CSS(toggle)), chromedp.KeyEvent(" "), chromedp.WaitVisible(chromedp.CSS(p1)))
+	if got := b.Eval(`document.querySelector('` + toggle + `').getAttribute("aria-expanded")`); got != "true" {
+		t.Errorf("after opening, the toggle's aria-expanded is %v", got)
+	}
+	if got := b.Text(p1 + ` td[data-field="closing"]`); !strings.HasSuffix(got, " C") || strings.Contains(got, "−") {
+		t.Errorf("p1's payable closing %q, want a credit balance written R$ … C", got)
+	}
+	if got := b.Text(p1 + ` th a`); got != "Comissões a pagar — p1" {
+		t.Errorf("p1's payable is named %q", got)
+	}
+	b.Do("close with the keyboard", chromedp.Focus(chromedp.CSS(toggle)), chromedp.KeyEvent("\r"), chromedp.WaitNotVisible(chromedp.CSS(p1)))
+	b.Do("reopen", chromedp.Focus(chromedp.CSS(toggle)), chromedp.KeyEvent("\r"), chromedp.WaitVisible(chromedp.CSS(p1)))
 	shot(t, b, "02-month")
 	b.Do("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("income")))
 	shot(t, b, "03-month-phone")
@@ -137,6 +154,14 @@ func TestBrowser(t *testing.T) {
 	if got := b.Text(`#live-events li[data-topic="charge.paid"]`); !strings.HasSuffix(got, "Cobrança paga · order-<live>") {
 		t.Errorf("live strip shows %q", got)
 	}
+	// Its time is São Paulo's, as every page's, whatever the browser's zone.
+	if ok := b.Eval(`(() => {
+  const shown = document.querySelector('#live-events li[data-topic="charge.paid"]').textContent.slice(0, 5);
+  const at = ms => new Date(ms).toLocaleTimeString("pt-BR", {timeZone: "America/Sao_Paulo"}).slice(0, 5);
+  return [0, 60000, 120000].some(back => at(Date.now() - back) === shown);
+})()`); ok != true {
+		t.Errorf("the live strip's time is not São Paulo's: %q", b.Text(`#live-events li[data-topic="charge.paid"]`))
+	}
 	shot(t, b, "12-live")
 	b.Do("next page", chromedp.Navigate(srv.URL+"/console/divergences"), chromedp.WaitVisible(chromedp.ID("open-title")),
 		browsertest.Poll(`document.getElementById("live-status").textContent === "Conectado."`))
@@ -169,6 +194,23 @@ func TestBrowser(t *testing.T) {
 	r.NoConsoleErrors(nil)
 	b.NoConsoleErrors(nil)
 }
+
+// balanceteMisaligned lists the balancete's cells whose left and right
+// edges differ from their column header's: empty when it is one aligned
+// table.
+const balanceteMisaligned = `(() => {
+  const t = document.getElementById("balancete");
+  const heads = [...t.tHead.rows[0].cells].map(c => c.getBoundingClientRect());
+  const out = [];
+  for (const r of [...t.tBodies[0].rows, ...t.tFoot.rows]) {
+    if (r.hidden) continue;
+    [...r.cells].forEach((c, i) => {
+      const b = c.getBoundingClientRect();
+      if (Math.abs(b.left - heads[i].left) > 0.5 || Math.abs(b.right - heads[i].right) > 0.5) out.push(r.dataset.account + " column " + i);
+    });
+  }
+  return out;
+})()`
 
 // localeMonths lists what on the page the browser would write in its own
 // locale's words (English, headless) rather than ours: a month, date or

@@ -97,7 +97,7 @@ func (c *Console) parse() error {
 	loc := c.Ledger.Calendar().Location()
 	funcs := template.FuncMap{
 		"brl": brl, "count": count, "month": monthText, "monthOf": monthLabel, "when": dateTime(loc),
-		"monthNames": monthOptions, "pt": pt, "accountName": accountName,
+		"monthNames": monthOptions, "pt": pt, "accountName": accountName, "dc": dc, "zone": loc.String, "zoneName": zoneName(loc),
 	}
 	c.pages = map[string]*template.Template{}
 	for _, name := range pageNames {

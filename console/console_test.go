@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -227,8 +228,7 @@ func TestMonthPageShowsTheAPIsFigures(t *testing.T) {
 			t.Fatalf("%s: only %d lines from the API", m, len(tb.Lines))
 		}
 		for _, l := range tb.Lines {
-			wantFigures(t, page, "data-account", l.Account, m+" "+l.Account,
-				map[string]int64{"opening": l.Opening, "debits": l.Debits, "credits": l.Credits, "closing": l.Closing})
+			wantBalanceteLine(t, page, m, l)
 		}
 		var inc reports.Income
 		c.api(f.read, "/v1/reports/income-statement/"+m, &inc)
@@ -286,9 +286,9 @@ func TestMonthPageShowsTheAPIsFigures(t *testing.T) {
 	if !strings.Contains(page, `<option value="08" selected>ago</option>`) || strings.Contains(page, `type="month"`) {
 		t.Errorf("month picker: want a select of Portuguese month names with August chosen, no browser-localised month field")
 	}
-	// The chart's axis writes months as every page does.
-	if _, svg := c.get("/console/chart.svg?to=2026-09"); !strings.Contains(svg, ">ago/2026<") || strings.Contains(svg, ">ago/26<") {
-		t.Errorf("chart axis does not label months as ago/2026")
+	// The chart's axis writes months as every page does: ago over 2026.
+	if _, svg := c.get("/console/chart.svg?to=2026-09"); !slices.Equal(axisMonths(svg), []string{"ago/2026", "set/2026"}) {
+		t.Errorf("chart axis labels months %v, want ago/2026 and set/2026 (its months from the first with postings)", axisMonths(svg))
 	}
 	if res, _ := c.get("/console/exports/passwd.csv?month=2026-08"); res.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown export: %d", res.StatusCode)
@@ -311,6 +311,12 @@ func TestChartAndSeriesShowTheAPIsFigures(t *testing.T) {
 	c := signedIn(t, srv, f.read)
 	_, page := c.get("/console/chart?to=2026-09")
 	for _, m := range months(sep2026) {
+		if m.Before(aug2026) { // before the books' first month: neither listed nor drawn
+			if strings.Contains(page, `data-month="`+m.String()+`"`) {
+				t.Errorf("the trend lists %s, before the first month with postings", m)
+			}
+			continue
+		}
 		var inc reports.Income
 		c.api(f.read, "/v1/reports/income-statement/"+m.String(), &inc)
 		wantFigures(t, page, "data-month", m.String(), "trend "+m.String(),
@@ -323,17 +329,28 @@ func TestChartAndSeriesShowTheAPIsFigures(t *testing.T) {
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(svg, "<svg") {
 		t.Fatalf("chart: %d %s %.100s", res.StatusCode, res.Header.Get("Content-Type"), svg)
 	}
-	for _, want := range []string{"Vendas", "Estornos", "Comissões", "Resultado", "set/2026", "out/2025"} {
-		if !strings.Contains(svg, want) {
+	for _, want := range []string{"Vendas", "Estornos", "Comissões", "Resultado"} {
+		if !strings.Contains(svg, ">"+want+"<") {
 			t.Errorf("chart lacks %q", want)
 		}
+	}
+	if got := axisMonths(svg); !slices.Equal(got, []string{"ago/2026", "set/2026"}) {
+		t.Errorf("chart draws months %v, want ago/2026 and set/2026", got)
 	}
 
 	_, page = c.get("/console/accounts/income:revenue?to=2026-09")
 	var s reports.Series
-	c.api(f.read, "/v1/accounts/income:revenue/series?from=2025-10&to=2026-09", &s)
+	c.api(f.read, "/v1/accounts/income:revenue/series?from=2026-08&to=2026-09", &s)
 	for _, p := range s.Points {
-		wantFigures(t, page, "data-month", p.Month, "series "+p.Month, map[string]int64{"historical": p.Historical, "change": p.Change})
+		for name, want := range map[string]string{"opening": dc(p.Opening), "debits": brl(p.Debits), "credits": brl(p.Credits),
+			"change": dc(p.Change), "cumulative": dc(p.Cumulative), "historical": dc(p.Historical)} {
+			if got := field(t, page, "data-month", p.Month, name); got != want {
+				t.Errorf("series %s %s: page %q, API %s", p.Month, name, got, want)
+			}
+		}
+	}
+	if strings.Contains(page, `data-month="2026-07"`) || !strings.Contains(page, "Receita de vendas") || !strings.Contains(page, "natureza credora") {
+		t.Error("the account page lists a month before the first with postings, or does not name the account and its nature in Portuguese")
 	}
 	if res, svg := c.get("/console/accounts/income:revenue/chart.svg?to=2026-09"); res.StatusCode != 200 || !strings.Contains(svg, "<svg") {
 		t.Errorf("account chart: %d", res.StatusCode)

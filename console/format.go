@@ -33,6 +33,20 @@ func brl(centavos int64) string {
 	return b.String()
 }
 
+// dc writes a signed balance (debit positive, as the reports give it) as
+// Brazilian balancetes do: its size with D for a debit (devedor) balance
+// or C for a credit (credor) one, R$ 294,40 C for an income account's
+// credit balance rather than −R$ 294,40; a zero balance has no side.
+func dc(centavos int64) string {
+	switch {
+	case centavos > 0:
+		return brl(centavos) + " D"
+	case centavos < 0:
+		return strings.TrimPrefix(brl(centavos), "−") + " C"
+	}
+	return brl(0)
+}
+
 // groupThousands puts a dot between each group of three digits.
 func groupThousands(digits string) string {
 	if len(digits) <= 3 {
@@ -97,4 +111,26 @@ func monthText(s string) string {
 // dateTime writes t as 02/01/2006 15:04 in loc.
 func dateTime(loc *time.Location) func(time.Time) string {
 	return func(t time.Time) string { return t.In(loc).Format("02/01/2006 15:04") }
+}
+
+// zoneName names the ledger's time zone for the pages' footer: the city
+// of an IANA zone (America/Sao_Paulo is São Paulo), its accents restored
+// for the zones Brazil uses.
+func zoneName(loc *time.Location) func() string {
+	name := loc.String()
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.ReplaceAll(name, "_", " ")
+	if n, ok := brazilianCities[name]; ok {
+		name = n
+	}
+	return func() string { return name }
+}
+
+// brazilianCities are the IANA zones of Brazil whose city names lose an
+// accent in the zone's name.
+var brazilianCities = map[string]string{
+	"Sao Paulo": "São Paulo", "Belem": "Belém", "Maceio": "Maceió", "Cuiaba": "Cuiabá",
+	"Araguaina": "Araguaína", "Eirunepe": "Eirunepé", "Santarem": "Santarém",
 }

@@ -35,3 +35,20 @@ func TestMonthLabel(t *testing.T) {
 	}
 	_ = periods.Month{}
 }
+
+// A balance is written with its side, as a balancete writes it: an income
+// account's credit balance is "R$ 294,40 C", never −R$ 294,40.
+func TestDCWritesTheBalancesSide(t *testing.T) {
+	for in, want := range map[int64]string{
+		0:             "R$ 0,00",
+		29440:         "R$ 294,40 D",
+		-29440:        "R$ 294,40 C",
+		-5:            "R$ 0,05 C",
+		-123456789:    "R$ 1.234.567,89 C",
+		math.MinInt64: "R$ 92.233.720.368.547.758,08 C",
+	} {
+		if got := dc(in); got != want {
+			t.Errorf("dc(%d) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -313,7 +313,7 @@ func (c *client) wantStatuses(want map[string]int) {
 // with attribute attr=value, e.g. field(page, "data-account", "assets:cash", "closing").
 func field(t *testing.T, page, attr, value, name string) string {
 	t.Helper()
-	row := regexp.MustCompile(`(?s)<tr ` + regexp.QuoteMeta(attr+`="`+value+`"`) + `>(.*?)</tr>`).FindStringSubmatch(page)
+	row := regexp.MustCompile(`(?s)<tr ` + regexp.QuoteMeta(attr+`="`+value+`"`) + `(?:\s[^>]*)?>(.*?)</tr>`).FindStringSubmatch(page)
 	if row == nil {
 		t.Fatalf("no row %s=%q on the page", attr, value)
 	}

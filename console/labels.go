@@ -109,6 +109,10 @@ var labels = map[string]map[string]string{
 		"income":    "receita",
 		"expense":   "despesa",
 	},
+	"period": { // periods.Period.Status
+		"open":   "aberto",
+		"closed": "fechado",
+	},
 	"side": { // accounts.normal_side
 		"debit":  "devedora",
 		"credit": "credora",

@@ -1,10 +1,12 @@
 package console
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -165,49 +167,91 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 }
 
-// tbNode is an account of the trial balance with the accounts rolled up
-// into it: leaves (no children shown) and groups (with children).
-type tbNode struct {
-	Line   reports.TrialBalanceLine
-	Root   bool
-	Leaves []reports.TrialBalanceLine
-	Groups []*tbNode
+// tbRow is one row of the balancete, which is one table: an account with
+// the accounts rolled up into it, indented by its depth under its shown
+// ancestors. A group (an account with rows under it) has a toggle that
+// shows or hides them (balancete.js); a group is shown open at first when
+// it is a root, as the chart's five classes are, and closed below that
+// (a partner's payables can be thousands of rows).
+type tbRow struct {
+	reports.TrialBalanceLine
+	// ID is the row's element id; In lists the ids of its ancestor
+	// groups, nearest last, which the toggle reads.
+	ID, In string
+	Group  bool
+	Open   bool
+	// Indent is the row's depth under its shown ancestors as the style
+	// sheet indents it (d0 to d6: deeper rows stay at d6).
+	Indent int
+	// Children are the ids of the rows right under a group.
+	Children string
 }
 
-// tree arranges the trial balance's lines under their nearest shown
-// ancestor of the same currency, as rollUp summed them.
-func tree(lines []reports.TrialBalanceLine) []*tbNode {
-	nodes := make([]*tbNode, len(lines))
+// balanceteRows orders the trial balance's lines as its one table shows
+// them: each account under its nearest shown ancestor of the same
+// currency (as rollUp summed them), depth first, siblings by code.
+func balanceteRows(lines []reports.TrialBalanceLine) []tbRow {
 	index := map[string]int{}
 	for i, l := range lines {
-		nodes[i] = &tbNode{Line: l}
 		index[l.Currency+"\x00"+l.Account] = i
 	}
-	parent := make([]int, len(lines))
-	children := make([]int, len(lines))
-	for i, l := range lines {
-		parent[i] = -1
+	children := make([][]int, len(lines))
+	var roots []int
+	for i, l := range lines { // lines are ordered by code: siblings stay so
+		parent := -1
 		for p := accounts.Parent(l.Account); p != ""; p = accounts.Parent(p) {
 			if j, ok := index[l.Currency+"\x00"+p]; ok {
-				parent[i] = j
-				children[j]++
+				parent = j
 				break
 			}
 		}
-	}
-	var roots []*tbNode
-	for i, n := range nodes { // lines are ordered by code: parents come first
-		switch {
-		case parent[i] < 0:
-			n.Root = true
-			roots = append(roots, n)
-		case children[i] > 0:
-			nodes[parent[i]].Groups = append(nodes[parent[i]].Groups, n)
-		default:
-			nodes[parent[i]].Leaves = append(nodes[parent[i]].Leaves, n.Line)
+		if parent < 0 {
+			roots = append(roots, i)
+		} else {
+			children[parent] = append(children[parent], i)
 		}
 	}
-	return roots
+	// The classes in the order of a Brazilian balancete: ativo, passivo,
+	// patrimônio líquido, receitas, despesas.
+	slices.SortStableFunc(roots, func(a, b int) int { return cmp.Compare(typeRank(lines[a].Type), typeRank(lines[b].Type)) })
+	out := make([]tbRow, 0, len(lines))
+	var walk func(i, depth int, in []string)
+	walk = func(i, depth int, in []string) {
+		id := "tb-" + strconv.Itoa(i)
+		r := tbRow{TrialBalanceLine: lines[i], ID: id, In: strings.Join(in, " "), Indent: min(depth, 6),
+			Group: len(children[i]) > 0, Open: depth == 0}
+		var kids []string
+		for _, c := range children[i] {
+			kids = append(kids, "tb-"+strconv.Itoa(c))
+		}
+		r.Children = strings.Join(kids, " ")
+		out = append(out, r)
+		for _, c := range children[i] {
+			walk(c, depth+1, append(in[:len(in):len(in)], id))
+		}
+	}
+	for _, i := range roots {
+		walk(i, 0, nil)
+	}
+	return out
+}
+
+// typeRank is the place of an account type in a balancete; an unknown
+// type goes last.
+func typeRank(t string) int {
+	switch accounts.Type(t) {
+	case accounts.Asset:
+		return 0
+	case accounts.Liability:
+		return 1
+	case accounts.Equity:
+		return 2
+	case accounts.Income:
+		return 3
+	case accounts.Expense:
+		return 4
+	}
+	return 5
 }
 
 // exportLink is one CSV download button.
@@ -239,9 +283,14 @@ func exportLinks(m periods.Month) []exportLink {
 type monthPage struct {
 	Month, Prev, Next periods.Month
 	TB                reports.TrialBalanceReport
-	Tree              []*tbNode
+	Rows              []tbRow
 	Income            reports.Income
 	Exports           []exportLink
+	// First is the books' first month (zero when they are empty);
+	// BeforeBooks is true for a month before it, which has nothing to
+	// show and is not open to anything.
+	First       periods.Month
+	BeforeBooks bool
 }
 
 // books reads the month of the request's {month}: its trial balance and
@@ -266,8 +315,14 @@ func (c *Console) month(w http.ResponseWriter, r *http.Request) {
 		c.failWith(w, r, err)
 		return
 	}
+	first, err := c.firstMonth(r.Context())
+	if err != nil {
+		c.failWith(w, r, err)
+		return
+	}
 	c.render(w, r, "month", "Mês "+monthLabel(m), monthPage{
-		Month: m, Prev: m.Prev(), Next: m.Next(), TB: tb, Tree: tree(tb.Lines), Income: inc, Exports: exportLinks(m),
+		Month: m, Prev: m.Prev(), Next: m.Next(), TB: tb, Rows: balanceteRows(tb.Lines), Income: inc, Exports: exportLinks(m),
+		First: first, BeforeBooks: first.IsZero() || m.Before(first),
 	})
 }
 

@@ -47,8 +47,8 @@ func TestConsoleInABrowserSeesWebhooksLive(t *testing.T) {
 	b.Screenshot("e2e-live")
 
 	b.Do("month", chromedp.Navigate(base+"/console/month/2026-08"), chromedp.WaitVisible(chromedp.CSS(`tr[data-account="income:revenue"]`)))
-	if got := b.Text(`tr[data-account="income:revenue"] td[data-field="closing"]`); got != "−R$ 49,90" {
-		t.Errorf("August revenue after the webhook: %q, want −R$ 49,90", got)
+	if got := b.Text(`tr[data-account="income:revenue"] td[data-field="closing"]`); got != "R$ 49,90 C" {
+		t.Errorf("August revenue after the webhook: %q, want R$ 49,90 C (a credit balance)", got)
 	}
 	b.Do("divergences", chromedp.Navigate(base+"/console/divergences"), chromedp.WaitVisible(chromedp.CSS("table.delivery")))
 	if got := b.Text("table.delivery tbody"); !strings.Contains(got, "psp") || !strings.Contains(got, "msg-live-2") {

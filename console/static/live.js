@@ -32,7 +32,8 @@
       var item = document.createElement("li");
       item.className = "event";
       item.setAttribute("data-topic", topic);
-      var when = data.created_at ? new Date(data.created_at).toLocaleTimeString("pt-BR") : "";
+      // In the ledger's zone (the list's data-time-zone), as every page's times, not the browser's.
+      var when = data.created_at ? new Date(data.created_at).toLocaleTimeString("pt-BR", { timeZone: list.getAttribute("data-time-zone") || undefined }) : "";
       // textContent, never innerHTML: a charge id is the selling app's text.
       item.textContent = when + " · " + labels[topic] + (data.charge_id ? " · " + data.charge_id : "");
       list.insertBefore(item, list.firstChild);

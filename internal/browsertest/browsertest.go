@@ -6,9 +6,12 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -175,4 +178,102 @@ func Poll(expr string) chromedp.Action[chromedp.Void] {
 		_, err := chromedp.Poll[bool](expr)(ctx, t)
 		return chromedp.Void{}, err
 	}
+}
+
+// axeScript is axe-core's browser build, which `npm ci` installs under
+// testdata (package.json pins its version); $RAZAO_AXE overrides it.
+func axeScript() string {
+	if p := os.Getenv("RAZAO_AXE"); p != "" {
+		return p
+	}
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "testdata", "node_modules", "axe-core", "axe.min.js")
+}
+
+// axeRun runs axe-core on the whole document for the WCAG 2.x A and AA
+// rules and best practices, and returns its violations, one per element.
+const axeRun = `axe.run(document, {
+  runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa", "best-practice"]},
+  resultTypes: ["violations"]
+}).then(r => {
+  const out = [];
+  for (const v of r.violations) {
+    for (const n of v.nodes) {
+      out.push({id: v.id, impact: n.impact || v.impact || "", help: v.help, target: n.target.join(" "), summary: n.failureSummary || ""});
+    }
+  }
+  return JSON.stringify({violations: out, passes: r.passes.length, version: axe.version});
+})`
+
+// AxeViolation is one element that breaks one axe-core rule.
+type AxeViolation struct {
+	ID      string `json:"id"`
+	Impact  string `json:"impact"` // minor, moderate, serious or critical
+	Help    string `json:"help"`
+	Target  string `json:"target"`
+	Summary string `json:"summary"`
+}
+
+// Blocking is true for the violations a test fails on: serious and
+// critical ones.
+func (v AxeViolation) Blocking() bool { return v.Impact == "serious" || v.Impact == "critical" }
+
+func (v AxeViolation) String() string {
+	return fmt.Sprintf("axe %s (%s): %s — %s\n\t%s", v.ID, v.Impact, v.Help, v.Target, strings.ReplaceAll(v.Summary, "\n", "\n\t"))
+}
+
+// AxeViolations runs axe-core (https://github.com/dequelabs/axe-core) on
+// the page the browser shows and returns every violation it finds. The
+// script is injected through the DevTools protocol (Runtime.evaluate),
+// which the page's Content-Security-Policy does not govern, so the
+// console's policy stays as strict as it is. Without axe-core installed it
+// is an error that says how to install it.
+func (b *Browser) AxeViolations() ([]AxeViolation, error) {
+	path := axeScript()
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("axe-core is not installed (%w): run `npm ci` in internal/browsertest/testdata "+
+			"(.ci/run does), or set RAZAO_AXE to axe.min.js", err)
+	}
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[any](string(src)+";undefined")); err != nil {
+		return nil, fmt.Errorf("inject axe-core: %w", err)
+	}
+	out, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](axeRun, chromedp.EvalAwaitPromise))
+	if err != nil {
+		return nil, fmt.Errorf("run axe-core: %w", err)
+	}
+	var r struct {
+		Violations []AxeViolation `json:"violations"`
+		Passes     int            `json:"passes"`
+		Version    string         `json:"version"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		return nil, fmt.Errorf("axe-core's answer: %w", err)
+	}
+	if r.Passes == 0 {
+		return nil, fmt.Errorf("axe-core %s checked no rule at all", r.Version)
+	}
+	return r.Violations, nil
+}
+
+// Axe fails t with every serious or critical axe-core violation of the
+// page the browser shows (AxeViolations), each with its rule, what the
+// rule asks and the element; lesser ones are logged. Without axe-core the
+// test fails: an accessibility check that skips itself proves nothing.
+func (b *Browser) Axe(t testing.TB, page string) {
+	t.Helper()
+	vs, err := b.AxeViolations()
+	if err != nil {
+		t.Fatalf("%s: %v", page, err)
+	}
+	blocking := 0
+	for _, v := range vs {
+		if v.Blocking() {
+			blocking++
+			t.Errorf("%s: %s", page, v)
+		} else {
+			t.Logf("%s (not failing the test): %s", page, v)
+		}
+	}
+	t.Logf("%s: axe-core: %d serious or critical violation(s), %d lesser", page, blocking, len(vs)-blocking)
 }
