@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,38 +72,44 @@ func BenchmarkFindPages(b *testing.B) {
 	if next == nil {
 		b.Fatal("the journal's first page has no link to older sets")
 	}
-	// A charge paid through bcb-pix (benchledger.Charges: g mod 3 = 1).
+	// A charge paid through bcb-pix (benchledger.Charges: g mod 3 = 1)
+	// between one paid through Hodle and one through Standard Webhooks.
+	paid := func(g int) bool { return g%10 != 2 && g%100 != 1 && g%100 != 3 }
 	g := nCharges * 4 / 5
-	for g%3 != 1 || g%10 == 2 || g%100 < 4 {
+	for g%3 != 1 || !paid(g-1) || !paid(g) || !paid(g+1) {
 		g++
 	}
+	chargeRow := func(g int) string { return `data-charge="ch-` + strconv.Itoa(g) + `"` }
 	charge := "ch-" + strconv.Itoa(g)
 	q := func(s string) string { return url.QueryEscape(s) }
-	for _, p := range []struct{ name, path string }{
-		{"journal/none", "/console/journal"},
-		{"journal/page-2", htmlUnescape(next[1])},
-		{"journal/competence-2025-06", "/console/journal?de=01%2F06%2F2025&ate=30%2F06%2F2025"},
-		{"journal/competence-2024-03-10-to-2025-02-20", "/console/journal?de=10%2F03%2F2024&ate=20%2F02%2F2025"},
-		{"journal/account-income:revenue", "/console/journal?conta=income%3Arevenue"},
-		{"journal/account-parent-of-500", "/console/journal?conta=liabilities%3Acommission-payable"},
-		{"journal/partner-bp-042", "/console/journal?parceiro=bp-042"},
-		{"journal/kind-payout", "/console/journal?tipo=payout"},
-		{"journal/amount-49,90", "/console/journal?min=49%2C90&max=49%2C90"},
-		{"journal/amount-400-to-500", "/console/journal?min=400&max=500"},
-		{"journal/charge-b1000006", "/console/journal?cobranca=b1000006"},
-		{"journal/kind-sale+competence-month", "/console/journal?tipo=sale&de=01%2F06%2F2025&ate=30%2F06%2F2025"},
-		{"search/charge-id", "/console/search?q=" + q(charge)},
-		{"search/end-to-end-id", "/console/search?q=" + q("E"+strconv.Itoa(g))},
-		{"search/track-id", "/console/search?q=" + q("track-"+strconv.Itoa(g-1))},
-		{"search/webhook-id", "/console/search?q=" + q("msg_"+strconv.Itoa(g+1))},
-		{"search/partner", "/console/search?q=bp-042"},
-		{"search/amount-49,90", "/console/search?q=" + q("49,90")},
-		{"search/date-05/06/2025", "/console/search?q=" + q("05/06/2025")},
-		{"search/nothing", "/console/search?q=" + q("nada-com-este-nome")},
-		{"charge/" + charge, "/console/charges/" + charge},
+	// want is what each page must show, lest a page that found nothing
+	// be measured.
+	sets, found, nothing := `<tbody class="set"`, chargeRow(g), `id="search-nothing"`
+	for _, p := range []struct{ name, path, want string }{
+		{"journal/none", "/console/journal", sets},
+		{"journal/page-2", htmlUnescape(next[1]), sets},
+		{"journal/competence-2025-06", "/console/journal?de=01%2F06%2F2025&ate=30%2F06%2F2025", sets},
+		{"journal/competence-2024-03-10-to-2025-02-20", "/console/journal?de=10%2F03%2F2024&ate=20%2F02%2F2025", sets},
+		{"journal/account-income:revenue", "/console/journal?conta=income%3Arevenue", sets},
+		{"journal/account-parent-of-500", "/console/journal?conta=liabilities%3Acommission-payable", sets},
+		{"journal/partner-bp-042", "/console/journal?parceiro=bp-042", sets},
+		{"journal/kind-payout", "/console/journal?tipo=payout", sets},
+		{"journal/amount-49,90", "/console/journal?min=49%2C90&max=49%2C90", sets},
+		{"journal/amount-400-to-500", "/console/journal?min=400&max=500", sets},
+		{"journal/charge-b1000006", "/console/journal?cobranca=b1000006", sets},
+		{"journal/kind-sale+competence-month", "/console/journal?tipo=sale&de=01%2F06%2F2025&ate=30%2F06%2F2025", sets},
+		{"search/charge-id", "/console/search?q=" + q(charge), found},
+		{"search/end-to-end-id", "/console/search?q=" + q("E"+strconv.Itoa(g)), found},
+		{"search/track-id", "/console/search?q=" + q("track-"+strconv.Itoa(g-1)), chargeRow(g - 1)},
+		{"search/webhook-id", "/console/search?q=" + q("msg_"+strconv.Itoa(g+1)), chargeRow(g + 1)},
+		{"search/partner", "/console/search?q=bp-042", sets},
+		{"search/amount-49,90", "/console/search?q=" + q("49,90"), sets},
+		{"search/date-05/06/2025", "/console/search?q=" + q("05/06/2025"), sets},
+		{"search/nothing", "/console/search?q=" + q("nada-com-este-nome"), nothing},
+		{"charge/" + charge, "/console/charges/" + charge, `<li data-type="delivery">`},
 	} {
-		if code, body := get(p.path); code != http.StatusOK {
-			b.Fatalf("%s: %d\n%.2000s", p.path, code, body)
+		if code, body := get(p.path); code != http.StatusOK || !strings.Contains(body, p.want) {
+			b.Fatalf("%s: %d, without %s\n%.3000s", p.path, code, p.want, body)
 		}
 		b.Run(p.name, func(b *testing.B) {
 			for b.Loop() {
