@@ -186,3 +186,37 @@ func TestChargeIDsLinkToTheChargePage(t *testing.T) {
 		t.Errorf("the linked charge page: %d", res.StatusCode)
 	}
 }
+
+// A charge's statement lines are on its page with their outcome; of a
+// kind the charge has more of than the timeline shows, the page says
+// there are more.
+func TestChargePageShowsStatementLinesAndSaysWhatItLeftOut(t *testing.T) {
+	t.Parallel()
+	f := newBareFixture(t)
+	if _, _, err := charges.Register(context.Background(), f.db, charges.NewCharge{ID: "busy-1", Amount: 4990, Access: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	f.db.MustExec(`INSERT INTO outbox (topic, charge_id, payload) SELECT 'charge.paid', 'busy-1', '{}' FROM generate_series(1, $1::int)`,
+		charges.MaxTimelinePerKind+1)
+	f.db.MustExec(`INSERT INTO reconciliation_runs (id, endpoint, source, window_from, window_to, final, claimed_by, lease_until)
+		VALUES (7, 'pix', 'csv', '2026-08-01', '2026-08-02', true, 'test', now())`)
+	f.db.MustExec(`INSERT INTO reconciliation_lines (run_id, line, kind, amount, outcome, charge_id) VALUES (7, 12, 'paid', 4990, 'matched', 'busy-1')`)
+	srv := serve(t, f.router)
+	c := signedIn(t, srv, f.read)
+	res, page := c.get("/console/charges/busy-1")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("%d\n%s", res.StatusCode, page)
+	}
+	if n := strings.Count(page, `<li data-type="event">`); n != charges.MaxTimelinePerKind {
+		t.Errorf("%d events shown, want the first %d", n, charges.MaxTimelinePerKind)
+	}
+	msg := regexp.MustCompile(`(?s)id="timeline-truncated">(.*?)</p>`).FindStringSubmatch(page)
+	if msg == nil || !strings.Contains(msg[1], "eventos") || strings.Contains(msg[1], "linhas de extrato") {
+		t.Errorf("the page says of what it left out: %q", msg)
+	}
+	for _, s := range []string{`<li data-type="statement_line">`, "Linha 12 do extrato pix (conciliação #7) · pagamento · R$ 49,90", "resultado: conferida"} {
+		if !strings.Contains(page, s) {
+			t.Errorf("the page lacks %s", s)
+		}
+	}
+}

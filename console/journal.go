@@ -119,18 +119,27 @@ func (f journalForm) query() url.Values {
 }
 
 // refusal is a filter a user wrote that cannot be read: said in
-// Portuguese, answered 400 on the page that has the form.
-type refusal struct{ msg string }
+// Portuguese, answered 400 on the page that has the form, the field at
+// fault (its query parameter; "" for none) marked invalid.
+type refusal struct{ field, msg string }
 
 func (r *refusal) Error() string { return r.msg }
 
-func refuse(format string, args ...any) error { return &refusal{fmt.Sprintf(format, args...)} }
+func refuse(field, format string, args ...any) error {
+	return &refusal{field, fmt.Sprintf(format, args...)}
+}
+
+// journalLabels are the form's fields as its labels name them.
+var journalLabels = map[string]string{"de": "Competência de", "ate": "Competência até", "conta": "Conta", "parceiro": "Parceiro",
+	"tipo": "Tipo", "min": "Valor mínimo", "max": "Valor máximo", "cobranca": "Cobrança"}
 
 // journalPage is the journal: its form, and a page of sets or why not.
 type journalPage struct {
 	Form    journalForm
 	Kinds   []kindOption
 	Problem string
+	// Invalid is the field the problem is about.
+	Invalid string
 	Sets    []postings.FoundSet
 	// Older is the next page's link; Newest the first page's, on a later
 	// page.
@@ -149,7 +158,7 @@ func (c *Console) journal(w http.ResponseWriter, r *http.Request) {
 	p.Form, f, err = c.journalFilter(q)
 	pageCursor := q.Get("cursor")
 	if err == nil && len(pageCursor) > maxParam {
-		err = refuse("Paginação inválida: volte à primeira página.")
+		err = refuse("", "Paginação inválida: volte à primeira página.")
 	}
 	var page postings.FoundPage
 	if err == nil {
@@ -159,7 +168,7 @@ func (c *Console) journal(w http.ResponseWriter, r *http.Request) {
 	var bad *refusal
 	switch {
 	case errors.As(err, &bad):
-		p.Problem = bad.msg
+		p.Problem, p.Invalid = bad.msg, bad.field
 		c.renderStatus(w, r, http.StatusBadRequest, "journal", "Lançamentos", p)
 		return
 	case err != nil:
@@ -190,11 +199,11 @@ func findRefusal(err error, f postings.Filter) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, cursor.ErrInvalid):
-		return refuse("Paginação inválida: volte à primeira página.")
+		return refuse("", "Paginação inválida: volte à primeira página.")
 	case errors.Is(err, postings.ErrInvalidFilter) && f.Account != "":
-		return refuse("A conta %q não está no plano de contas.", f.Account)
+		return refuse("conta", "A conta “%s” não está no plano de contas.", f.Account)
 	case errors.Is(err, postings.ErrInvalidFilter):
-		return refuse("Filtro inválido: confira os campos.")
+		return refuse("", "Filtro inválido: confira os campos.")
 	}
 	return err
 }
@@ -206,7 +215,7 @@ func (c *Console) journalFilter(q url.Values) (journalForm, postings.Filter, err
 	for i, p := range form.fields() {
 		v := strings.TrimSpace(q.Get(journalFields[i]))
 		if len(v) > maxParam {
-			return form, postings.Filter{}, refuse("O campo %q tem mais de %d caracteres.", journalFields[i], maxParam)
+			return form, postings.Filter{}, refuse(journalFields[i], "%s: mais de %d caracteres.", journalLabels[journalFields[i]], maxParam)
 		}
 		*p = v
 	}
@@ -214,40 +223,40 @@ func (c *Console) journalFilter(q url.Values) (journalForm, postings.Filter, err
 	var err error
 	if form.From != "" {
 		if f.CompetenceFrom, err = parseDay(form.From); err != nil {
-			return form, f, refuse("Competência “de”: %s", err)
+			return form, f, refuse("de", "Competência “de”: %s", err)
 		}
 	}
 	if form.To != "" {
 		if f.CompetenceTo, err = parseDay(form.To); err != nil {
-			return form, f, refuse("Competência “até”: %s", err)
+			return form, f, refuse("ate", "Competência “até”: %s", err)
 		}
 	}
 	if !f.CompetenceFrom.IsZero() && !f.CompetenceTo.IsZero() && f.CompetenceFrom.After(f.CompetenceTo) {
-		return form, f, refuse("O período de competência termina antes de começar.")
+		return form, f, refuse("ate", "O período de competência termina antes de começar.")
 	}
 	if form.Account != "" {
 		if accounts.ValidateCode(form.Account) != nil {
-			return form, f, refuse("Conta inválida: escreva o código da conta, como income:revenue.")
+			return form, f, refuse("conta", "Conta inválida: escreva o código da conta, como income:revenue.")
 		}
 		f.Account = form.Account
 	}
 	if form.Partner != "" {
 		if _, err := accounts.PartnerPayable(form.Partner); err != nil {
-			return form, f, refuse("Parceiro inválido: letras minúsculas, dígitos, “-”, “_” ou “.”.")
+			return form, f, refuse("parceiro", "Parceiro inválido: letras minúsculas, dígitos, “-”, “_” ou “.”.")
 		}
 		f.Partner = form.Partner
 	}
 	if form.Kind != "" {
 		if pt("set", form.Kind) == form.Kind {
-			return form, f, refuse("Tipo de lançamento desconhecido.")
+			return form, f, refuse("tipo", "Tipo de lançamento desconhecido.")
 		}
 		f.Kind = postings.Kind(form.Kind)
 	}
 	limit := c.Ledger.Limit()
 	for _, a := range []struct {
-		label, v string
+		field, v string
 		to       *int64
-	}{{"Valor mínimo", form.Min, &f.AmountMin}, {"Valor máximo", form.Max, &f.AmountMax}} {
+	}{{"min", form.Min, &f.AmountMin}, {"max", form.Max, &f.AmountMax}} {
 		if a.v == "" {
 			continue
 		}
@@ -256,21 +265,21 @@ func (c *Console) journalFilter(q url.Values) (journalForm, postings.Filter, err
 			err = fmt.Errorf("acima do maior valor aceito, %s", brl(limit.Max()))
 		}
 		if err != nil {
-			return form, f, refuse("%s: %s", a.label, err)
+			return form, f, refuse(a.field, "%s: %s", journalLabels[a.field], err)
 		}
 		*a.to = n
 	}
 	if f.AmountMin > 0 && f.AmountMax > 0 && f.AmountMin > f.AmountMax {
-		return form, f, refuse("O valor mínimo é maior que o máximo.")
+		return form, f, refuse("min", "O valor mínimo é maior que o máximo.")
 	}
 	if form.Charge != "" {
 		if !chargeIDRE.MatchString(form.Charge) {
-			return form, f, refuse("Cobrança inválida: um id de cobrança tem letras, dígitos, “_”, “.”, “:” ou “-”.")
+			return form, f, refuse("cobranca", "Cobrança inválida: um id de cobrança tem letras, dígitos, “_”, “.”, “:” ou “-”.")
 		}
 		f.Charge = form.Charge
 	}
 	if err := f.Validate(); err != nil {
-		return form, f, refuse("Filtro inválido: confira os campos.")
+		return form, f, refuse("", "Filtro inválido: confira os campos.")
 	}
 	return form, f, nil
 }

@@ -209,6 +209,9 @@ func TestJournalRefusesBadFiltersInPortuguese(t *testing.T) {
 		if !strings.Contains(page, `id="journal-filters"`) {
 			t.Errorf("%.60s: the refusal has no form to correct the filter", query)
 		}
+		if field, _, _ := strings.Cut(query, "="); field != "cursor" && strings.Count(page, `aria-invalid="true"`) != 1 {
+			t.Errorf("%.60s: %d fields marked invalid, want the one at fault", query, strings.Count(page, `aria-invalid="true"`))
+		}
 	}
 	// The refused value is shown back as text.
 	if _, page := c.get("/console/journal?cobranca=%3Cscript%3E"); strings.Contains(page, "<script>") {
