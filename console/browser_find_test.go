@@ -104,6 +104,16 @@ func TestBrowserFind(t *testing.T) {
 
 	b.Do("search nothing", chromedp.Navigate(srv.URL+"/console/search?q=E99999999999999999999999999999ZZ"), chromedp.WaitVisible(chromedp.ID("search-nothing")))
 	shot(t, b, "find-09-search-nothing")
-	// The 400 of the bad amount is the only error the pages caused.
-	b.NoConsoleErrors(func(m chromedp.ConsoleMessage) bool { return m.Source == "network" && strings.Contains(m.Text, "400") })
+	b.Do("search an amount", chromedp.Navigate(srv.URL+"/console/search?q=49%2C90"), chromedp.WaitVisible(chromedp.ID("found-sets")))
+	shot(t, b, "find-10-search-amount")
+	b.Do("unknown charge", chromedp.Navigate(srv.URL+"/console/charges/nao-existe"), chromedp.WaitVisible(chromedp.CSS(".problem")))
+	if got := b.Text(".problem"); !strings.Contains(got, "Cobrança desconhecida") {
+		t.Errorf("an unknown charge's page says %q", got)
+	}
+	shot(t, b, "find-11-charge-unknown")
+	// The 400 of the bad amount and the 404 of the unknown charge are the
+	// only errors the pages caused.
+	b.NoConsoleErrors(func(m chromedp.ConsoleMessage) bool {
+		return m.Source == "network" && (strings.Contains(m.Text, "400") || strings.Contains(m.Text, "404"))
+	})
 }

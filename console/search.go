@@ -1,10 +1,12 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/razao/razao/accounts"
@@ -62,6 +64,8 @@ func (c *Console) search(w http.ResponseWriter, r *http.Request) {
 		c.failWith(w, r, err)
 		return
 	}
+	// Newest first, as the journal: the readings' sets interleave.
+	slices.SortFunc(p.Sets, func(a, b postings.FoundSet) int { return cmp.Compare(b.ID, a.ID) })
 	p.Nothing = len(p.Charges) == 0 && len(p.Sets) == 0
 	c.render(w, r, "search", "Busca: "+q, p)
 }
@@ -119,7 +123,9 @@ func (c *Console) find(ctx context.Context, q string, p *searchPage) error {
 			return err
 		}
 	}
-	if !refRE.MatchString(q) {
+	// No reference has a ',' or a '/': words with one are an amount or a
+	// date alone.
+	if !refRE.MatchString(q) || strings.ContainsAny(q, ",/") {
 		return nil
 	}
 	p.Read = append(p.Read, "referência de cobrança (id, txid, endToEndId, trackId, webhook-id)")
