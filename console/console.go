@@ -91,7 +91,7 @@ func New(db *sqlx.DB, ledger *postings.Ledger, events http.Handler, log *slog.Lo
 }
 
 // pageNames are the templates, each parsed with the layout.
-var pageNames = []string{"login", "month", "chart", "account", "divergences", "periods", "close", "partners", "partner", "error"}
+var pageNames = []string{"login", "month", "chart", "account", "divergences", "periods", "close", "partners", "partner", "error", "journal", "search", "charge"}
 
 func (c *Console) parse() error {
 	loc := c.Ledger.Calendar().Location()
@@ -99,9 +99,13 @@ func (c *Console) parse() error {
 		"brl": brl, "count": count, "month": monthText, "monthOf": monthLabel, "when": dateTime(loc),
 		"monthNames": monthOptions, "pt": pt, "accountName": accountName, "dc": dc, "zone": loc.String, "zoneName": zoneName(loc),
 	}
+	for name, f := range findFuncs {
+		funcs[name] = f
+	}
 	c.pages = map[string]*template.Template{}
 	for _, name := range pageNames {
-		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+name+".html")
+		files := append([]string{"templates/layout.html", "templates/" + name + ".html"}, partials[name]...)
+		t, err := template.New(name).Funcs(funcs).ParseFS(templateFiles, files...)
 		if err != nil {
 			return err
 		}
@@ -140,6 +144,9 @@ func (c *Console) Register(r *mux.Router) {
 	admin("/periods/{month}/close", c.closeMonth)
 	page(http.MethodGet, "/partners", c.partnerList)
 	page(http.MethodGet, "/partners/{id}", c.partner)
+	page(http.MethodGet, "/journal", c.journal)
+	page(http.MethodGet, "/search", c.search)
+	page(http.MethodGet, "/charges/{id:.+}", c.charge) // .+: an id with a "/" is the console's 404 too
 	if c.Events != nil {
 		page(http.MethodGet, "/events", c.events)
 	}
