@@ -131,6 +131,15 @@ func parseBRL(s string) (int64, error) {
 	return n, nil
 }
 
+// isoDay writes a YYYY-MM-DD date as dd/mm/aaaa; anything else as it is.
+func isoDay(s string) string {
+	d, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return s
+	}
+	return d.Format(dateLayout)
+}
+
 // parseDay reads a date written dd/mm/aaaa as that day's midnight in the
 // ledger's zone; field names it in the refusal.
 func (c *Console) parseDay(field, s string) (time.Time, error) {

@@ -306,6 +306,12 @@ func TestDivergenceIsResolvedByBookingWhatItOffers(t *testing.T) {
 	}
 	_, page = c.get("/console/divergences")
 	wantPage(t, "resolved", &http.Response{StatusCode: 200}, page, 200, "lançando receita", fmt.Sprintf("lançamento #%d", *got.ResolutionSetID), "vendido por 99,00")
+	other := moneyDivergence(t, f, "E-2")
+	res, _ = c.postForm(fmt.Sprintf("/console/divergences/%d/resolve", other), url.Values{"csrf": {csrf}, "resolution": {"customer_credit"}})
+	if got, _ := divergences.Get(context.Background(), f.db, other); res.StatusCode != http.StatusSeeOther ||
+		got.ResolutionNote != "Resolvida no console por finance-admin, lançando crédito ao cliente." {
+		t.Errorf("booked without a note: %d, note %q", res.StatusCode, got.ResolutionNote)
+	}
 	res, body = c.postForm(fmt.Sprintf("/console/divergences/%d/resolve", id), url.Values{"csrf": {csrf}, "resolution": {"revenue"}})
 	wantPage(t, "booked twice", res, body, http.StatusConflict, "já foi resolvida")
 }

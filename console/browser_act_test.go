@@ -184,6 +184,9 @@ func TestBrowserActs(t *testing.T) {
 	if n := f.countOf(t, `SELECT count(*) FROM divergences`); n != total {
 		t.Errorf("%d divergences after reconciling the window again, want the %d there were", n, total)
 	}
+	if got := a.Text(`tr[data-outcome="divergence"]`); !strings.Contains(got, fmt.Sprintf("divergência #%d, resolvida", d.ID)) {
+		t.Errorf("the run again shows its divergent line as %q, want it pointing at the resolved divergence", got)
+	}
 	shot(t, a, "act-12-reconciliation-run-again")
 	a.Do("unknown run", chromedp.Navigate(srv.URL+"/console/reconciliation/999"), chromedp.WaitVisible(chromedp.CSS(".problem")))
 	if got := a.Text(".problem"); got != "Execução de conciliação desconhecida." {

@@ -105,6 +105,7 @@ func (c *Console) parse() error {
 		"brl": brl, "count": count, "month": monthText, "monthOf": monthLabel, "when": dateTime(loc),
 		"monthNames": monthOptions, "pt": pt, "accountName": accountName,
 		"neg": func(n int64) int64 { return -n }, "add": func(a, b int) int { return a + b },
+		"isoDay": isoDay,
 	}
 	c.pages = map[string]*template.Template{}
 	for _, name := range pageNames {

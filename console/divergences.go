@@ -50,6 +50,12 @@ func (c *Console) bookDivergence(w http.ResponseWriter, r *http.Request, id int6
 		}
 		req.CreditDivergenceID = &credit
 	}
+	if req.Note == "" {
+		// The note is the resolution's audit trail: who resolved it, in
+		// the words finance reads.
+		s, _ := sessionFrom(r.Context())
+		req.Note = fmt.Sprintf("Resolvida no console por %s, lançando %s.", s.token.Name, pt("resolution", string(req.Resolution)))
+	}
 	if _, err := divergences.Book(r.Context(), c.DB, c.Ledger, id, req, c.Now()); err != nil {
 		c.refuse(w, r, err)
 		return

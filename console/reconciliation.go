@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/razao/razao/divergences"
 	"github.com/razao/razao/reconcile"
 )
 
@@ -57,9 +58,16 @@ type reconciliationsPage struct {
 	MaxBytes int64
 }
 
+// runLine is a line of a run with the status of the divergence it
+// points at, if any: a line that points at a resolved one is no news.
+type runLine struct {
+	reconcile.LineResult
+	DivergenceStatus divergences.Status
+}
+
 type runPage struct {
 	Run            reconcile.Run
-	Lines          []reconcile.LineResult
+	Lines          []runLine
 	Filter         reconcile.LineFilter
 	Next, FileName string
 	Outcomes       []string
@@ -163,7 +171,24 @@ func (c *Console) reconciliationRun(w http.ResponseWriter, r *http.Request) {
 		c.failWith(w, r, err)
 		return
 	}
-	pg := runPage{Run: run, Lines: lines, Filter: f, Outcomes: lineOutcomes, Kinds: lineKinds, FileName: short(q.Get("arquivo"))}
+	pg := runPage{Run: run, Filter: f, Outcomes: lineOutcomes, Kinds: lineKinds, FileName: short(q.Get("arquivo"))}
+	statuses := map[int64]divergences.Status{}
+	for _, l := range lines { // at most a page of them
+		row := runLine{LineResult: l}
+		if id := l.DivergenceID; id != nil {
+			st, seen := statuses[*id]
+			if !seen {
+				d, err := divergences.Get(r.Context(), c.DB, *id)
+				if err != nil && !errors.Is(err, divergences.ErrNotFound) {
+					c.failWith(w, r, err)
+					return
+				}
+				st, statuses[*id] = d.Status, d.Status
+			}
+			row.DivergenceStatus = st
+		}
+		pg.Lines = append(pg.Lines, row)
+	}
 	if next > 0 {
 		v := url.Values{"after": {strconv.FormatInt(next, 10)}}
 		for k, s := range map[string]string{"resultado": f.Outcome, "tipo": f.Kind, "lado": f.Side} {
