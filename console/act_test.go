@@ -509,3 +509,37 @@ func TestReconciliationPagesAndUpload(t *testing.T) {
 	_, page = a.get(res.Header.Get("Location"))
 	wantPage(t, "failed run", &http.Response{StatusCode: 200}, page, 200, "falhou", "Erro")
 }
+
+// The acting pages keep the console's policy: its CSP and headers, no
+// inline script or style, the upload's script served from the console.
+func TestActPagesHaveTheCSPAndNoInlineScriptOrStyle(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.withReconciler(t)
+	srv := serve(t, f.router)
+	moneyDivergence(t, f, "E-csp")
+	c := signedIn(t, srv, f.admin)
+	_, page := c.get("/console/reconciliation")
+	if res, body := c.do(uploadRequest(t, srv.URL, csrfOf(t, page), "abacate", "s.csv", []byte(statement))); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("upload: %d\n%s", res.StatusCode, body)
+	}
+	inline := regexp.MustCompile(`(?i)<script(?:\s[^>]*)?>\s*[^<\s]|<script(?:\s(?:[^s>]|s[^r>])*)?>|\sstyle=|<style|\son[a-z]+=|javascript:`)
+	for _, p := range []string{"/console/adjustments", "/console/adjustments?pernas=100", "/console/divergences", "/console/partners/p1?repasse=1&valor=100",
+		"/console/reconciliation", "/console/reconciliation/1", "/console/reconciliation/1?resultado=divergence", "/console/reconciliation/999",
+		"/console/static/upload.js"} {
+		res, body := c.get(p)
+		if res.Header.Get("Content-Security-Policy") != contentSecurityPolicy || res.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: headers %v", p, res.Header)
+		}
+		if strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+			if m := inline.FindString(body); m != "" {
+				t.Errorf("%s: inline script or style: %q", p, m)
+			}
+		} else if !strings.Contains(body, "XMLHttpRequest") {
+			t.Errorf("%s: %d %s", p, res.StatusCode, res.Header.Get("Content-Type"))
+		}
+	}
+	if _, page := c.get("/console/adjustments?pernas=100000"); strings.Count(page, `name="conta"`) != adjustments.MaxLegs {
+		t.Errorf("the form offers %d legs for ?pernas=100000, want at most %d", strings.Count(page, `name="conta"`), adjustments.MaxLegs)
+	}
+}

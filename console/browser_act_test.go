@@ -188,11 +188,27 @@ func TestBrowserActs(t *testing.T) {
 		t.Errorf("the run again shows its divergent line as %q, want it pointing at the resolved divergence", got)
 	}
 	shot(t, a, "act-12-reconciliation-run-again")
+	// A file above the endpoint's limit is refused before it is sent.
+	big := filepath.Join(t.TempDir(), "grande.csv")
+	if err := os.WriteFile(big, []byte(strings.Repeat(statement, 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a.Do("too big", chromedp.Navigate(srv.URL+"/console/reconciliation"), chromedp.WaitVisible(chromedp.ID("upload-form")))
+	a.Eval(countXHR)
+	a.Do("too big: send", chromedp.SetUploadFiles(chromedp.ID("upload-file"), []string{big}), chromedp.Click(chromedp.ID("upload-send")),
+		chromedp.WaitVisible(chromedp.CSS("#upload-status.problem")))
+	if got := a.Text("#upload-status"); !strings.Contains(got, "grande demais") {
+		t.Errorf("a file above the limit: %q", got)
+	}
+	if sends := a.Eval(`sessionStorage.getItem("xhr-sends")`); sends != "0" {
+		t.Errorf("a file above the limit was sent (%v)", sends)
+	}
+	shot(t, a, "act-13-reconciliation-upload-too-big")
 	a.Do("unknown run", chromedp.Navigate(srv.URL+"/console/reconciliation/999"), chromedp.WaitVisible(chromedp.CSS(".problem")))
 	if got := a.Text(".problem"); got != "Execução de conciliação desconhecida." {
 		t.Errorf("an unknown run answers %q", got)
 	}
-	shot(t, a, "act-13-reconciliation-unknown-run")
+	shot(t, a, "act-14-reconciliation-unknown-run")
 	a.NoConsoleErrors(func(m chromedp.ConsoleMessage) bool { return m.Source == "network" && strings.Contains(m.Text, "404") })
 
 	// A read session sees the pages and no form that acts.
@@ -204,7 +220,7 @@ func TestBrowserActs(t *testing.T) {
 			t.Errorf("%s offers a read session %v forms that post", p, n)
 		}
 		if i == 0 {
-			shot(t, r, "act-14-adjustments-read-token")
+			shot(t, r, "act-15-adjustments-read-token")
 		}
 	}
 	r.NoConsoleErrors(nil)

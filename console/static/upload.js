@@ -27,6 +27,13 @@
     return isNaN(n) ? 0 : n;
   }
 
+  // size writes n bytes as the server's messages do: 256 MiB, 4 KiB.
+  function size(n) {
+    if (n >= 1048576) { return Math.floor(n / 1048576) + " MiB"; }
+    if (n >= 1024) { return Math.floor(n / 1024) + " KiB"; }
+    return n + " bytes";
+  }
+
   // problemOf is the message of the console's error page in html.
   function problemOf(html) {
     try {
@@ -51,7 +58,7 @@
     }
     var max = maxBytes();
     if (max > 0 && f.size > max) {
-      say("Arquivo grande demais para este endpoint (" + f.size + " bytes; o limite é " + max + ").", true);
+      say("Arquivo grande demais: este endpoint recebe extratos de até " + size(max) + " (o arquivo tem " + size(f.size) + ").", true);
       return;
     }
     sending = true;
