@@ -296,7 +296,7 @@ func TestDivergenceIsResolvedByBookingWhatItOffers(t *testing.T) {
 	wantPage(t, "no booking", res, body, http.StatusBadRequest, "Resolução inválida")
 	res, body = c.postForm(fmt.Sprintf("/console/divergences/%d/resolve", id), url.Values{"csrf": {csrf}, "resolution": {"revenue"}, "competencia": {"31/13/2026"}})
 	wantPage(t, "a bad date", res, body, http.StatusBadRequest, "dd/mm/aaaa")
-	res, body = c.postForm(fmt.Sprintf("/console/divergences/%d/resolve", id), url.Values{"csrf": {csrf}, "resolution": {"revenue"}, "note": {"vendido por 99,00"}})
+	res, body = c.postForm(fmt.Sprintf("/console/divergences/%d/resolve", id), url.Values{"csrf": {csrf}, "resolution": {"revenue"}, "note": {"vendido por 99,00 <script>alert(2)</script>"}})
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("book revenue: %d\n%s", res.StatusCode, body)
 	}
@@ -305,7 +305,11 @@ func TestDivergenceIsResolvedByBookingWhatItOffers(t *testing.T) {
 		t.Fatalf("after booking: %+v", got)
 	}
 	_, page = c.get("/console/divergences")
-	wantPage(t, "resolved", &http.Response{StatusCode: 200}, page, 200, "lançando receita", fmt.Sprintf("lançamento #%d", *got.ResolutionSetID), "vendido por 99,00")
+	wantPage(t, "resolved", &http.Response{StatusCode: 200}, page, 200, "lançando receita", fmt.Sprintf("lançamento #%d", *got.ResolutionSetID),
+		"vendido por 99,00 &lt;script&gt;alert(2)&lt;/script&gt;")
+	if strings.Contains(page, "<script>alert(2)") {
+		t.Error("the resolution note's markup is on the page unescaped")
+	}
 	other := moneyDivergence(t, f, "E-2")
 	res, _ = c.postForm(fmt.Sprintf("/console/divergences/%d/resolve", other), url.Values{"csrf": {csrf}, "resolution": {"customer_credit"}})
 	if got, _ := divergences.Get(context.Background(), f.db, other); res.StatusCode != http.StatusSeeOther ||
@@ -502,12 +506,15 @@ func TestReconciliationPagesAndUpload(t *testing.T) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	res, body = a.do(req)
 	wantPage(t, "not multipart", res, body, http.StatusUnsupportedMediaType, "multipart")
-	res, body = a.do(uploadRequest(t, srv.URL, csrf, "abacate", "bad.csv", []byte("no,header,here\n1,2,3\n")))
+	res, body = a.do(uploadRequest(t, srv.URL, csrf, "abacate", "<script>bad.csv", []byte("no,header,here\n1,2,3\n")))
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("a file the run cannot read: %d\n%s", res.StatusCode, body)
 	}
 	_, page = a.get(res.Header.Get("Location"))
-	wantPage(t, "failed run", &http.Response{StatusCode: 200}, page, 200, "falhou", "Erro")
+	wantPage(t, "failed run", &http.Response{StatusCode: 200}, page, 200, "falhou", "Erro", "&lt;script&gt;bad.csv")
+	if strings.Contains(page, "<script>bad") {
+		t.Error("the file name's markup is on the page unescaped")
+	}
 }
 
 // The acting pages keep the console's policy: its CSP and headers, no
