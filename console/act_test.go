@@ -113,6 +113,8 @@ func TestPayoutFormBooksOnceOnDoubleSubmit(t *testing.T) {
 		res, body := c.postForm("/console/partners/p1/payouts", form)
 		wantPage(t, tc.valor+" on "+tc.data, res, body, tc.status, tc.want)
 	}
+	res, body = c.postForm("/console/partners/p1/payouts", url.Values{"csrf": {csrfOf(t, page)}, "valor": {"1,00"}, "data": {"01/10/2026"}})
+	wantPage(t, "no key", res, body, http.StatusBadRequest, "recarregue a página")
 	res, body = c.postForm("/console/partners/no-such/payouts", url.Values{"csrf": {csrfOf(t, page)}, "key": {newSecret()}, "valor": {"1,00"}, "data": {"01/10/2026"}})
 	wantPage(t, "unknown partner", res, body, 404, "Parceiro desconhecido")
 }

@@ -44,6 +44,10 @@ func (c *Console) newPayoutForm(r *http.Request) payoutForm {
 // idempotency key: the same form sent twice books once.
 func (c *Console) payout(w http.ResponseWriter, r *http.Request) {
 	id := mux.Vars(r)["id"]
+	if r.PostForm.Get("key") == "" {
+		c.fail(w, r, http.StatusBadRequest, "Formulário sem a sua chave de repasse: recarregue a página e envie de novo.")
+		return
+	}
 	amount, err := parseBRL(r.PostForm.Get("valor"))
 	if err != nil {
 		c.refuse(w, r, err)
