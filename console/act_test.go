@@ -187,6 +187,24 @@ func TestAdjustmentNeedsASecondPersonToApprove(t *testing.T) {
 	res, body = b.postForm("/console/adjustments/"+id+"/approve", url.Values{"csrf": {csrfOf(t, bpage)}})
 	wantPage(t, "approved twice", res, body, http.StatusConflict, "já foi decidido")
 
+	// A proposal past its time says so, and is refused as expired.
+	_, page = a.get("/console/adjustments")
+	late := proposalForm(t, page, [][3]string{{accounts.Cash, "debito", "2,00"}, {accounts.Adjustments, "credito", "2,00"}}, "tarde")
+	res, _ = a.postForm("/console/adjustments", late)
+	lid := adjustmentIDRE.FindStringSubmatch(res.Header.Get("Location"))[1]
+	// Its time runs out a second after it was proposed (a session lasts
+	// less than a proposal's default week).
+	f.db.MustExec(`UPDATE adjustments SET expires_at = proposed_at + interval '1 second' WHERE id = $1`, mustInt(t, lid))
+	f.later.Store(int64(time.Minute))
+	_, page = b.get("/console/adjustments?status=proposed")
+	wantPage(t, "past its time", &http.Response{StatusCode: 200}, page, 200, "prazo vencido")
+	res, body = b.postForm("/console/adjustments/"+lid+"/approve", url.Values{"csrf": {csrfOf(t, page)}})
+	wantPage(t, "approve past its time", res, body, http.StatusConflict, "expirou sem aprovação")
+	_, page = b.get("/console/adjustments?status=expired")
+	wantPage(t, "expired", &http.Response{StatusCode: 200}, page, 200, "expirado", "Expirou", "sem aprovação")
+	f.later.Store(0)
+	_, page = a.get("/console/adjustments")
+
 	// The reversal of the adjustment's set, rejected.
 	res, body = a.postForm("/console/adjustments/reversal", url.Values{"csrf": {csrfOf(t, page)}, "lancamento": {fmt.Sprint(adj.PostingSetID)}, "nota": {"lançado por engano"}})
 	if res.StatusCode != http.StatusSeeOther {
@@ -236,8 +254,8 @@ func TestAdjustmentNeedsASecondPersonToApprove(t *testing.T) {
 	if res, _ := a.get("/console/adjustments?status=nope"); res.StatusCode != http.StatusBadRequest {
 		t.Errorf("a bad filter: %d", res.StatusCode)
 	}
-	if n := f.countOf(t, `SELECT count(*) FROM adjustments`); n != 2 {
-		t.Errorf("%d proposals after the refused forms, want 2", n)
+	if n := f.countOf(t, `SELECT count(*) FROM adjustments`); n != 3 {
+		t.Errorf("%d proposals after the refused forms, want 3", n)
 	}
 }
 

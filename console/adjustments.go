@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/razao/razao/accounts"
@@ -55,6 +56,9 @@ type adjustmentsPage struct {
 	Form         proposeForm
 	Chart        []accounts.ChartEntry
 	FourEyes     bool
+	// Now is the console's clock: a proposal past its time shows as
+	// expiring before the sweeper marks it expired.
+	Now time.Time
 }
 
 // corrections are the console's corrections, with the service's policy.
@@ -84,7 +88,7 @@ func (c *Console) adjustmentsList(w http.ResponseWriter, r *http.Request) {
 func (c *Console) showAdjustments(w http.ResponseWriter, r *http.Request, status int, form proposeForm) {
 	q := r.URL.Query()
 	pg := adjustmentsPage{Status: q.Get("status"), Kind: q.Get("kind"), Statuses: adjustments.Statuses,
-		Done: doneMessage(q), Form: form, FourEyes: !c.Adjustments.ApprovalOff}
+		Done: doneMessage(q), Form: form, FourEyes: !c.Adjustments.ApprovalOff, Now: c.Now()}
 	f := adjustments.Filter{Status: adjustments.Status(pg.Status), Kind: adjustments.Kind(pg.Kind)}
 	if f.Status != "" && !slices.Contains(adjustments.Statuses, f.Status) ||
 		f.Kind != "" && f.Kind != adjustments.KindAdjustment && f.Kind != adjustments.KindReversal {

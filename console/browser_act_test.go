@@ -188,6 +188,13 @@ func TestBrowserActs(t *testing.T) {
 		t.Errorf("the run again shows its divergent line as %q, want it pointing at the resolved divergence", got)
 	}
 	shot(t, a, "act-12-reconciliation-run-again")
+	// On a phone: the run, the queue and the partner's form fit or scroll.
+	a.Do("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("lines")))
+	shot(t, a, "act-12b-reconciliation-run-phone")
+	a.Do("phone queue", chromedp.Navigate(srv.URL+"/console/adjustments"), chromedp.WaitVisible(chromedp.ID("propose-form")))
+	shot(t, a, "act-12c-adjustments-phone")
+	a.Do("laptop", chromedp.EmulateViewport(1280, 900))
+
 	// A file above the endpoint's limit is refused before it is sent.
 	big := filepath.Join(t.TempDir(), "grande.csv")
 	if err := os.WriteFile(big, []byte(strings.Repeat(statement, 100)), 0o644); err != nil {
