@@ -1,15 +1,18 @@
 // Package console is the finance console: the month's books, a year's
-// trend, divergences, periods, partners and a live strip of events, as
-// HTML pages served by razao serve under /console. It is read-mostly: the
-// only changes it makes are resolving a divergence and closing a month
-// (both admin), through the same functions the /v1 API calls, and every
-// figure it shows comes from those functions too (reports, partners), so
-// a page and the API can never disagree.
+// trend, divergences, periods, partners, corrections, reconciliation runs
+// and a live strip of events, as HTML pages served by razao serve under
+// /console. What it changes (admin only: resolving a divergence, by a
+// note or by booking what it offers; closing a month; a partner's
+// payout; proposing, approving and rejecting corrections; reconciling an
+// uploaded statement) goes through the same functions the /v1 API calls,
+// and every figure it shows comes from those functions too (reports,
+// partners), so a page and the API can never disagree.
 //
 // Sign-in exchanges an API token for a session cookie (see session.go);
-// the token's scopes decide what the pages allow. Templates, the style
-// sheet and the one script (the live strip) are embedded in the binary;
-// the Content-Security-Policy allows no inline script or style.
+// the token's scopes decide what the pages allow, and its name is who
+// acts. Templates, the style sheet and the scripts (the live strip, the
+// upload's progress) are embedded in the binary; the
+// Content-Security-Policy allows no inline script or style.
 package console
 
 import (
@@ -27,6 +30,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao/adjustments"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/httplog"
 	"github.com/razao/razao/postings"
@@ -61,13 +65,14 @@ type Console struct {
 	// Events is the SSE stream of /v1/events (events.Hub), served to the
 	// live strip with the session's token in the request's context.
 	Events http.Handler
-	// Reconciliation is the reconciliation runs page, given by the caller
-	// (razao serve builds it over package reconcile); nil leaves the page
-	// and its menu entry out. When set, it is served at
-	// /console/reconciliation behind the session (read scope), with the
-	// session's token in the context (auth.FromContext); it renders its
-	// own body.
-	Reconciliation http.Handler
+	// Reconciliations is the service's reconciler, for the reconciliation
+	// pages (/console/reconciliation: the runs, each run's lines, and the
+	// upload of a statement file); nil leaves them and their menu entry
+	// out.
+	Reconciliations Reconciliations
+	// Adjustments is how corrections are approved (the config's
+	// adjustments section): four eyes unless ApprovalOff.
+	Adjustments adjustments.Config
 	// BehindTLSProxy says TLS ends at a proxy in front (behind_proxy):
 	// the cookies are Secure although the request reached us in clear.
 	BehindTLSProxy bool
@@ -91,13 +96,16 @@ func New(db *sqlx.DB, ledger *postings.Ledger, events http.Handler, log *slog.Lo
 }
 
 // pageNames are the templates, each parsed with the layout.
-var pageNames = []string{"login", "month", "chart", "account", "divergences", "periods", "close", "partners", "partner", "error", "journal", "search", "charge"}
+var pageNames = []string{"login", "month", "chart", "account", "divergences", "periods", "close", "partners", "partner", "error",
+	"journal", "search", "charge", "adjustments", "reconciliations", "reconciliation"}
 
 func (c *Console) parse() error {
 	loc := c.Ledger.Calendar().Location()
 	funcs := template.FuncMap{
 		"brl": brl, "count": count, "month": monthText, "monthOf": monthLabel, "when": dateTime(loc),
 		"monthNames": monthOptions, "pt": pt, "accountName": accountName, "dc": dc, "zone": loc.String, "zoneName": zoneName(loc),
+		"neg": func(n int64) int64 { return -n }, "add": func(a, b int) int { return a + b },
+		"isoDay": isoDay,
 	}
 	for name, f := range findFuncs {
 		funcs[name] = f
@@ -147,11 +155,22 @@ func (c *Console) Register(r *mux.Router) {
 	page(http.MethodGet, "/journal", c.journal)
 	page(http.MethodGet, "/search", c.search)
 	page(http.MethodGet, "/charges/{id:.+}", c.charge) // .+: an id with a "/" is the console's 404 too
+	admin("/partners/{id}/payouts", c.payout)
+	page(http.MethodGet, "/adjustments", c.adjustmentsList)
+	admin("/adjustments", c.proposeAdjustment)
+	admin("/adjustments/reversal", c.reverseSet)
+	admin("/adjustments/{id}/approve", c.approveAdjustment)
+	admin("/adjustments/{id}/reject", c.rejectAdjustment)
 	if c.Events != nil {
 		page(http.MethodGet, "/events", c.events)
 	}
-	if c.Reconciliation != nil {
-		page(http.MethodGet, "/reconciliation", c.Reconciliation.ServeHTTP)
+	if c.Reconciliations != nil {
+		page(http.MethodGet, "/reconciliation", c.reconciliationRuns)
+		page(http.MethodGet, "/reconciliation/{id}", c.reconciliationRun)
+		// The upload's CSRF value is inside its multipart body, which
+		// uploadStatement reads itself, the value first.
+		r.Handle(Prefix+"/reconciliation/upload", c.headers(c.requireSession(c.requireAdmin(http.HandlerFunc(c.uploadStatement))))).
+			Methods(http.MethodPost)
 	}
 }
 
@@ -262,7 +281,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, name, title str
 }
 
 func (c *Console) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
-	v := view{Title: title, Nav: name, Data: data, Reconciliation: c.Reconciliation != nil}
+	v := view{Title: title, Nav: name, Data: data, Reconciliation: c.Reconciliations != nil}
 	if s, ok := sessionFrom(r.Context()); ok {
 		v.Signed, v.TokenName, v.Admin, v.CSRF = true, s.token.Name, s.token.Has(auth.Admin), s.csrf()
 	}

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/divergences"
@@ -524,39 +522,6 @@ func TestASessionExpires(t *testing.T) {
 	}
 }
 
-// The reconciliation page is a hook: absent until a handler is set, then
-// served behind the session with its token in the context.
-func TestReconciliationHook(t *testing.T) {
-	t.Parallel()
-	f, srv := setup(t)
-	c := signedIn(t, srv, f.read)
-	if res, page := c.get("/console/reconciliation"); res.StatusCode != http.StatusNotFound || strings.Contains(page, "Conciliação") {
-		t.Fatalf("without the hook: %d", res.StatusCode)
-	}
-	_, page := c.get("/console/periods")
-	if strings.Contains(page, "/console/reconciliation") {
-		t.Error("the menu links a reconciliation page that is not there")
-	}
-
-	f.console.Reconciliation = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, _ := auth.FromContext(r.Context())
-		fmt.Fprintf(w, "runs for %s", tok.Name)
-	})
-	r := mux.NewRouter()
-	f.console.Register(r)
-	h := newClient(t, serve(t, r))
-	if res, _ := h.get("/console/reconciliation"); res.StatusCode != http.StatusSeeOther {
-		t.Errorf("hook without a session: %d", res.StatusCode)
-	}
-	h.signIn(f.read)
-	if res, body := h.get("/console/reconciliation"); res.StatusCode != 200 || body != "runs for finance-read" {
-		t.Errorf("hook: %d %q", res.StatusCode, body)
-	}
-	if _, page := h.get("/console/periods"); !strings.Contains(page, `href="/console/reconciliation"`) {
-		t.Error("the menu does not link the reconciliation page")
-	}
-}
-
 // A divergence a reconciliation run found shows where it was found and
 // both sides: the statement's and the ledger's.
 func TestDivergenceOfAReconciliationShowsBothSides(t *testing.T) {
@@ -568,7 +533,7 @@ func TestDivergenceOfAReconciliationShowsBothSides(t *testing.T) {
 			'E123', 'order-9', '', 9900, 10000)`)
 	c := signedIn(t, srv, f.read)
 	_, page := c.get("/console/divergences")
-	for _, want := range []string{"Conciliação bcb, linha 7 (paid)", "<code>E123</code>", brl(9900), brl(10000)} {
+	for _, want := range []string{"Conciliação bcb, linha 7 (pagamento)", "<code>E123</code>", brl(9900), brl(10000)} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the reconciliation's divergence does not show %q", want)
 		}

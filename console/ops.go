@@ -31,6 +31,9 @@ const partnersPerPage = 20
 type divergenceRow struct {
 	divergences.Divergence
 	Delivery *inbox.Summary
+	// Offers are the bookings an open divergence allows (Describe); none:
+	// a note closes it.
+	Offers []divergences.Offer
 }
 
 type divergencesPage struct {
@@ -87,6 +90,12 @@ func (c *Console) divergences(w http.ResponseWriter, r *http.Request) {
 			c.failWith(w, r, err)
 			return
 		}
+		if part.status == divergences.StatusOpen {
+			if err := c.offers(r.Context(), *part.rows); err != nil {
+				c.failWith(w, r, err)
+				return
+			}
+		}
 		if list.NextCursor != "" {
 			next := url.Values{string(part.status): {list.NextCursor}}
 			*part.next = Prefix + "/divergences?" + next.Encode()
@@ -97,15 +106,20 @@ func (c *Console) divergences(w http.ResponseWriter, r *http.Request) {
 }
 
 // resolve resolves a divergence (admin) as POST
-// /v1/divergences/{id}/resolve does.
+// /v1/divergences/{id}/resolve does: by booking one of its offers when
+// the form names one (bookDivergence), else with a note alone.
 func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
 	id, ok := idParam(r)
 	if !ok {
 		c.failWith(w, r, divergences.ErrNotFound)
 		return
 	}
+	if r.PostForm.Has("resolution") {
+		c.bookDivergence(w, r, id)
+		return
+	}
 	if _, err := divergences.Resolve(r.Context(), c.DB, id, r.PostForm.Get("note"), c.Now()); err != nil {
-		c.failWith(w, r, err)
+		c.refuse(w, r, err)
 		return
 	}
 	http.Redirect(w, r, Prefix+"/divergences?done="+fmt.Sprint(id), http.StatusSeeOther)
@@ -184,6 +198,7 @@ func (c *Console) partnerList(w http.ResponseWriter, r *http.Request) {
 type partnerPage struct {
 	Summary partners.Summary
 	Payouts []postings.PayoutSet
+	Payout  payoutForm // admin only (payouts.go)
 }
 
 // partner shows a partner's summary (partners.Get) and its latest
@@ -201,7 +216,7 @@ func (c *Console) partner(w http.ResponseWriter, r *http.Request) {
 		c.failWith(w, r, fmt.Errorf("payouts of %s: %w", id, err))
 		return
 	}
-	c.render(w, r, "partner", "Parceiro "+id, partnerPage{Summary: s, Payouts: ps})
+	c.render(w, r, "partner", "Parceiro "+id, partnerPage{Summary: s, Payouts: ps, Payout: c.newPayoutForm(r)})
 }
 
 // events serves the live strip: the /v1/events stream, authenticated by

@@ -2,48 +2,71 @@ package main
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/adjustments"
 )
 
-// TestConsoleReconciliationPage: the runs and a run's unmatched lines,
-// with both sides, every value escaped.
-func TestConsoleReconciliationPage(t *testing.T) {
+// The console's acting pages as razao serve wires them: the
+// reconciliation pages without a reconciliation section (the history
+// readable, an unknown run an HTML 404 in Portuguese rather than the
+// API's JSON), and the config's approval policy (off here: a proposal
+// made in the console is booked at once).
+func TestConsoleActsAsServeWiresThem(t *testing.T) {
 	t.Parallel()
-	db := pgtest.New(t)
-	db.MustExec(`INSERT INTO reconciliation_runs (endpoint, source, window_from, window_to, final, claimed_by, lease_until, status, lines, divergences)
-		VALUES ('hodle', 'csv', '2026-11-01', '2026-11-02', true, 't', now(), 'succeeded', 2, 1)`)
-	db.MustExec(`INSERT INTO reconciliation_lines (run_id, line, kind, psp_id, charge_ref, amount, outcome, reason, ledger_amount)
-		VALUES (1, 1, 'paid', 't1', 'c1', 100, 'matched', NULL, 100),
-		       (1, 2, 'paid', '<script>x</script>', 'c2', 990, 'divergence', 'amount_mismatch', 1000)`)
-	h := reconciliationPage(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	for target, want := range map[string][]string{
-		"/console/reconciliation":       {`href="/console/reconciliation?run=1"`, "hodle (csv)", "(final)"},
-		"/console/reconciliation?run=1": {"amount_mismatch", "R$ 9,90", "R$ 10,00", "&lt;script&gt;x&lt;/script&gt;"},
-	} {
-		rr := httptest.NewRecorder()
-		h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, target, nil))
-		body := rr.Body.String()
-		if rr.Code != 200 || strings.Contains(body, "<script>") {
-			t.Fatalf("%s: %d\n%s", target, rr.Code, body)
+	base, token, _, stop := startServer(t, func(c *serveConfig) { c.adjustments = adjustments.Config{ApprovalOff: true} })
+	defer stop()
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string) (*http.Response, string) {
+		t.Helper()
+		res, err := hc.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, w := range want {
-			if !strings.Contains(body, w) {
-				t.Errorf("%s lacks %q", target, w)
-			}
-		}
-		if target == "/console/reconciliation?run=1" && strings.Contains(body, "<td>t1</td>") {
-			t.Error("a matched line is listed as unmatched")
-		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
 	}
-	rr := httptest.NewRecorder()
-	h.ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "/console/reconciliation?run=x", nil))
-	if rr.Code != http.StatusNotFound {
-		t.Fatalf("unknown run: %d", rr.Code)
+	post := func(path string, form url.Values) *http.Response {
+		t.Helper()
+		res, err := hc.PostForm(base+path, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+	_, page := get("/console/login")
+	if res := post("/console/login", url.Values{"csrf": {csrf.FindStringSubmatch(page)[1]}, "token": {token}}); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in: %d", res.StatusCode)
+	}
+
+	res, page := get("/console/reconciliation")
+	if res.StatusCode != 200 || !strings.Contains(page, `aria-current="page">Conciliação`) || strings.Contains(page, "upload-form") {
+		t.Fatalf("runs page without a reconciler: %d\n%s", res.StatusCode, page)
+	}
+	res, page = get("/console/reconciliation/1")
+	if res.StatusCode != http.StatusNotFound || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(page, "Execução de conciliação desconhecida") {
+		t.Fatalf("an unknown run: %d %s\n%s", res.StatusCode, res.Header.Get("Content-Type"), page)
+	}
+
+	_, page = get("/console/adjustments")
+	key := regexp.MustCompile(`name="key" value="([^"]+)"`).FindStringSubmatch(page)
+	if key == nil || !strings.Contains(page, "está desligada") {
+		t.Fatalf("the adjustments page does not say approval is off:\n%s", page)
+	}
+	res = post("/console/adjustments", url.Values{"csrf": {csrf.FindStringSubmatch(page)[1]}, "key": {key[1]},
+		"conta": {"assets:cash", "equity:adjustments"}, "lado": {"debito", "credito"}, "valor": {"1,00", "1,00"},
+		"nota": {"acerto"}, "competencia": {"01/09/2026"}})
+	if res.StatusCode != http.StatusSeeOther || !strings.Contains(res.Header.Get("Location"), "feito=lancado") {
+		t.Fatalf("propose with approval off: %d %s", res.StatusCode, res.Header.Get("Location"))
 	}
 }

@@ -282,7 +282,8 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		return nil, err
 	}
 	con.BehindTLSProxy = cfg.behindProxy
-	con.Reconciliation = reconciliationPage(db, logger)
+	con.Reconciliations = consoleReconciliations(s.recon)
+	con.Adjustments = cfg.adjustments
 	handler := reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, con)))
 	if tracer != nil {
 		handler = tracing.Middleware(tracer)(handler)
