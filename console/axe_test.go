@@ -150,3 +150,30 @@ func tabThrough(t *testing.T, b *browsertest.Browser, page string) {
 		t.Errorf("%s: Tab reached %d of %d controls; never: %v", page, len(seen), n, missed)
 	}
 }
+
+// The pages that find and act (the journal, the search, a charge's page,
+// the adjustments' queue, the reconciliation runs and their upload form)
+// pass axe-core too, on books with charges paid through the webhook front
+// and a reconciler mounted.
+func TestFindAndActPagesPassAxe(t *testing.T) {
+	t.Parallel()
+	f, _ := withCharges(t)
+	f.withReconciler(t)
+	srv := serve(t, f.router)
+	b := browsertest.New(t, srv.URL, "testoutput")
+	b.SignIn(f.admin)
+	for _, p := range []consolePage{
+		{name: "journal", path: "/console/journal", ready: "#journal-filters"},
+		{name: "journal-filtered", path: "/console/journal?tipo=sale&min=10,00", ready: "#journal-filters"},
+		{name: "search", path: "/console/search?q=" + pixE2E, ready: "#search-page-form"},
+		{name: "search-nothing", path: "/console/search?q=nada-aqui", ready: "#search-nothing"},
+		{name: "charge", path: "/console/charges/order-1", ready: "#timeline"},
+		{name: "adjustments", path: "/console/adjustments", ready: "#queue-title"},
+		{name: "reconciliations", path: "/console/reconciliation", ready: "#upload-form"},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			b.Do(p.name, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+			b.Axe(t, p.name)
+		})
+	}
+}
