@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"github.com/razao/razao/accounts"
 	"net/http"
 	"regexp"
 	"strings"
@@ -169,8 +170,16 @@ func TestChargeIDsLinkToTheChargePage(t *testing.T) {
 	f, _ := withCharges(t)
 	divergence(t, f.db, "ev-link", `<b>c?x</b>`, "detalhe")
 	srv := serve(t, f.router)
+	admin := signedIn(t, srv, f.admin)
+	_, page := admin.get("/console/adjustments")
+	form := proposalForm(t, page, [][3]string{{accounts.Cash, "debito", "1,00"}, {accounts.Adjustments, "credito", "1,00"}}, "acerto de order-1")
+	form.Set("cobranca", "order-1")
+	if res, body := admin.postForm("/console/adjustments", form); res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("propose an adjustment of order-1: %d\n%s", res.StatusCode, body)
+	}
 	c := signedIn(t, srv, f.read)
 	for path, links := range map[string][]string{
+		"/console/adjustments":        {`href="/console/charges/order-1"`},
 		"/console/divergences":        {`href="/console/charges/pix1"`, `href="/console/charges/%3Cb%3Ec%3Fx%3C%2Fb%3E"`},
 		"/console/journal":            {`href="/console/charges/order-1"`, `href="/console/charges/pix1"`, `href="/console/charges/std-1"`},
 		"/console/search?q=" + pixE2E: {`href="/console/charges/pix1"`},
