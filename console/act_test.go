@@ -480,7 +480,8 @@ func TestReconciliationPagesAndUpload(t *testing.T) {
 	drainInbox(t, f)
 	res, page = a.get(res.Header.Get("Location"))
 	wantPage(t, "run page", res, page, 200, "Conciliação #1", "extrato &lt;img src=x onerror=alert(1)&gt;.csv", "concluída",
-		"cobrança desconhecida", "ch_&lt;script&gt;2&lt;/script&gt;", "10/09/2026 12:00", `aria-current="page">Conciliação`)
+		"cobrança desconhecida", "ch_&lt;script&gt;2&lt;/script&gt;", "10/09/2026 12:00", `aria-current="page">Conciliação`,
+		`<a href="/console/charges/ab-1"><code>ab-1</code></a>`)
 	if strings.Contains(page, "<img") || strings.Contains(page, "<script>2") || strings.Contains(page, "UTC") {
 		t.Fatal("the run page shows markup unescaped, or UTC times")
 	}
