@@ -49,6 +49,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := refuseRoot(os.Geteuid(), cfg.allowRoot); err != nil {
+		return err
+	}
 	// One write a few milliseconds rather than one per request line;
 	// closed (and so written out) when serve returns, errors included.
 	sink := logsink.New(stderr)
