@@ -63,7 +63,16 @@ type Migration struct {
 	Version int
 	Name    string
 	SQL     string
+	// OldestBinary is what a contract migration declares in its header
+	// (-- razao: contract NNNN): the last migration of the oldest binary
+	// that may still run once it is applied. 0: an expand migration,
+	// which any binary that has its own migrations applied may run on.
+	OldestBinary int
 }
+
+// firstFloorMigration is sql/0049, which adds schema_migrations'
+// oldest_binary: a contract migration comes after it.
+const firstFloorMigration = 49
 
 // Migrations returns the embedded migrations in the order they apply.
 func Migrations() ([]Migration, error) {
@@ -86,7 +95,14 @@ func Migrations() ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %q: %w", name, err)
 		}
-		ms = append(ms, Migration{Version: v, Name: name, SQL: string(body)})
+		m := Migration{Version: v, Name: name, SQL: string(body)}
+		if m.OldestBinary, err = parseContract(m); err != nil {
+			return nil, err
+		}
+		if m.OldestBinary > 0 && m.Version <= firstFloorMigration {
+			return nil, fmt.Errorf("migration %s: a contract migration comes after %04d, which records it", name, firstFloorMigration)
+		}
+		ms = append(ms, m)
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
 	for i := 1; i < len(ms); i++ {
@@ -158,7 +174,10 @@ var ErrSchema = errors.New("database schema")
 // database has no razao schema or misses migrations or function files this
 // binary embeds, and what to do. A role that may not read
 // schema_migrations is let through: its queries will say what is wrong.
-// So is a database a newer binary migrated: its functions are newer.
+// So is a database a newer binary migrated: its functions are newer. A
+// schema this binary must not run on (SchemaCompatibility: a contract
+// migration's floor above it, another branch's migrations) is refused
+// with ErrSchemaNewer.
 func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 	var present bool
 	if err := db.GetContext(ctx, &present, `SELECT to_regclass('schema_migrations') IS NOT NULL`); err != nil {
@@ -167,6 +186,13 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 	if !present {
 		return fmt.Errorf("%w: this database has no razao schema yet: run razao migrate", ErrSchema)
 	}
+	ms, err := Migrations()
+	if err != nil {
+		return err
+	}
+	if _, err := checkCompatible(ctx, db, ms); err != nil {
+		return err
+	}
 	var applied []int
 	if err := db.SelectContext(ctx, &applied, `SELECT version FROM schema_migrations`); err != nil {
 		var pqErr *pq.Error
@@ -174,10 +200,6 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 			return nil
 		}
 		return fmt.Errorf("check schema: %w", err)
-	}
-	ms, err := Migrations()
-	if err != nil {
-		return err
 	}
 	done := make(map[int]bool, len(applied))
 	for _, v := range applied {
@@ -232,7 +254,9 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 // razao verify is what compares every function with its file. A binary
 // older than the database (which records a migration it lacks) applies no
 // function file at all: an old replica of a rolling deploy never puts an
-// older body back.
+// older body back; it applies no migration either, and refuses, before
+// applying anything, a database that lacks one of its migrations (a
+// history that is not its own) or that SchemaCompatibility refuses.
 func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 	ms, err := Migrations()
 	if err != nil {
@@ -265,9 +289,25 @@ func migrate(ctx context.Context, db *sqlx.DB, ms []Migration, fs []Function) ([
 	if held {
 		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, MigrationLockID)
 	}
-	ahead, err := functionsAhead(ctx, conn, ms)
+	// Nothing is applied to a schema this binary may not run on, nor
+	// half of a migration history onto a newer one.
+	compat, err := checkCompatible(ctx, conn, ms)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: %w", err)
+		return nil, err
+	}
+	ahead := compat.Ahead()
+	if ahead {
+		for _, m := range ms {
+			recorded, err := migrationRecorded(ctx, conn, m)
+			if err != nil {
+				return nil, fmt.Errorf("migration %s: check: %w", m.Name, err)
+			}
+			if !recorded {
+				return nil, fmt.Errorf("%w: the database is at %s, newer than this binary (%s), yet lacks this binary's %s: "+
+					"it was not migrated by a release after this one. Nothing applied",
+					ErrSchemaNewer, compat.DatabaseName, compat.BinaryName, m.Name)
+			}
+		}
 	}
 	var applied []string
 	for _, m := range ms {
@@ -369,6 +409,13 @@ func applyMigration(ctx context.Context, conn *sqlx.Conn, m Migration) (bool, er
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 		return false, fmt.Errorf("migration %s: record: %w", m.Name, err)
+	}
+	// A contract raises the schema's floor (sql/0049). An expand records
+	// the column's default, 0: the floor is the greatest recorded.
+	if m.OldestBinary > 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET oldest_binary = $2 WHERE version = $1`, m.Version, m.OldestBinary); err != nil {
+			return false, fmt.Errorf("migration %s: record the oldest binary it lets run: %w", m.Name, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("migration %s: commit: %w", m.Name, err)

@@ -217,6 +217,15 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		db.Close()
 		return nil, err
 	}
+	// A rolling upgrade runs the release before beside a newer schema,
+	// as it may (expand, then contract); said once at start, with both.
+	if c, err := razao.SchemaCompatibility(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	} else if c.Ahead() {
+		logger.Warn("the database schema is newer than this binary: fine during a rolling upgrade, not beyond it",
+			"database_migration", c.DatabaseName, "binary_migration", c.BinaryName)
+	}
 	// A logical restore keeps the outbox's transaction ids, not the
 	// counter: new events would sort behind every stream's cursor.
 	if err := events.CheckXids(ctx, db); err != nil {
