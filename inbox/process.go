@@ -89,7 +89,9 @@ type inboxRow struct {
 	ID         int64           `db:"id"`
 	Event      json.RawMessage `db:"event"`
 	ReceivedAt time.Time       `db:"received_at"`
-	// Merchant is the merchant of the endpoint the delivery came through.
+	// Endpoint is the name of the endpoint the delivery came through (its
+	// span's attribute); Merchant is that endpoint's merchant.
+	Endpoint string `db:"endpoint"`
 	Merchant string `db:"merchant"`
 	// Scheme is that endpoint's scheme: payment references are per scheme.
 	Scheme string `db:"scheme"`
@@ -303,7 +305,8 @@ type delivery struct {
 func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, err error) {
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	start := time.Now()
+	steps := txSteps{start: time.Now()}
+	start := steps.start
 	tx, err := p.db.BeginTxx(ctx, periods.WriteTx())
 	if err != nil {
 		return res, fmt.Errorf("process deliveries: begin: %w", err)
@@ -319,10 +322,12 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	if _, err := tx.ExecContext(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 		return res, fmt.Errorf("process deliveries: %w", err)
 	}
+	steps.begun = time.Now()
 	rows, err := claim(ctx, tx)
 	if err != nil {
 		return res, err
 	}
+	steps.claimed = time.Now()
 	res.claimed = make([]int64, len(rows))
 	for i, r := range rows {
 		res.claimed[i] = r.ID
@@ -336,9 +341,9 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	ds, failed := decodeRows(rows)
 	res.failed = failed
 	var busy []int64
+	var t *applyTrace // nil: not traced
 	if p.Tracer != nil && len(rows) > 0 {
-		var t *applyTrace
-		ctx, t = p.traceApply(ctx, start, rows)
+		ctx, t = p.traceApply(ctx, steps, rows)
 		defer func() { t.end(ds, busy, failed, err) }()
 	}
 	if len(ds) == 0 {
@@ -370,7 +375,7 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	if res.released, err = p.finish(ctx, tx, ds, busy, drafts); err != nil {
 		return res, fmt.Errorf("process deliveries %v: mark done: %w", ids, err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := t.commit(tx.Commit); err != nil {
 		return res, fmt.Errorf("process deliveries %v: commit: %w", ids, postings.MapError(err))
 	}
 	res.snoozed = len(busy)

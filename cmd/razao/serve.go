@@ -276,6 +276,9 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	s.hub.MaxBytesPerSecond = cfg.events.MaxBytesPerSecond
 	m.EventStreams(s.hub.Wakes, s.hub.Reads, s.hub.PacedReads)
 	s.inbox = inbox.NewInbox(db, proc)
+	if tracer != nil {
+		s.inbox.Tracer = proc.Tracer
+	}
 	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, now, logger)
 	hooks.Metrics = m
 	if s.recon, err = newReconciler(cfg, db, s.inbox, ledger, now, logger, m); err != nil {
