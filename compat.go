@@ -112,22 +112,31 @@ type schemaRecord struct {
 	OldestBinary int    `db:"oldest_binary"`
 }
 
+// hasFloorColumn reports whether schema_migrations has oldest_binary
+// (floorColumn). Catalogs only: any role may ask.
+func hasFloorColumn(ctx context.Context, q sqlx.QueryerContext) (bool, error) {
+	var has bool
+	err := sqlx.GetContext(ctx, q, &has, `SELECT EXISTS (SELECT 1 FROM pg_attribute
+		WHERE attrelid = to_regclass('schema_migrations') AND attname = 'oldest_binary' AND NOT attisdropped)`)
+	return has, err
+}
+
 func checkCompatible(ctx context.Context, q sqlx.QueryerContext, ms []Migration) (Compatibility, error) {
 	var c Compatibility
 	if len(ms) > 0 {
 		c.Binary, c.BinaryName = ms[len(ms)-1].Version, ms[len(ms)-1].Name
 	}
-	var present, hasFloor bool
+	var present bool
 	if err := sqlx.GetContext(ctx, q, &present, `SELECT to_regclass('schema_migrations') IS NOT NULL`); err != nil {
 		return c, fmt.Errorf("check schema: %w", err)
 	}
 	if !present {
 		return c, nil
 	}
-	// Before sql/0049 (an older database this binary is about to
-	// migrate), the column is not there: every migration was an expand.
-	if err := sqlx.GetContext(ctx, q, &hasFloor, `SELECT EXISTS (SELECT 1 FROM pg_attribute
-		WHERE attrelid = to_regclass('schema_migrations') AND attname = 'oldest_binary' AND NOT attisdropped)`); err != nil {
+	// Without the column (a database only older releases migrated), every
+	// migration was an expand.
+	hasFloor, err := hasFloorColumn(ctx, q)
+	if err != nil {
 		return c, fmt.Errorf("check schema: %w", err)
 	}
 	floor := "0"

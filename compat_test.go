@@ -218,3 +218,35 @@ func TestContractHeaders(t *testing.T) {
 		}
 	}
 }
+
+// A schema_migrations from before oldest_binary gets it from the
+// migrator, not from a migration: four migrators starting together on
+// one take turns and none deadlocks (an ALTER of the table inside a
+// migration's transaction did, with a migrator that had read the table
+// and waited for the migrations' lock).
+func TestMigratorsAddTheFloorColumnTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := emptyDatabase(t)
+	db.MustExec(`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := razao.Migrate(ctx, db)
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var floors int
+	if err := db.Get(&floors, `SELECT count(*) FROM schema_migrations WHERE oldest_binary = 0`); err != nil {
+		t.Fatalf("oldest_binary after migrate: %v", err)
+	}
+	if ms, _ := razao.Migrations(); floors != len(ms) {
+		t.Errorf("%d migrations recorded with oldest_binary 0, want every one of %d", floors, len(ms))
+	}
+}

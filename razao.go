@@ -70,9 +70,6 @@ type Migration struct {
 	OldestBinary int
 }
 
-// firstFloorMigration is sql/0049, which adds schema_migrations'
-// oldest_binary: a contract migration comes after it.
-const firstFloorMigration = 49
 
 // Migrations returns the embedded migrations in the order they apply.
 func Migrations() ([]Migration, error) {
@@ -98,9 +95,6 @@ func Migrations() ([]Migration, error) {
 		m := Migration{Version: v, Name: name, SQL: string(body)}
 		if m.OldestBinary, err = parseContract(m); err != nil {
 			return nil, err
-		}
-		if m.OldestBinary > 0 && m.Version <= firstFloorMigration {
-			return nil, fmt.Errorf("migration %s: a contract migration comes after %04d, which records it", name, firstFloorMigration)
 		}
 		ms = append(ms, m)
 	}
@@ -289,6 +283,9 @@ func migrate(ctx context.Context, db *sqlx.DB, ms []Migration, fs []Function) ([
 	if held {
 		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, MigrationLockID)
 	}
+	if err := addFloorColumn(ctx, conn); err != nil {
+		return nil, err
+	}
 	// Nothing is applied to a schema this binary may not run on, nor
 	// half of a migration history onto a newer one.
 	compat, err := checkCompatible(ctx, conn, ms)
@@ -364,11 +361,60 @@ func createMigrationsTable(ctx context.Context, conn *sqlx.Conn) error {
 		return fmt.Errorf("migrate: take advisory lock: %w", err)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, MigrationLockID)
-	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	if _, err := conn.ExecContext(ctx, MigrationsTableDDL); err != nil {
+		return fmt.Errorf("migrate: create schema_migrations: %w", err)
+	}
+	return nil
+}
+
+// MigrationsTableDDL is schema_migrations as the migrator creates it;
+// internal/pgtest names its migrated template by it too, so that a
+// change of the table's shape is a new template.
+const MigrationsTableDDL = `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer     PRIMARY KEY,
 		name       text        NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return fmt.Errorf("migrate: create schema_migrations: %w", err)
+		applied_at timestamptz NOT NULL DEFAULT now(),
+		` + floorColumn + `)`
+
+// floorColumn is schema_migrations' oldest_binary: with each migration,
+// the last migration of the oldest binary that may still run on the
+// schema it leaves (0: any). An expand migration records 0; a contract
+// migration, what its header declares (Migration.OldestBinary). The
+// schema's floor is the greatest recorded (checkCompatible). A release
+// from before the column writes its rows without it: 0, as an expand,
+// which is all such a release ever applied. The migrator owns the
+// table's shape, as it creates it: no numbered migration alters it.
+const floorColumn = `oldest_binary integer NOT NULL DEFAULT 0
+		CONSTRAINT ck_schema_migrations_oldest_binary CHECK (oldest_binary >= 0 AND oldest_binary <= version)`
+
+// addFloorColumn adds oldest_binary to a schema_migrations created before
+// it. Its transaction takes the table's ACCESS EXCLUSIVE lock before
+// anything else, so it holds nothing another migrator waits for while it
+// waits for them (an ALTER after a read of the table, inside a
+// migration's transaction, deadlocked with a migrator that had read it
+// and waited for the migrations' lock). Only where the column is
+// missing: a start on a database that has it takes no lock and needs no
+// right.
+func addFloorColumn(ctx context.Context, conn *sqlx.Conn) error {
+	if has, err := hasFloorColumn(ctx, conn); err != nil || has {
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		return nil
+	}
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: add schema_migrations.oldest_binary: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `LOCK TABLE schema_migrations IN ACCESS EXCLUSIVE MODE`); err != nil {
+		return fmt.Errorf("migrate: add schema_migrations.oldest_binary: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS `+floorColumn); err != nil {
+		return fmt.Errorf("migrate: add schema_migrations.oldest_binary: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: add schema_migrations.oldest_binary: %w", err)
 	}
 	return nil
 }
@@ -410,8 +456,8 @@ func applyMigration(ctx context.Context, conn *sqlx.Conn, m Migration) (bool, er
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 		return false, fmt.Errorf("migration %s: record: %w", m.Name, err)
 	}
-	// A contract raises the schema's floor (sql/0049). An expand records
-	// the column's default, 0: the floor is the greatest recorded.
+	// A contract raises the schema's floor (floorColumn). An expand
+	// records the column's default, 0: the floor is the greatest recorded.
 	if m.OldestBinary > 0 {
 		if _, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET oldest_binary = $2 WHERE version = $1`, m.Version, m.OldestBinary); err != nil {
 			return false, fmt.Errorf("migration %s: record the oldest binary it lets run: %w", m.Name, err)
