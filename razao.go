@@ -70,7 +70,6 @@ type Migration struct {
 	OldestBinary int
 }
 
-
 // Migrations returns the embedded migrations in the order they apply.
 func Migrations() ([]Migration, error) {
 	entries, err := fs.ReadDir(migrationFiles, "sql")
