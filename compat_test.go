@@ -250,3 +250,28 @@ func TestMigratorsAddTheFloorColumnTogether(t *testing.T) {
 		t.Errorf("%d migrations recorded with oldest_binary 0, want every one of %d", floors, len(ms))
 	}
 }
+
+// The service role, starting with -migrate on a database the previous
+// release migrated (no oldest_binary yet), may not add the column: it
+// starts all the same, having nothing to apply.
+func TestServiceRoleMigratesADatabaseWithoutTheFloorColumn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	owner, ownerURL := pgtest.NewWithURL(t)
+	owner.MustExec(`ALTER TABLE schema_migrations DROP COLUMN oldest_binary`)
+	roles := pgtest.NewRoles(t, owner, ownerURL)
+	svc := roles.Connect(roles.Service())
+	if applied, err := razao.Migrate(ctx, svc); err != nil || len(applied) != 0 {
+		t.Fatalf("migrate as the service role: %v, %v; want nothing to apply", applied, err)
+	}
+	if err := razao.CheckSchema(ctx, svc); err != nil {
+		t.Errorf("CheckSchema as the service role: %v", err)
+	}
+	if _, err := razao.Migrate(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := owner.Get(&n, `SELECT count(*) FROM schema_migrations WHERE oldest_binary = 0`); err != nil || n == 0 {
+		t.Errorf("the owner's migrate did not add oldest_binary: %d, %v", n, err)
+	}
+}

@@ -406,11 +406,19 @@ func addFloorColumn(ctx context.Context, conn *sqlx.Conn) error {
 		return fmt.Errorf("migrate: add schema_migrations.oldest_binary: %w", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `LOCK TABLE schema_migrations IN ACCESS EXCLUSIVE MODE`); err != nil {
-		return fmt.Errorf("migrate: add schema_migrations.oldest_binary: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS `+floorColumn); err != nil {
-		return fmt.Errorf("migrate: add schema_migrations.oldest_binary: %w", err)
+	for _, stmt := range []string{`LOCK TABLE schema_migrations IN ACCESS EXCLUSIVE MODE`,
+		`ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS ` + floorColumn} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			var pqErr *pq.Error
+			if errors.As(err, &pqErr) && pqErr.Code == "42501" { // insufficient_privilege
+				// The service role starting with -migrate on a database
+				// the previous release migrated: it has nothing to apply,
+				// and without the column every migration reads as an
+				// expand. The owner's next migrate adds it.
+				return nil
+			}
+			return fmt.Errorf("migrate: add schema_migrations.oldest_binary: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migrate: add schema_migrations.oldest_binary: %w", err)
