@@ -151,12 +151,12 @@ func (p *Processor) ProcessDue(ctx context.Context, limit int) (int, error) {
 	case err == nil:
 		p.after(ctx, res)
 	case len(res.claimed) == 1:
-		p.recordFailure(ctx, res.claimed[0], err)
+		p.recordFailure(ctx, res.claimed[0], err, res.span)
 	default:
 		for _, id := range res.claimed {
 			one, err := p.processTx(ctx, p.byIDs([]int64{id}))
 			if err != nil {
-				p.recordFailure(ctx, id, err)
+				p.recordFailure(ctx, id, err, one.span)
 				continue
 			}
 			p.after(ctx, one)
@@ -171,7 +171,7 @@ func (p *Processor) ProcessDue(ctx context.Context, limit int) (int, error) {
 // (due shortly).
 func (p *Processor) after(ctx context.Context, res txResult) {
 	for id, cause := range res.failed {
-		p.recordFailure(ctx, id, cause)
+		p.recordFailure(ctx, id, cause, res.span)
 	}
 	if res.released > 0 {
 		p.bell.ring()
@@ -278,10 +278,11 @@ func (p *Processor) Requeue(ctx context.Context, id int64, note string, now time
 
 // txResult is what a processing transaction leaves its caller to do.
 type txResult struct {
-	claimed  []int64         // the deliveries it claimed; nil if the claim failed
-	failed   map[int64]error // left out: their stored event does not decode
-	released int64           // refunds its payments released from parking, due now
-	snoozed  int             // deliveries left for later: their charge was held elsewhere
+	claimed  []int64           // the deliveries it claimed; nil if the claim failed
+	failed   map[int64]error   // left out: their stored event does not decode
+	released int64             // refunds its payments released from parking, due now
+	snoozed  int               // deliveries left for later: their charge was held elsewhere
+	span     trace.SpanContext // its inbox.apply span, when traced
 }
 
 // delivery is one pending inbox row in a processing transaction, and what
@@ -344,6 +345,7 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	var t *applyTrace // nil: not traced
 	if p.Tracer != nil && len(rows) > 0 {
 		ctx, t = p.traceApply(ctx, steps, rows)
+		res.span = t.span.SpanContext()
 		defer func() { t.end(ds, busy, failed, err) }()
 	}
 	if len(ds) == 0 {
@@ -602,7 +604,18 @@ func (p *Processor) finish(ctx context.Context, tx *sqlx.Tx, ds []*delivery, bus
 // recordFailure counts a failed attempt and schedules the next with
 // exponential back-off (1 s doubling to 10 min, jittered so replicas do not
 // retry in lockstep); past MaxAttempts the delivery becomes a divergence.
-func (p *Processor) recordFailure(ctx context.Context, id int64, cause error) {
+func (p *Processor) recordFailure(ctx context.Context, id int64, cause error, attempt trace.SpanContext) {
+	if p.Tracer != nil {
+		// The failure's statements are this delivery's alone: under a
+		// span of its own, linked to the transaction that failed it.
+		var span trace.Span
+		opts := []trace.SpanStartOption{trace.WithAttributes(attrDelivery.Int64(id))}
+		if attempt.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: attempt}))
+		}
+		ctx, span = p.Tracer.Start(ctx, "inbox.record_failure", opts...)
+		defer span.End()
+	}
 	// Its own time: the attempt that failed may have used all of its own.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.Timeout)
 	defer cancel()
