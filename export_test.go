@@ -7,3 +7,6 @@ var (
 	// ParseFunction reads a function file's text as Functions does.
 	ParseFunction = parseFunction
 )
+
+// ParseContract reads a migration's "-- razao: contract NNNN" header.
+var ParseContract = parseContract

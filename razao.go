@@ -63,6 +63,11 @@ type Migration struct {
 	Version int
 	Name    string
 	SQL     string
+	// OldestBinary is what a contract migration declares in its header
+	// (-- razao: contract NNNN): the last migration of the oldest binary
+	// that may still run once it is applied. 0: an expand migration,
+	// which any binary that has its own migrations applied may run on.
+	OldestBinary int
 }
 
 // Migrations returns the embedded migrations in the order they apply.
@@ -86,7 +91,11 @@ func Migrations() ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %q: %w", name, err)
 		}
-		ms = append(ms, Migration{Version: v, Name: name, SQL: string(body)})
+		m := Migration{Version: v, Name: name, SQL: string(body)}
+		if m.OldestBinary, err = parseContract(m); err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
 	for i := 1; i < len(ms); i++ {
@@ -158,7 +167,10 @@ var ErrSchema = errors.New("database schema")
 // database has no razao schema or misses migrations or function files this
 // binary embeds, and what to do. A role that may not read
 // schema_migrations is let through: its queries will say what is wrong.
-// So is a database a newer binary migrated: its functions are newer.
+// So is a database a newer binary migrated: its functions are newer. A
+// schema this binary must not run on (SchemaCompatibility: a contract
+// migration's floor above it, another branch's migrations) is refused
+// with ErrSchemaNewer.
 func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 	var present bool
 	if err := db.GetContext(ctx, &present, `SELECT to_regclass('schema_migrations') IS NOT NULL`); err != nil {
@@ -167,6 +179,13 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 	if !present {
 		return fmt.Errorf("%w: this database has no razao schema yet: run razao migrate", ErrSchema)
 	}
+	ms, err := Migrations()
+	if err != nil {
+		return err
+	}
+	if _, err := checkCompatible(ctx, db, ms); err != nil {
+		return err
+	}
 	var applied []int
 	if err := db.SelectContext(ctx, &applied, `SELECT version FROM schema_migrations`); err != nil {
 		var pqErr *pq.Error
@@ -174,10 +193,6 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 			return nil
 		}
 		return fmt.Errorf("check schema: %w", err)
-	}
-	ms, err := Migrations()
-	if err != nil {
-		return err
 	}
 	done := make(map[int]bool, len(applied))
 	for _, v := range applied {
@@ -232,7 +247,9 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 // razao verify is what compares every function with its file. A binary
 // older than the database (which records a migration it lacks) applies no
 // function file at all: an old replica of a rolling deploy never puts an
-// older body back.
+// older body back; it applies no migration either, and refuses, before
+// applying anything, a database that lacks one of its migrations (a
+// history that is not its own) or that SchemaCompatibility refuses.
 func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 	ms, err := Migrations()
 	if err != nil {
@@ -265,9 +282,28 @@ func migrate(ctx context.Context, db *sqlx.DB, ms []Migration, fs []Function) ([
 	if held {
 		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, MigrationLockID)
 	}
-	ahead, err := functionsAhead(ctx, conn, ms)
+	if err := addFloorColumn(ctx, conn); err != nil {
+		return nil, err
+	}
+	// Nothing is applied to a schema this binary may not run on, nor
+	// half of a migration history onto a newer one.
+	compat, err := checkCompatible(ctx, conn, ms)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: %w", err)
+		return nil, err
+	}
+	ahead := compat.Ahead()
+	if ahead {
+		for _, m := range ms {
+			recorded, err := migrationRecorded(ctx, conn, m)
+			if err != nil {
+				return nil, fmt.Errorf("migration %s: check: %w", m.Name, err)
+			}
+			if !recorded {
+				return nil, fmt.Errorf("%w: the database is at %s, newer than this binary (%s), yet lacks this binary's %s: "+
+					"it was not migrated by a release after this one. Nothing applied",
+					ErrSchemaNewer, compat.DatabaseName, compat.BinaryName, m.Name)
+			}
+		}
 	}
 	var applied []string
 	for _, m := range ms {
@@ -324,11 +360,68 @@ func createMigrationsTable(ctx context.Context, conn *sqlx.Conn) error {
 		return fmt.Errorf("migrate: take advisory lock: %w", err)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, MigrationLockID)
-	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	if _, err := conn.ExecContext(ctx, MigrationsTableDDL); err != nil {
+		return fmt.Errorf("migrate: create schema_migrations: %w", err)
+	}
+	return nil
+}
+
+// MigrationsTableDDL is schema_migrations as the migrator creates it;
+// internal/pgtest names its migrated template by it too, so that a
+// change of the table's shape is a new template.
+const MigrationsTableDDL = `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer     PRIMARY KEY,
 		name       text        NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return fmt.Errorf("migrate: create schema_migrations: %w", err)
+		applied_at timestamptz NOT NULL DEFAULT now(),
+		` + floorColumn + `)`
+
+// floorColumn is schema_migrations' oldest_binary: with each migration,
+// the last migration of the oldest binary that may still run on the
+// schema it leaves (0: any). An expand migration records 0; a contract
+// migration, what its header declares (Migration.OldestBinary). The
+// schema's floor is the greatest recorded (checkCompatible). A release
+// from before the column writes its rows without it: 0, as an expand,
+// which is all such a release ever applied. The migrator owns the
+// table's shape, as it creates it: no numbered migration alters it.
+const floorColumn = `oldest_binary integer NOT NULL DEFAULT 0
+		CONSTRAINT ck_schema_migrations_oldest_binary CHECK (oldest_binary >= 0 AND oldest_binary <= version)`
+
+// addFloorColumn adds oldest_binary to a schema_migrations created before
+// it. Its transaction takes the table's ACCESS EXCLUSIVE lock before
+// anything else, so it holds nothing another migrator waits for while it
+// waits for them (an ALTER after a read of the table, inside a
+// migration's transaction, deadlocked with a migrator that had read it
+// and waited for the migrations' lock). Only where the column is
+// missing: a start on a database that has it takes no lock and needs no
+// right.
+func addFloorColumn(ctx context.Context, conn *sqlx.Conn) error {
+	if has, err := hasFloorColumn(ctx, conn); err != nil || has {
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		return nil
+	}
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: add schema_migrations.oldest_binary: %w", err)
+	}
+	defer tx.Rollback()
+	for _, stmt := range []string{`LOCK TABLE schema_migrations IN ACCESS EXCLUSIVE MODE`,
+		`ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS ` + floorColumn} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			var pqErr *pq.Error
+			if errors.As(err, &pqErr) && pqErr.Code == "42501" { // insufficient_privilege
+				// The service role starting with -migrate on a database
+				// the previous release migrated: it has nothing to apply,
+				// and without the column every migration reads as an
+				// expand. The owner's next migrate adds it.
+				return nil
+			}
+			return fmt.Errorf("migrate: add schema_migrations.oldest_binary: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: add schema_migrations.oldest_binary: %w", err)
 	}
 	return nil
 }
@@ -369,6 +462,13 @@ func applyMigration(ctx context.Context, conn *sqlx.Conn, m Migration) (bool, er
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 		return false, fmt.Errorf("migration %s: record: %w", m.Name, err)
+	}
+	// A contract raises the schema's floor (floorColumn). An expand
+	// records the column's default, 0: the floor is the greatest recorded.
+	if m.OldestBinary > 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET oldest_binary = $2 WHERE version = $1`, m.Version, m.OldestBinary); err != nil {
+			return false, fmt.Errorf("migration %s: record the oldest binary it lets run: %w", m.Name, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("migration %s: commit: %w", m.Name, err)

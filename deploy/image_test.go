@@ -27,7 +27,8 @@ import (
 // network): built by scripts/image.sh, it holds no shell and runs as
 // 65532; it migrates an empty database, creates a token, serves, passes
 // its own health check, books one delivery signed by its own razao psp
-// send, drains on SIGTERM, and razao verify finds the ledger clean.
+// send, drains on SIGTERM, and razao verify finds the ledger clean. Run
+// as root (--user 0), serve refuses.
 func TestImageMigratesServesAndBooks(t *testing.T) {
 	root := pgtest.ProjectRoot()
 	conf := filepath.Join(root, "deploy", "containers.conf")
@@ -64,6 +65,15 @@ func TestImageMigratesServesAndBooks(t *testing.T) {
 	}
 	if out, err := podman("run", "--rm", "--network=host", "--entrypoint", "/bin/sh", tag, "-c", "true"); err == nil {
 		t.Fatalf("the image has a shell: %s", out)
+	}
+	// Run as root anyway (--user 0), serve refuses at start, before it
+	// looks for a database: the image never sets RAZAO_ALLOW_ROOT.
+	if out, err := podman("image", "inspect", tag, "--format", "{{json .Config.Env}}"); err != nil || strings.Contains(out, "RAZAO_ALLOW_ROOT") {
+		t.Fatalf("the image's environment: %v %s; want no RAZAO_ALLOW_ROOT", err, out)
+	}
+	if out, err := podman("run", "--rm", "--network=host", "--user", "0", tag, "serve", "-admin-listen", "off"); err == nil ||
+		!strings.Contains(out, "refusing to serve as root (effective uid 0)") {
+		t.Fatalf("serve as --user 0: %v\n%s\nwant the refusal", err, out)
 	}
 
 	dbURL := emptyDatabase(t, "razao_image_"+suffix)

@@ -94,6 +94,9 @@ func TestUnitIsHardened(t *testing.T) {
 	if u := keys["User"]; len(u) > 0 {
 		t.Errorf("User=%v: the unit runs as a dynamic user, never a named one (root least of all)", u)
 	}
+	if strings.Contains(unit, "RAZAO_ALLOW_ROOT") || strings.Contains(unit, "allow_root") {
+		t.Error("the unit opts into serving as root: it never runs as root, and must let serve refuse it")
+	}
 	path := verifiable(t, unit)
 	if out, err := analyze(t, "security", "--offline=yes", "--threshold=11", path); err != nil {
 		t.Errorf("exposure above 1.1: %v\n%s", err, tail(out))

@@ -52,7 +52,10 @@ func TestRollingUpgradeFromThePreviousRelease(t *testing.T) {
 	config := filepath.Join(dir, "razao.yaml")
 	os.WriteFile(config, []byte("listen: 127.0.0.1:0\nendpoints:\n  - name: psp\n    scheme: standard\n    merchant: loja\n    secrets_env: [RAZAO_UPGRADE_SECRET]\n"), 0o644)
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "RAZAO_CONFIG="+config, "RAZAO_UPGRADE_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
-		"RAZAO_ADMIN_LISTEN=127.0.0.1:0")
+		"RAZAO_ADMIN_LISTEN=127.0.0.1:0",
+		// This release refuses to serve as root, as tests run; the
+		// previous one ignores the variable.
+		"RAZAO_ALLOW_ROOT=1")
 	razao := func(bin string, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(bin, args...)

@@ -327,7 +327,8 @@ CREATE TABLE refund_aliases (
 CREATE TABLE schema_migrations (
     version integer NOT NULL,
     name text NOT NULL,
-    applied_at timestamp with time zone NOT NULL DEFAULT now()
+    applied_at timestamp with time zone NOT NULL DEFAULT now(),
+    oldest_binary integer NOT NULL DEFAULT 0
 );
 
 CREATE TABLE trial_balance_snapshots (
@@ -463,6 +464,7 @@ ALTER TABLE reconciliation_runs ADD CONSTRAINT reconciliation_runs_pkey PRIMARY 
 ALTER TABLE refund_aliases ADD CONSTRAINT ck_refund_aliases_other CHECK ((alias_id <> refund_id));
 ALTER TABLE refund_aliases ADD CONSTRAINT refund_aliases_pkey PRIMARY KEY (charge_id, alias_id);
 ALTER TABLE refund_aliases ADD CONSTRAINT uq_refund_aliases_refund UNIQUE (charge_id, refund_id);
+ALTER TABLE schema_migrations ADD CONSTRAINT ck_schema_migrations_oldest_binary CHECK (((oldest_binary >= 0) AND (oldest_binary <= version)));
 ALTER TABLE schema_migrations ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT ck_trial_balance_snapshots_closing CHECK ((closing = ((opening + debits) - credits)));
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT ck_trial_balance_snapshots_sides CHECK (((debits >= 0) AND (credits >= 0)));

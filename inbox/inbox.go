@@ -13,6 +13,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/razao/razao/charges"
 	"github.com/razao/razao/divergences"
@@ -47,6 +49,9 @@ type Inbox struct {
 	insertSharedStmt *sqlstmt.Stmt
 	redeliverStmt    *sqlstmt.Stmt
 	proc             *Processor
+	// Tracer, when set, traces each group commit (traceCommit); nil
+	// traces nothing.
+	Tracer trace.Tracer
 }
 
 // NewInbox returns the inbox over db, ringing proc's doorbell when it
@@ -143,11 +148,16 @@ func (in *Inbox) Store(ctx context.Context, ep *Endpoint, evs []scheme.Event, bo
 }
 
 func (in *Inbox) put(ctx context.Context, ep *Endpoint, entries []entry, body, headers []byte) ([]Stored, error) {
-	req := &putRequest{ep: ep, entries: entries, body: body, headers: headers}
+	req := &putRequest{ep: ep, entries: entries, body: body, headers: headers, span: trace.SpanContextFromContext(ctx)}
 	if err := in.group.Do(ctx, req); err != nil {
 		// The batch may still commit; the PSP, seeing no answer, will
 		// redeliver and get "duplicate".
 		return nil, err
+	}
+	if req.commit.IsValid() {
+		// The group commit that stored it is a trace of its own, shared
+		// with the other requests of its batch: linked both ways.
+		trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: req.commit})
 	}
 	if req.err != nil {
 		return nil, req.err
@@ -174,6 +184,9 @@ type putRequest struct {
 	// repair holds the stored events of applied payments it delivered
 	// again, whose grants are to be re-ensured before the answer.
 	repair []json.RawMessage
+	// span is the request's span, if traced; commit the span of the
+	// group commit that stored it.
+	span, commit trace.SpanContext
 }
 
 // MaxBatch bounds the deliveries of one group commit, and of one
@@ -194,6 +207,11 @@ func (in *Inbox) Batching() bool { return in.group.Started() }
 func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest, _ func(i int)) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
 	defer cancel()
+	if in.Tracer != nil {
+		var end func()
+		ctx, end = in.traceCommit(ctx, batch)
+		defer end()
+	}
 	in.insertBatch(ctx, batch)
 	in.conflicts(ctx, batch)
 	due, err := in.redeliver(ctx, batch)
@@ -206,6 +224,35 @@ func (in *Inbox) insertAll(ctx context.Context, batch []*putRequest, _ func(i in
 	}
 	if due || newDeliveries(batch) {
 		in.proc.bell.ring()
+	}
+}
+
+// traceCommit starts the span of a group commit, "inbox.group_commit":
+// the parent of its statements, in a trace of its own (it serves several
+// requests, each in its own trace), linked to each traced request's span,
+// and each request to it (put). It returns the context of its statements
+// and the span's end.
+func (in *Inbox) traceCommit(ctx context.Context, batch []*putRequest) (context.Context, func()) {
+	var links []trace.Link
+	for _, r := range batch {
+		if r.span.IsValid() {
+			links = append(links, trace.Link{SpanContext: r.span})
+		}
+	}
+	ctx, span := in.Tracer.Start(ctx, "inbox.group_commit", trace.WithNewRoot(), trace.WithLinks(links...),
+		trace.WithAttributes(attrRequests.Int(len(batch))))
+	for _, r := range batch {
+		r.commit = span.SpanContext()
+	}
+	return ctx, func() {
+		for _, r := range batch {
+			if r.err != nil {
+				// Not the error's text: it may quote a value.
+				span.SetStatus(codes.Error, "a delivery of the batch was not stored")
+				break
+			}
+		}
+		span.End()
 	}
 }
 

@@ -89,7 +89,9 @@ type inboxRow struct {
 	ID         int64           `db:"id"`
 	Event      json.RawMessage `db:"event"`
 	ReceivedAt time.Time       `db:"received_at"`
-	// Merchant is the merchant of the endpoint the delivery came through.
+	// Endpoint is the name of the endpoint the delivery came through (its
+	// span's attribute); Merchant is that endpoint's merchant.
+	Endpoint string `db:"endpoint"`
 	Merchant string `db:"merchant"`
 	// Scheme is that endpoint's scheme: payment references are per scheme.
 	Scheme string `db:"scheme"`
@@ -149,12 +151,12 @@ func (p *Processor) ProcessDue(ctx context.Context, limit int) (int, error) {
 	case err == nil:
 		p.after(ctx, res)
 	case len(res.claimed) == 1:
-		p.recordFailure(ctx, res.claimed[0], err)
+		p.recordFailure(ctx, res.claimed[0], err, res.span)
 	default:
 		for _, id := range res.claimed {
 			one, err := p.processTx(ctx, p.byIDs([]int64{id}))
 			if err != nil {
-				p.recordFailure(ctx, id, err)
+				p.recordFailure(ctx, id, err, one.span)
 				continue
 			}
 			p.after(ctx, one)
@@ -169,7 +171,7 @@ func (p *Processor) ProcessDue(ctx context.Context, limit int) (int, error) {
 // (due shortly).
 func (p *Processor) after(ctx context.Context, res txResult) {
 	for id, cause := range res.failed {
-		p.recordFailure(ctx, id, cause)
+		p.recordFailure(ctx, id, cause, res.span)
 	}
 	if res.released > 0 {
 		p.bell.ring()
@@ -276,10 +278,11 @@ func (p *Processor) Requeue(ctx context.Context, id int64, note string, now time
 
 // txResult is what a processing transaction leaves its caller to do.
 type txResult struct {
-	claimed  []int64         // the deliveries it claimed; nil if the claim failed
-	failed   map[int64]error // left out: their stored event does not decode
-	released int64           // refunds its payments released from parking, due now
-	snoozed  int             // deliveries left for later: their charge was held elsewhere
+	claimed  []int64           // the deliveries it claimed; nil if the claim failed
+	failed   map[int64]error   // left out: their stored event does not decode
+	released int64             // refunds its payments released from parking, due now
+	snoozed  int               // deliveries left for later: their charge was held elsewhere
+	span     trace.SpanContext // its inbox.apply span, when traced
 }
 
 // delivery is one pending inbox row in a processing transaction, and what
@@ -303,7 +306,8 @@ type delivery struct {
 func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, err error) {
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	start := time.Now()
+	steps := txSteps{start: time.Now()}
+	start := steps.start
 	tx, err := p.db.BeginTxx(ctx, periods.WriteTx())
 	if err != nil {
 		return res, fmt.Errorf("process deliveries: begin: %w", err)
@@ -319,10 +323,12 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	if _, err := tx.ExecContext(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 		return res, fmt.Errorf("process deliveries: %w", err)
 	}
+	steps.begun = time.Now()
 	rows, err := claim(ctx, tx)
 	if err != nil {
 		return res, err
 	}
+	steps.claimed = time.Now()
 	res.claimed = make([]int64, len(rows))
 	for i, r := range rows {
 		res.claimed[i] = r.ID
@@ -336,9 +342,10 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	ds, failed := decodeRows(rows)
 	res.failed = failed
 	var busy []int64
+	var t *applyTrace // nil: not traced
 	if p.Tracer != nil && len(rows) > 0 {
-		var t *applyTrace
-		ctx, t = p.traceApply(ctx, start, rows)
+		ctx, t = p.traceApply(ctx, steps, rows)
+		res.span = t.span.SpanContext()
 		defer func() { t.end(ds, busy, failed, err) }()
 	}
 	if len(ds) == 0 {
@@ -370,7 +377,7 @@ func (p *Processor) processTx(ctx context.Context, claim claim) (res txResult, e
 	if res.released, err = p.finish(ctx, tx, ds, busy, drafts); err != nil {
 		return res, fmt.Errorf("process deliveries %v: mark done: %w", ids, err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := t.commit(tx.Commit); err != nil {
 		return res, fmt.Errorf("process deliveries %v: commit: %w", ids, postings.MapError(err))
 	}
 	res.snoozed = len(busy)
@@ -597,7 +604,18 @@ func (p *Processor) finish(ctx context.Context, tx *sqlx.Tx, ds []*delivery, bus
 // recordFailure counts a failed attempt and schedules the next with
 // exponential back-off (1 s doubling to 10 min, jittered so replicas do not
 // retry in lockstep); past MaxAttempts the delivery becomes a divergence.
-func (p *Processor) recordFailure(ctx context.Context, id int64, cause error) {
+func (p *Processor) recordFailure(ctx context.Context, id int64, cause error, attempt trace.SpanContext) {
+	if p.Tracer != nil {
+		// The failure's statements are this delivery's alone: under a
+		// span of its own, linked to the transaction that failed it.
+		var span trace.Span
+		opts := []trace.SpanStartOption{trace.WithAttributes(attrDelivery.Int64(id))}
+		if attempt.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: attempt}))
+		}
+		ctx, span = p.Tracer.Start(ctx, "inbox.record_failure", opts...)
+		defer span.End()
+	}
 	// Its own time: the attempt that failed may have used all of its own.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.Timeout)
 	defer cancel()

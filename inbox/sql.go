@@ -149,7 +149,7 @@ const lastClosedColumn = `(SELECT ledger_last_closed_month()) AS last_closed`
 // index ix_inbox_due exactly (status = 'pending', by next_attempt_at), so
 // that the claim reads a batch's worth of index entries however long the
 // backlog, and skips the rows other workers hold.
-const claimDueSQL = `SELECT id, event, received_at, merchant, scheme, ` + lastClosedColumn + ` FROM inbox
+const claimDueSQL = `SELECT id, event, received_at, endpoint, merchant, scheme, ` + lastClosedColumn + ` FROM inbox
 	WHERE status = 'pending' AND next_attempt_at <= now()
 	ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED`
 
@@ -157,7 +157,7 @@ const claimDueSQL = `SELECT id, event, received_at, merchant, scheme, ` + lastCl
 // batch that failed is tried again a delivery at a time. "status || ”"
 // keeps the planner on the primary key: with "status = 'pending'" it may
 // pick the partial index and read the whole backlog to find a few ids.
-const claimIDsSQL = `SELECT id, event, received_at, merchant, scheme, ` + lastClosedColumn + ` FROM inbox
+const claimIDsSQL = `SELECT id, event, received_at, endpoint, merchant, scheme, ` + lastClosedColumn + ` FROM inbox
 	WHERE id = ANY($1) AND status || '' = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`
 
 // finishSQL appends the deliveries' events, marks the deliveries with

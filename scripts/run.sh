@@ -69,4 +69,7 @@ fi
 	} >.dev/env
 )
 echo "in another terminal: cd $(pwd) && source .dev/env   (then see README: 'A first payment')" >&2
+# make run is a development machine's service, often run as root (a
+# container, CI): serve refuses root unless told it is meant.
+export RAZAO_ALLOW_ROOT=1
 exec bin/razao serve "$@"

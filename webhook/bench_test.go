@@ -1,11 +1,20 @@
 package webhook_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gorilla/mux"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/razao/razao"
+	"github.com/razao/razao/internal/tracing"
 )
 
 // BenchmarkDelivery measures confirmed deliveries per second through the
@@ -15,8 +24,17 @@ import (
 // is applied, not when the last request is answered. Charges, inbox and ledger are pre-loaded
 // with a few hundred thousand rows and analysed first: empty tables plan
 // differently (docs/performance.md, "An empty ledger in benchmarks").
+//
+// RAZAO_BENCH_TRACE=1 measures it traced as razao serve traces with
+// tracing on: the driver wrapped (a span per statement), a span per
+// request, group commit, transaction step and delivery, every span
+// sampled and handed to a batching processor whose exporter drops them
+// (the collector's cost is not razao's).
 func BenchmarkDelivery(b *testing.B) {
 	e := newEnv(b)
+	if os.Getenv("RAZAO_BENCH_TRACE") == "1" {
+		e = tracedEnv(b, e)
+	}
 	// As razao.Open does: a pool that keeps its connections, or every
 	// burst pays for new PostgreSQL backends.
 	e.DB.SetMaxOpenConns(32)
@@ -40,7 +58,7 @@ func BenchmarkDelivery(b *testing.B) {
 	var seq atomic.Int64
 	b.SetParallelism(4) // 8 PSP connections on 2 cores
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu := time.Now(), processCPU(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := fmt.Sprintf("bench-%d", seq.Add(1))
@@ -53,6 +71,10 @@ func BenchmarkDelivery(b *testing.B) {
 	})
 	e.Settled()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "deliveries/s")
+	// This process's CPU (handler, inbox, workers; not PostgreSQL's): on
+	// a machine others share, steadier than the rate, and what tracing
+	// adds to.
+	b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/delivery")
 	b.StopTimer()
 	b.ReportMetric(float64(e.Count(`SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND content_hash <> 'preload'`))/
 		float64(e.Count(`SELECT count(DISTINCT created_xid) FROM posting_sets WHERE content_hash <> 'preload'`)), "deliveries/tx")
@@ -84,4 +106,32 @@ func preloadLedger(b *testing.B, e *env, n int) {
 			e.DB.MustExec(`ALTER TABLE ` + table + ` ENABLE ALWAYS TRIGGER ` + name)
 		}
 	}
+}
+
+// tracedEnv is e's webhook front again, on a traced pool to e's database.
+func tracedEnv(b *testing.B, e *env) *env {
+	b.Helper()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	b.Cleanup(func() { tp.Shutdown(context.Background()) })
+	db, err := razao.OpenTraced(context.Background(), e.URL, tracing.SQLOptions(tp)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	t := newEnvWithDB(b, db, e.URL)
+	t.Proc.Tracer = tracing.Tracer(tp, "inbox")
+	t.Inbox.Tracer = t.Proc.Tracer
+	r := t.Router.(*mux.Router)
+	r.Use(tracing.Route)
+	t.Router = tracing.Middleware(tp)(r)
+	return t
+}
+
+// processCPU is the CPU time, user and system, this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -48,6 +48,9 @@ type fileConfig struct {
 	Adjustments    adjustmentsConfig          `yaml:"adjustments"`
 	// Tracing exports OpenTelemetry spans over OTLP/HTTP; off without an endpoint.
 	Tracing tracing.Config `yaml:"tracing"`
+	// AllowRoot lets serve run with effective uid 0: a development
+	// machine only ($RAZAO_ALLOW_ROOT=1 does the same).
+	AllowRoot bool `yaml:"allow_root"`
 }
 
 // eventsConfig sizes GET /v1/events; zero means the hub's default.
@@ -101,6 +104,7 @@ type serveConfig struct {
 	getenv         func(string) string // the environment the config was read with: reconciliation's secrets
 	adjustments    adjustments.Config  // how corrections are approved
 	tracing        *tracing.Config     // nil: no tracing
+	allowRoot      bool                // serve may run as root (allow_root, $RAZAO_ALLOW_ROOT)
 	// tracer, when set (tests), receives the spans instead of an
 	// exporter built from tracing.
 	tracer trace.TracerProvider
@@ -179,6 +183,9 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	}
 	if cfg.exports, err = file.Exports.build(cal.Location()); err != nil {
 		return cfg, fmt.Errorf("config: exports: %w", err)
+	}
+	if cfg.allowRoot, err = parseAllowRoot(file.AllowRoot, getenv); err != nil {
+		return cfg, err
 	}
 	if on, err := file.Tracing.Resolve(getenv); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)

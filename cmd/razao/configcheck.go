@@ -87,6 +87,9 @@ func (c *checker) check(args []string, getenv func(string) string) error {
 	c.ok("time_zone %s, go_live %s", cfg.timeZone, cfg.goLive.Format("2006-01-02"))
 	c.ok("max_amount %d centavos (R$ %s)", cfg.maxAmount.Max(), money.FormatReais(cfg.maxAmount.Max(), ','))
 	c.ok("worker_interval %s", cfg.workerInterval)
+	if cfg.allowRoot {
+		c.warn("allow_root: serve would run as root if started so (a development machine only)")
+	}
 	c.ok("%s", describeAdjustments(cfg.adjustments))
 	c.checkTLS(cfg)
 	c.checkExports(cfg)

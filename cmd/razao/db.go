@@ -90,6 +90,14 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer conn.Close()
+	// An older binary asked to migrate a newer schema has nothing of its
+	// own to give it: the operator ran the wrong release.
+	if c, err := razao.SchemaCompatibility(ctx, conn); err != nil {
+		return err
+	} else if c.Ahead() {
+		return fmt.Errorf("%w: the database is at %s, newer than this binary's last migration, %s: run razao migrate with the newer release (nothing applied)",
+			razao.ErrSchemaNewer, c.DatabaseName, c.BinaryName)
+	}
 	applied, err := razao.Migrate(ctx, conn)
 	if err != nil {
 		return err

@@ -49,6 +49,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := refuseRoot(os.Geteuid(), cfg.allowRoot); err != nil {
+		return err
+	}
 	// One write a few milliseconds rather than one per request line;
 	// closed (and so written out) when serve returns, errors included.
 	sink := logsink.New(stderr)
@@ -214,6 +217,15 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		db.Close()
 		return nil, err
 	}
+	// A rolling upgrade runs the release before beside a newer schema,
+	// as it may (expand, then contract); said once at start, with both.
+	if c, err := razao.SchemaCompatibility(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	} else if c.Ahead() {
+		logger.Warn("the database schema is newer than this binary: fine during a rolling upgrade, not beyond it",
+			"database_migration", c.DatabaseName, "binary_migration", c.BinaryName)
+	}
 	// A logical restore keeps the outbox's transaction ids, not the
 	// counter: new events would sort behind every stream's cursor.
 	if err := events.CheckXids(ctx, db); err != nil {
@@ -264,6 +276,9 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	s.hub.MaxBytesPerSecond = cfg.events.MaxBytesPerSecond
 	m.EventStreams(s.hub.Wakes, s.hub.Reads, s.hub.PacedReads)
 	s.inbox = inbox.NewInbox(db, proc)
+	if tracer != nil {
+		s.inbox.Tracer = proc.Tracer
+	}
 	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, now, logger)
 	hooks.Metrics = m
 	if s.recon, err = newReconciler(cfg, db, s.inbox, ledger, now, logger, m); err != nil {

@@ -21,9 +21,11 @@ import (
 
 // One signed delivery, traced into memory: the webhook's request span is
 // named by its route template, the delivery has its span with its inbox
-// id and outcome, the statements of its transaction are spans under that
-// transaction's span (the delivery span's parent), and no span carries a
-// secret, the API token or a query's argument.
+// id, endpoint and outcome, the statements of its transaction (its BEGIN,
+// claim and COMMIT included) are spans under that transaction's span (the
+// delivery span's parent), the request's insert is a statement under its
+// group commit's span, linked both ways with the request's, and no span
+// carries a secret, the API token or a query's argument.
 func TestTracingSpansARequestADeliveryAndItsStatements(t *testing.T) {
 	t.Parallel()
 	spans := tracetest.NewInMemoryExporter()
@@ -99,7 +101,7 @@ func TestTracingSpansARequestADeliveryAndItsStatements(t *testing.T) {
 		t.Fatalf("no inbox.delivery span for delivery %d; spans: %v", inboxID, names(got))
 	}
 	if a := attrs(*delivery); a["razao.delivery.outcome"].AsString() != "processed" || a["razao.delivery.scheme"].AsString() != "standard" ||
-		a["razao.delivery.merchant"].AsString() != "loja" {
+		a["razao.delivery.merchant"].AsString() != "loja" || a["razao.delivery.endpoint"].AsString() != "psp" {
 		t.Errorf("delivery span attributes %v", delivery.Attributes)
 	}
 	apply := delivery.Parent.SpanID()
@@ -122,6 +124,65 @@ func TestTracingSpansARequestADeliveryAndItsStatements(t *testing.T) {
 	// The charge's lock and the batch's write (finish) at least.
 	if len(statements) < 2 || !strings.Contains(strings.Join(statements, "\n"), "inbox") {
 		t.Errorf("statements under the delivery's transaction: %q", statements)
+	}
+
+	// The transaction's BEGIN, claim and COMMIT, each a span under it, in
+	// that order: BEGIN from the transaction's start, the claim after it.
+	steps := map[string]tracetest.SpanStub{}
+	for _, name := range []string{"inbox.begin", "inbox.claim", "inbox.commit"} {
+		for _, s := range byName[name] {
+			if s.Parent.SpanID() == apply {
+				steps[name] = s
+			}
+		}
+		if _, ok := steps[name]; !ok {
+			t.Errorf("no %s span under the delivery's inbox.apply; spans: %v", name, names(got))
+		}
+	}
+	if b, c, m := steps["inbox.begin"], steps["inbox.claim"], steps["inbox.commit"]; len(steps) == 3 &&
+		(!b.StartTime.Equal(applySpan.StartTime) || c.StartTime.Before(b.EndTime) || m.StartTime.Before(c.EndTime) || m.EndTime.After(applySpan.EndTime)) {
+		t.Errorf("steps out of order: apply %v–%v, begin %v–%v, claim %v–%v, commit %v–%v", applySpan.StartTime, applySpan.EndTime,
+			b.StartTime, b.EndTime, c.StartTime, c.EndTime, m.StartTime, m.EndTime)
+	}
+	if a := attrs(steps["inbox.claim"]); a["razao.inbox.claimed"].AsInt64() < 1 {
+		t.Errorf("claim span attributes %v", steps["inbox.claim"].Attributes)
+	}
+
+	// The webhook's insert ran in a group commit: a span of its own trace
+	// (it serves several requests), parent of the INSERT's span, linked to
+	// the request's span and the request's span to it.
+	hook := hooks[0]
+	var commit *tracetest.SpanStub
+	for _, s := range byName["inbox.group_commit"] {
+		for _, l := range s.Links {
+			if l.SpanContext.SpanID() == hook.SpanContext.SpanID() {
+				commit = &s
+			}
+		}
+	}
+	if commit == nil {
+		t.Fatalf("no inbox.group_commit span linked to the webhook's request span; spans: %v", names(got))
+	}
+	if commit.Parent.IsValid() || commit.SpanContext.TraceID() == hook.SpanContext.TraceID() {
+		t.Errorf("the group commit's span is not the root of a trace of its own: parent %v", commit.Parent)
+	}
+	linked := false
+	for _, l := range hook.Links {
+		linked = linked || l.SpanContext.SpanID() == commit.SpanContext.SpanID()
+	}
+	if !linked {
+		t.Errorf("the webhook's request span has no link to its group commit: %v", hook.Links)
+	}
+	var inserts int
+	for _, s := range got {
+		a := attrs(s)
+		if strings.HasPrefix(s.Name, "sql.") && s.Parent.SpanID() == commit.SpanContext.SpanID() &&
+			strings.Contains(a["db.statement"].AsString()+a["db.query.text"].AsString(), "INSERT INTO inbox") {
+			inserts++
+		}
+	}
+	if inserts == 0 {
+		t.Errorf("no INSERT INTO inbox statement span under the group commit")
 	}
 
 	// Nothing secret, and no argument: the amount, the charge's id and the

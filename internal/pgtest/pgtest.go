@@ -238,6 +238,9 @@ func buildTemplate(base string) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
+	// The migrator's own table too: its shape is the migrator's, not a
+	// migration's.
+	fmt.Fprintf(h, "%s\n", razao.MigrationsTableDDL)
 	for _, m := range ms {
 		fmt.Fprintf(h, "%s\n%s\n", m.Name, m.SQL)
 	}

@@ -192,7 +192,9 @@ func Setup(ctx context.Context, opts EnvOptions) (_ *Env, err error) {
 			logPath: filepath.Join(dir, "logs", fmt.Sprintf("replica-%d.log", i)),
 			env: append(os.Environ(), "DATABASE_URL="+e.DBURL, "RAZAO_CONFIG="+e.ConfigPath,
 				"RAZAO_LISTEN="+fmt.Sprintf("127.0.0.1:%d", port), secretEnv+"="+e.Secret,
-				"RAZAO_TIME_ZONE=America/Sao_Paulo")}
+				"RAZAO_TIME_ZONE=America/Sao_Paulo",
+				// The storm runs on a development machine or CI, as root.
+				"RAZAO_ALLOW_ROOT=1")}
 		if err := r.Start(); err != nil {
 			return e, err
 		}

@@ -176,7 +176,8 @@ awk '{ print } /^endpoints:$/ {
 	print "    merchant: loja-dev"
 	print "    secrets_env: [RAZAO_LOAD_BCB_SECRET]"
 }' scripts/dev.yaml >"$WORK/load.yaml"
-DATABASE_URL=$LOAD_URL RAZAO_CONFIG=$WORK/load.yaml RAZAO_LISTEN=127.0.0.1:0 RAZAO_ADMIN_LISTEN=127.0.0.1:0 \
+# RAZAO_ALLOW_ROOT: the load runs on a development machine, often as root.
+DATABASE_URL=$LOAD_URL RAZAO_CONFIG=$WORK/load.yaml RAZAO_LISTEN=127.0.0.1:0 RAZAO_ADMIN_LISTEN=127.0.0.1:0 RAZAO_ALLOW_ROOT=1 \
 	bin/razao serve -migrate=false >"$OUTDIR/serve.out" 2>"$OUTDIR/serve.log" &
 SERVER_PID=$!
 URL=""
