@@ -54,16 +54,6 @@ import (
 	"github.com/razao/razao/internal/pgtest"
 )
 
-// TestMain lets this test binary stand in for bin/razao: called by that
-// name (the docs test links it so), it is razao.
-func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == "razao" {
-		main()
-		return
-	}
-	os.Exit(m.Run())
-}
-
 // docBlock is one fenced block of a document.
 type docBlock struct {
 	file   string // relative to the project's root

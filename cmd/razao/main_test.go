@@ -21,6 +21,25 @@ import (
 	"github.com/razao/razao/postings"
 )
 
+// TestMain makes this test binary three things:
+//   - razao itself when called by that name: the docs test links it as
+//     bin/razao, so that the shell blocks run it as a person would;
+//   - razao serve, as is, when serveAsIsEnv is 1: the root refusal's test
+//     runs it in a child process without the opt-in;
+//   - otherwise the tests, opted into serving as root: CI and the
+//     development machines run them as root, and many start serve.
+func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == "razao" {
+		main()
+		return
+	}
+	if os.Getenv(serveAsIsEnv) == "1" {
+		os.Exit(run(context.Background(), append([]string{"serve"}, os.Args[1:]...), os.Stdout, os.Stderr))
+	}
+	os.Setenv(allowRootEnv, "1")
+	os.Exit(m.Run())
+}
+
 func runCmd(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer

@@ -16,17 +16,6 @@ import (
 // environment it was given: TestServeRefusesRootWithoutTheOptIn's child.
 const serveAsIsEnv = "RAZAO_TEST_SERVE_AS_IS"
 
-// TestMain opts the tests into serving as root: CI and the development
-// machines run them as root, and many tests start serve in this process.
-// The refusal itself is tested in a child process without the opt-in.
-func TestMain(m *testing.M) {
-	if os.Getenv(serveAsIsEnv) == "1" {
-		os.Exit(run(context.Background(), append([]string{"serve"}, os.Args[1:]...), os.Stdout, os.Stderr))
-	}
-	os.Setenv(allowRootEnv, "1")
-	os.Exit(m.Run())
-}
-
 func TestRefuseRootOnlyRefusesUidZeroWithoutTheOptIn(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
