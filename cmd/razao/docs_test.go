@@ -273,7 +273,8 @@ func startDocsService(t *testing.T, project string) (root, base string) {
 	base = "http://" + listen
 	config := filepath.Join(root, "scripts", "dev.yaml")
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "DATABASE_URL=" + dbURL, "RAZAO_CONFIG=" + config,
-		"RAZAO_LISTEN=" + listen, "RAZAO_ADMIN_LISTEN=127.0.0.1:0", noRaceExitSleep}
+		"RAZAO_LISTEN=" + listen, "RAZAO_ADMIN_LISTEN=127.0.0.1:0", noRaceExitSleep,
+		"RAZAO_ALLOW_ROOT=1"} // as run.sh serves: tests and CI run as root
 	for k, v := range secrets {
 		env = append(env, k+"="+v)
 	}
