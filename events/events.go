@@ -41,6 +41,9 @@ const (
 	TopicAdjustmentBooked   Topic = "adjustment.booked"
 	TopicAdjustmentRejected Topic = "adjustment.rejected"
 	TopicAdjustmentExpired  Topic = "adjustment.expired"
+	// An outgoing webhook endpoint failed every attempt of its retry
+	// schedule and was disabled (package outgoing).
+	TopicWebhookEndpointDisabled Topic = "webhook_endpoint.disabled"
 )
 
 // MaxLimit caps the events one call to Since returns, so that neither a
@@ -55,7 +58,8 @@ var (
 
 // Topics lists every topic (a test compares it with ck_outbox_topic).
 var Topics = []Topic{TopicChargePaid, TopicAccessGranted, TopicChargeRefunded, TopicChargeFailed, TopicDivergenceOpened,
-	TopicAdjustmentProposed, TopicAdjustmentBooked, TopicAdjustmentRejected, TopicAdjustmentExpired}
+	TopicAdjustmentProposed, TopicAdjustmentBooked, TopicAdjustmentRejected, TopicAdjustmentExpired,
+	TopicWebhookEndpointDisabled}
 
 // Valid reports whether the outbox accepts t.
 func (t Topic) Valid() bool { return slices.Contains(Topics, t) }
