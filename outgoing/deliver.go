@@ -66,6 +66,10 @@ type Dispatcher struct {
 	lease  time.Duration
 	dbURL  string
 
+	// OnCommit, when set, is called after the dispatcher commits an
+	// outbox event (an endpoint disabled), to announce it (events.Notifier).
+	OnCommit func()
+
 	kick   chan struct{}
 	wakeMu sync.Mutex
 	wakeCh chan struct{}
@@ -552,6 +556,9 @@ func (h *holder) fail(ctx context.Context, head events.Event, a attemptLog) erro
 		return err
 	}
 	if disable {
+		if d.OnCommit != nil {
+			d.OnCommit()
+		}
 		d.disabled.Inc()
 		d.log.Warn("webhooks: endpoint disabled after failing every attempt", "endpoint", epID, "event_id", head.ID,
 			"attempts", a.attempt, "failing_since", failingSince.UTC())

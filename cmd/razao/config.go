@@ -21,6 +21,7 @@ import (
 	"github.com/razao/razao/exports"
 	"github.com/razao/razao/internal/tracing"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/outgoing"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
@@ -48,6 +49,8 @@ type fileConfig struct {
 	Adjustments    adjustmentsConfig          `yaml:"adjustments"`
 	// Tracing exports OpenTelemetry spans over OTLP/HTTP; off without an endpoint.
 	Tracing tracing.Config `yaml:"tracing"`
+	// Webhooks is how razao sends webhooks to the selling app.
+	Webhooks webhooksConfig `yaml:"webhooks"`
 }
 
 // eventsConfig sizes GET /v1/events; zero means the hub's default.
@@ -101,6 +104,7 @@ type serveConfig struct {
 	getenv         func(string) string // the environment the config was read with: reconciliation's secrets
 	adjustments    adjustments.Config  // how corrections are approved
 	tracing        *tracing.Config     // nil: no tracing
+	webhooks       outgoing.Config     // the webhooks razao sends
 	// tracer, when set (tests), receives the spans instead of an
 	// exporter built from tracing.
 	tracer trace.TracerProvider
@@ -177,6 +181,9 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	if cfg.adjustments, err = file.Adjustments.build(); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
+	if cfg.webhooks, err = file.Webhooks.build(getenv); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
 	if cfg.exports, err = file.Exports.build(cal.Location()); err != nil {
 		return cfg, fmt.Errorf("config: exports: %w", err)
 	}
@@ -249,6 +256,7 @@ var configSections = map[string]struct {
 	"main.eventsConfig":        {"in events", reflect.TypeFor[eventsConfig]()},
 	"main.adjustmentsConfig":   {"in adjustments", reflect.TypeFor[adjustmentsConfig]()},
 	"tracing.Config":           {"in tracing", reflect.TypeFor[tracing.Config]()},
+	"main.webhooksConfig":      {"in webhooks", reflect.TypeFor[webhooksConfig]()},
 }
 
 var (
