@@ -288,6 +288,19 @@ func read(ctx context.Context, q sqlx.QueryerContext, cursor string, limit int) 
 	return out, held, nil
 }
 
+// Now returns the cursor of a reader that starts now: every event a
+// transaction still running may commit lies after it, and so does every
+// event committed since the oldest of them began (a few, delivered to such
+// a reader although they committed just before it started). A new webhook
+// endpoint starts there (package outgoing).
+func Now(ctx context.Context, q sqlx.QueryerContext) (string, error) {
+	var x string
+	if err := sqlx.GetContext(ctx, q, &x, `SELECT `+horizon+`::text`); err != nil {
+		return "", fmt.Errorf("read the outbox's horizon: %w", err)
+	}
+	return x + "-0", nil
+}
+
 // ValidCursor reports whether cursor is "" or a cursor Since could have
 // produced, so a handler can answer 400 before streaming anything.
 func ValidCursor(cursor string) error {

@@ -11,6 +11,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/pgtest"
 	"github.com/razao/razao/outgoing"
 )
 
@@ -346,4 +347,33 @@ type redirector struct {
 func (r *redirector) WriteHeader(code int) {
 	r.Header().Set("Location", r.to)
 	r.ResponseWriter.WriteHeader(code)
+}
+
+// A new endpoint receives what is committed from its creation on, not
+// the outbox's past, even while a transaction of another database is
+// open (which holds back the snapshot's xmin, not this database's
+// horizon).
+func TestANewEndpointStartsNow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := pgtest.New(t)
+	long := other.MustBeginTx(context.Background(), nil)
+	defer long.Rollback()
+	long.MustExec(`SELECT pg_current_xact_id()`)
+	b.appendEvents(t, events.TopicChargePaid, events.TopicChargeRefunded)
+	b.allEvents(t, 2)
+	rcv := newReceiver(t, nil)
+	ep := b.create(t, rcv.srv.URL)
+	rcv.trust(ep.Secret)
+	b.run(t)
+	b.appendEvents(t, events.TopicChargeFailed)
+	got := rcv.waitUntil(func(ds []delivery) bool { return len(ds) >= 1 })
+	if got[0].Event.Topic != string(events.TopicChargeFailed) {
+		t.Errorf("first delivery %s, want the event committed after the creation", got[0].Event.Topic)
+	}
+	b.appendEvents(t, events.TopicChargePaid)
+	got = rcv.waitUntil(func(ds []delivery) bool { return len(ds) >= 2 })
+	if len(got) != 2 {
+		t.Errorf("%d deliveries, want 2", len(got))
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -176,9 +177,14 @@ func (s Service) Create(ctx context.Context, n NewEndpoint) (Endpoint, error) {
 		return Endpoint{}, err
 	}
 	enabled := n.Enabled == nil || *n.Enabled
+	start, err := events.Now(ctx, s.DB)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	xid, id, _ := strings.Cut(start, "-")
 	now := s.now()
 	var r endpointRow
-	if err := sqlx.GetContext(ctx, s.DB, &r, insertEndpointSQL, n.URL, n.Description, pgarray.Text(topics), enabled, stored, now); err != nil {
+	if err := sqlx.GetContext(ctx, s.DB, &r, insertEndpointSQL, n.URL, n.Description, pgarray.Text(topics), enabled, stored, now, xid, id); err != nil {
 		return Endpoint{}, fmt.Errorf("create webhook endpoint: %w", err)
 	}
 	e := r.endpoint(now)

@@ -10,13 +10,13 @@ package outgoing
 const endpointColumns = `id, url, description, topics, enabled, disabled_reason, disabled_at, previous_until,
 	after_xid::text AS after_xid, after_id, attempt, head_event_id, next_at, failing_since, created_at, updated_at`
 
-// insertEndpointSQL starts the endpoint at the oldest transaction still
-// running: every event committed after it was created is delivered, and
-// at most a few committed just before (at least once, never a gap).
+// insertEndpointSQL starts the endpoint at events.Now ($7, $8): every
+// event committed after it was created is delivered, and at most a few
+// committed just before (at least once, never a gap).
 const insertEndpointSQL = `
 INSERT INTO webhook_endpoints (url, description, topics, enabled, disabled_reason, disabled_at, secret, after_xid, after_id, next_at, created_at, updated_at)
 VALUES ($1, $2, $3, $4, CASE WHEN $4 THEN NULL ELSE 'operator' END, CASE WHEN $4 THEN NULL ELSE $6::timestamptz END, $5,
-	pg_snapshot_xmin(pg_current_snapshot()), 0, $6, $6, $6)
+	$7::xid8, $8, $6, $6, $6)
 RETURNING ` + endpointColumns
 
 const listEndpointsSQL = `SELECT ` + endpointColumns + ` FROM webhook_endpoints ORDER BY id`
@@ -104,6 +104,9 @@ UPDATE webhook_endpoints SET after_xid = $3::xid8, after_id = $4, attempt = 0, h
 WHERE id = $1 AND lease_token = $2
 RETURNING id, url, topics, enabled, secret, previous_secret, previous_until, after_xid::text AS after_xid,
 	after_id, attempt, head_event_id, failing_since`
+
+// endpointExistsSQL tells a deleted endpoint from a lease taken over.
+const endpointExistsSQL = `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1)`
 
 // doneReplaySQL removes a replay delivered.
 const doneReplaySQL = `DELETE FROM webhook_replays WHERE endpoint_id = $1 AND event_id = $2

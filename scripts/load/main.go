@@ -141,15 +141,15 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 
 func scenarioList(s string) ([]string, error) {
 	switch s {
-	case "distinct", "flood", "sse", "fanout", "duplicate-storm", "mixed", "bcb-memory":
+	case "distinct", "flood", "sse", "fanout", "duplicate-storm", "mixed", "bcb-memory", "webhooks":
 		return []string{s}, nil
 	case "all":
 		// flood, sse and fanout right after distinct, so that the four
 		// are measured on the machine in the same state; fanout after
 		// sse, whose bytes it reproduces.
-		return []string{"distinct", "flood", "sse", "fanout", "duplicate-storm", "mixed"}, nil
+		return []string{"distinct", "flood", "sse", "fanout", "duplicate-storm", "mixed", "webhooks"}, nil
 	}
-	return nil, fmt.Errorf("-scenario must be distinct, flood, sse, fanout, duplicate-storm, mixed, bcb-memory or all, not %q", s)
+	return nil, fmt.Errorf("-scenario must be distinct, flood, sse, fanout, duplicate-storm, mixed, bcb-memory, webhooks or all, not %q", s)
 }
 
 func run(parent context.Context, args []string, stdout, stderr io.Writer) int {
@@ -216,6 +216,8 @@ func run(parent context.Context, args []string, stdout, stderr io.Writer) int {
 			res = l.fanout(ctx)
 		case "bcb-memory":
 			res = l.bcbMemory(ctx)
+		case "webhooks":
+			res = l.webhooks(ctx)
 		}
 		res.finish()
 		res.writeTable(stdout)
@@ -253,6 +255,8 @@ func short(scenario string) string {
 		return "f"
 	case "sse":
 		return "e"
+	case "webhooks":
+		return "w"
 	}
 	return strings.ReplaceAll(scenario, "-", "")
 }
