@@ -75,6 +75,7 @@ type Dispatcher struct {
 
 	cacheMu sync.Mutex
 	cache   map[string][]events.Event // see read
+	bodies  map[int64][]byte          // see body
 
 	kick   chan struct{}
 	wakeMu sync.Mutex
@@ -319,6 +320,45 @@ func (l leased) wants(t events.Topic) bool {
 	return len(l.Topics) == 0 || slices.Contains([]string(l.Topics), string(t))
 }
 
+// signers are the secrets a delivery is signed with now, kept while the
+// endpoint's secrets and the overlap's state stay as they are.
+func (h *holder) signers() ([]*standardwebhooks.Webhook, error) {
+	now := h.d.now()
+	overlap := h.ep.PreviousSecret != nil && h.ep.PreviousUntil.Valid && now.Before(h.ep.PreviousUntil.Time)
+	key := string(h.ep.Secret) + "\x00" + string(h.ep.PreviousSecret) + "\x00" + strconv.FormatBool(overlap)
+	if h.sigs != nil && key == h.sigKey {
+		return h.sigs, nil
+	}
+	sigs, err := h.d.signers(h.ep, now)
+	if err != nil {
+		return nil, err
+	}
+	h.sigs, h.sigKey = sigs, key
+	return sigs, nil
+}
+
+// body is ev as sent: the same JSON as the event stream's data, encoded
+// once for every endpoint.
+func (d *Dispatcher) body(ev events.Event) []byte {
+	d.cacheMu.Lock()
+	b, ok := d.bodies[ev.ID]
+	d.cacheMu.Unlock()
+	if ok {
+		return b
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return nil
+	}
+	d.cacheMu.Lock()
+	if d.bodies == nil || len(d.bodies) >= maxCachedReads*batchSize {
+		d.bodies = map[int64][]byte{}
+	}
+	d.bodies[ev.ID] = b
+	d.cacheMu.Unlock()
+	return b
+}
+
 // signers are the secrets a delivery is signed with now: the current
 // one, and the previous one during a rotation's overlap.
 func (d *Dispatcher) signers(l leased, now time.Time) ([]*standardwebhooks.Webhook, error) {
@@ -368,6 +408,9 @@ type holder struct {
 	lastSave time.Time
 	// lastLogged is when a first-try success was last logged.
 	lastLogged time.Time
+	// sigs are the signers of sigKey's secrets (see signers).
+	sigs   []*standardwebhooks.Webhook
+	sigKey string
 }
 
 // hold delivers to endpoint id until it has nothing due, fails, is
@@ -467,7 +510,14 @@ func (h *holder) run(ctx context.Context) error {
 		if h.ep.Attempt > 0 && h.ep.HeadEventID.Valid && h.ep.HeadEventID.Int64 == head.ID {
 			n = h.ep.Attempt + 1
 		}
-		a := d.send(ctx, h.ep, head, n, isReplay)
+		var a attemptLog
+		if signers, err := h.signers(); err != nil {
+			// A secret razao cannot open (no key, another key) fails the
+			// attempt like any other, so the operator sees it.
+			a = attemptLog{eventID: head.ID, topic: string(head.Topic), attempt: n, replay: isReplay, at: d.now(), err: bounded(err.Error(), 1000)}
+		} else {
+			a = d.send(ctx, h.ep.ID, h.ep.URL, head, d.body(head), signers, n, isReplay)
+		}
 		if !a.ok() {
 			d.attempts.WithLabelValues("failed").Inc()
 			return h.fail(context.WithoutCancel(ctx), head, a)
@@ -651,20 +701,15 @@ func MessageID(endpointID, eventID int64) string {
 // it in a frame's data (one schema per topic for both; api/openapi.yaml).
 // The attempt is not cut by ctx: at shutdown it finishes (within
 // Config.Timeout), and its outcome is recorded.
-func (d *Dispatcher) send(ctx context.Context, ep leased, ev events.Event, n int, replay bool) attemptLog {
+func (d *Dispatcher) send(ctx context.Context, epID int64, url string, ev events.Event, body []byte, signers []*standardwebhooks.Webhook,
+	n int, replay bool) attemptLog {
 	now := d.now()
 	a := attemptLog{eventID: ev.ID, topic: string(ev.Topic), attempt: n, replay: replay, at: now}
-	body, err := json.Marshal(ev)
-	if err != nil {
-		a.err = "encode event: " + err.Error()
+	if body == nil {
+		a.err = "encode event"
 		return a
 	}
-	signers, err := d.signers(ep, now)
-	if err != nil {
-		a.err = err.Error()
-		return a
-	}
-	msgID := MessageID(ep.ID, ev.ID)
+	msgID := MessageID(epID, ev.ID)
 	sigs := make([]string, 0, len(signers))
 	for _, wh := range signers {
 		s, err := wh.Sign(msgID, now, body)
@@ -676,7 +721,7 @@ func (d *Dispatcher) send(ctx context.Context, ep leased, ev events.Event, n int
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, ep.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		a.err = "request: " + err.Error()
 		return a

@@ -377,3 +377,54 @@ func TestANewEndpointStartsNow(t *testing.T) {
 		t.Errorf("%d deliveries, want 2", len(got))
 	}
 }
+
+// A secret sealed under a key the dispatcher lacks fails each attempt,
+// logged with its reason, rather than stalling the endpoint unseen.
+func TestASecretThatCannotBeOpenedFailsTheAttempt(t *testing.T) {
+	t.Parallel()
+	key := make([]byte, 32)
+	b := setup(t, func(c *outgoing.Config) { c.Key = key })
+	rcv := newReceiver(t, nil)
+	ep := b.create(t, rcv.srv.URL)
+	b.cfg.Key = nil // the dispatcher runs without the key
+	b.run(t)
+	b.appendEvents(t, events.TopicChargePaid)
+	deadline := time.Now().Add(waitFor)
+	var as []outgoing.Attempt
+	for len(as) == 0 && time.Now().Before(deadline) {
+		as, _ = b.svc.Attempts(context.Background(), ep.ID, 0, 0)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(as) == 0 || as[0].Error == nil || !strings.Contains(*as[0].Error, "no webhooks key") {
+		t.Fatalf("attempts %+v, want the missing key named", as)
+	}
+	if n := len(rcv.deliveries()); n != 0 {
+		t.Errorf("%d unsigned deliveries", n)
+	}
+}
+
+// Attempts older than the retention are deleted by the dispatcher; newer
+// ones stay.
+func TestAttemptsLogKeptForItsRetention(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *outgoing.Config) { c.AttemptsRetention = 24 * time.Hour })
+	ep := b.create(t, "http://127.0.0.1:9/never")
+	b.db.MustExec(`UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'operator', disabled_at = now() WHERE id = $1`, ep.ID)
+	b.db.MustExec(`INSERT INTO webhook_attempts (endpoint_id, event_id, topic, attempt, replay, status, latency_ms, at)
+		VALUES ($1, 1, 'charge.paid', 1, false, 200, 5, now() - interval '25 hours'), ($1, 2, 'charge.paid', 1, false, 200, 5, now() - interval '23 hours')`, ep.ID)
+	b.run(t)
+	deadline := time.Now().Add(waitFor)
+	for {
+		var ids []int64
+		if err := b.db.Select(&ids, `SELECT event_id FROM webhook_attempts ORDER BY id`); err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) == 1 && ids[0] == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attempts left: events %v, want [2]", ids)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
