@@ -425,6 +425,11 @@ func (d *Dispatcher) hold(ctx context.Context, id int64, token string) {
 	}
 	h.cursor = h.ep.cursor()
 	err := h.run(ctx)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, errLeaseLost) {
+		// Stopped mid-read by the shutdown: give the lease back, so the
+		// next start goes on at once rather than when it runs out.
+		err = h.release(context.WithoutCancel(ctx))
+	}
 	if errors.Is(err, errLeaseLost) {
 		var exists bool
 		if sqlx.GetContext(context.WithoutCancel(ctx), d.db, &exists, endpointExistsSQL, id) == nil && !exists {

@@ -2,6 +2,8 @@ package outgoing_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -426,5 +428,49 @@ func TestAttemptsLogKeptForItsRetention(t *testing.T) {
 			t.Fatalf("attempts left: events %v, want [2]", ids)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// At shutdown a delivery in flight finishes, its success is saved and
+// the lease given back: a restart goes on after it at once.
+func TestShutdownFinishesTheDeliveryInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	called, release := make(chan struct{}, 10), make(chan struct{})
+	rcv := newReceiver(t, nil)
+	rcv.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		called <- struct{}{}
+		<-release
+		w.WriteHeader(http.StatusNoContent)
+	})
+	ep := b.create(t, rcv.srv.URL)
+	d := outgoing.NewDispatcher(b.db, b.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	b.appendEvents(t, events.TopicChargePaid)
+	select {
+	case <-called:
+	case <-time.After(waitFor):
+		t.Fatal("never delivered")
+	}
+	cancel()
+	select {
+	case <-done:
+		t.Fatal("Run returned with a delivery in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	<-done
+	var row struct {
+		Leased  bool  `db:"leased"`
+		AfterID int64 `db:"after_id"`
+	}
+	if err := b.db.Get(&row, `SELECT lease_token IS NOT NULL AS leased, after_id FROM webhook_endpoints WHERE id = $1`, ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	evs := b.allEvents(t, 1)
+	if row.Leased || row.AfterID != evs[0].ID {
+		t.Errorf("after shutdown: leased %v, cursor at event %d; want released, at %d", row.Leased, row.AfterID, evs[0].ID)
 	}
 }
