@@ -18,16 +18,12 @@ import (
 	"github.com/razao/razao/outgoing"
 )
 
-// webhookSubscribers is how many endpoints the webhooks scenario
-// subscribes, each to every event.
-const webhookSubscribers = 10
-
 // webhookCatchUp bounds how long after the last payment applied the
 // subscribers may take to receive every event.
 const webhookCatchUp = 120 * time.Second
 
 // webhooks: the distinct payments while razao delivers every event to
-// webhookSubscribers endpoints, receivers of this tool on loopback that
+// -subscribers endpoints (10 by default), receivers of this tool on loopback that
 // verify each delivery with the official Standard Webhooks library and
 // answer 200. It reports the p99 from an event's creation in the outbox
 // (inside the transaction that commits it) to the receiver's 200, over
@@ -47,7 +43,8 @@ func (l *loader) webhooks(ctx context.Context) *result {
 		var mu sync.Mutex
 		var lags []time.Duration
 		var forged, foreign atomic.Int64
-		counts := make([]atomic.Int64, webhookSubscribers)
+		subscribers := l.opt.subscribers
+		counts := make([]atomic.Int64, subscribers)
 		var servers []*http.Server
 		var ids []int64
 		cleanup := func() {
@@ -58,7 +55,7 @@ func (l *loader) webhooks(ctx context.Context) *result {
 				svc.Delete(context.WithoutCancel(ctx), id)
 			}
 		}
-		for i := 0; i < webhookSubscribers; i++ {
+		for i := 0; i < subscribers; i++ {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				res.violate("receiver %d: %v", i, err)
@@ -107,8 +104,8 @@ func (l *loader) webhooks(ctx context.Context) *result {
 			wh.Store(k)
 			ids = append(ids, ep.ID)
 		}
-		l.logf("webhooks: %d endpoints subscribed to every event", webhookSubscribers)
-		res.Extra["webhook_subscribers"] = webhookSubscribers
+		l.logf("webhooks: %d endpoints subscribed to every event", subscribers)
+		res.Extra["webhook_subscribers"] = subscribers
 		return func() {
 			want := int64(2 * res.Accepted) // charge.paid and access.granted
 			paymentsDone := time.Now()
