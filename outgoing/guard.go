@@ -141,7 +141,11 @@ func (g Guard) Check(ctx context.Context, u *url.URL) error {
 		return nil
 	}
 	for _, ip := range ips {
-		if Refused(ip) {
+		switch {
+		case !Refused(ip):
+		case ip.String() == host:
+			return fmt.Errorf("%w: %s", ErrRefusedTarget, ip.Unmap())
+		default:
 			return fmt.Errorf("%w: %s resolves to %s", ErrRefusedTarget, host, ip.Unmap())
 		}
 	}
