@@ -142,7 +142,7 @@ func NewDispatcher(db *sqlx.DB, cfg Config, log *slog.Logger, now func() time.Ti
 
 // Collectors are the dispatcher's metrics, for a registry.
 func (d *Dispatcher) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{d.attempts, d.lag, d.disabled}
+	return []prometheus.Collector{d.attempts, d.lag, d.disabled, statesCollector{db: d.db}}
 }
 
 // Listen makes Run wake on every outbox notification of the database at

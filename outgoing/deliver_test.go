@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/razao/razao/events"
@@ -472,5 +473,50 @@ func TestShutdownFinishesTheDeliveryInFlight(t *testing.T) {
 	evs := b.allEvents(t, 1)
 	if row.Leased || row.AfterID != evs[0].ID {
 		t.Errorf("after shutdown: leased %v, cursor at event %d; want released, at %d", row.Leased, row.AfterID, evs[0].ID)
+	}
+}
+
+// The metrics count the attempts and show an endpoint disabled after
+// its schedule.
+func TestMetricsShowADisabledEndpoint(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rcv := newReceiver(t, func(int) int { return http.StatusBadGateway })
+	ep := b.create(t, rcv.srv.URL)
+	d := b.run(t)
+	b.appendEvents(t, events.TopicChargePaid)
+	deadline := time.Now().Add(waitFor)
+	for {
+		if e, _ := b.svc.Get(context.Background(), ep.ID); !e.Enabled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never disabled")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(d.Collectors()...)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			key := f.GetName()
+			for _, l := range m.GetLabel() {
+				key += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			got[key] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	for key, v := range map[string]float64{
+		"razao_outgoing_webhook_endpoints{state=disabled_failing}": 1, "razao_outgoing_webhook_endpoints{state=ok}": 0,
+		"razao_outgoing_webhook_endpoints_disabled_total": 1, "razao_outgoing_webhook_attempts_total{result=failed}": 3,
+	} {
+		if got[key] != v {
+			t.Errorf("%s = %v, want %v", key, got[key], v)
+		}
 	}
 }
