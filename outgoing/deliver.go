@@ -24,6 +24,7 @@ import (
 	"github.com/lib/pq"
 	"github.com/prometheus/client_golang/prometheus"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"golang.org/x/time/rate"
 
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/pgarray"
@@ -81,6 +82,8 @@ type Dispatcher struct {
 	wakeMu sync.Mutex
 	wakeCh chan struct{}
 
+	limiter *rate.Limiter // nil: Config.MaxPerSecond is 0
+
 	attempts *prometheus.CounterVec
 	lag      prometheus.Histogram
 	disabled prometheus.Counter
@@ -136,6 +139,9 @@ func NewDispatcher(db *sqlx.DB, cfg Config, log *slog.Logger, now func() time.Ti
 			Name: "razao_outgoing_webhook_endpoints_disabled_total",
 			Help: "Webhook endpoints disabled after failing every attempt of the retry schedule.",
 		}),
+	}
+	if cfg.MaxPerSecond > 0 {
+		d.limiter = rate.NewLimiter(rate.Limit(cfg.MaxPerSecond), max(1, cfg.MaxPerSecond/10))
 	}
 	return d
 }
@@ -514,6 +520,11 @@ func (h *holder) run(ctx context.Context) error {
 		n := 1
 		if h.ep.Attempt > 0 && h.ep.HeadEventID.Valid && h.ep.HeadEventID.Int64 == head.ID {
 			n = h.ep.Attempt + 1
+		}
+		if d.limiter != nil {
+			if err := d.limiter.Wait(ctx); err != nil {
+				continue // the shutdown: released at the loop's top
+			}
 		}
 		var a attemptLog
 		if signers, err := h.signers(); err != nil {

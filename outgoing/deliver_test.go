@@ -520,3 +520,24 @@ func TestMetricsShowADisabledEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// Under a bound on attempts a second every event still arrives, in order.
+func TestABoundOnDeliveriesPerSecondDelaysNothingAway(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *outgoing.Config) { c.MaxPerSecond = 100 })
+	rcv := newReceiver(t, nil)
+	ep := b.create(t, rcv.srv.URL)
+	rcv.trust(ep.Secret)
+	b.run(t)
+	for range 4 {
+		b.appendEvents(t, events.TopicChargePaid, events.TopicAccessGranted, events.TopicChargeRefunded, events.TopicChargeFailed, events.TopicChargePaid)
+	}
+	want := b.allEvents(t, 20)
+	got := rcv.waitUntil(func(ds []delivery) bool { return len(ds) >= 20 })
+	rcv.checkVerified()
+	for i := range want {
+		if got[i].Event.ID != want[i].ID {
+			t.Fatalf("delivery %d: event %d, want %d", i, got[i].Event.ID, want[i].ID)
+		}
+	}
+}

@@ -84,6 +84,13 @@ type Config struct {
 	// MaxConcurrent bounds the endpoints one replica delivers to at once
 	// (default 32).
 	MaxConcurrent int
+	// MaxPerSecond bounds the attempts one replica makes a second, all
+	// endpoints together (0: no bound). Sending takes CPU the webhook
+	// intake shares (on two cores, ten subscribers of every event took
+	// half the intake's rate): with a bound, the endpoints fall behind
+	// together under a burst and catch up after it, as the event stream
+	// does under events.max_bytes_per_second.
+	MaxPerSecond int
 	// AttemptsRetention is how long the attempts log is kept (default 30
 	// days).
 	AttemptsRetention time.Duration
@@ -129,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxConcurrent < 0 || c.MaxConcurrent > 1000 {
 		return fmt.Errorf("webhooks: max_concurrent must be 0..1000")
+	}
+	if c.MaxPerSecond < 0 || c.MaxPerSecond > 1000000 {
+		return fmt.Errorf("webhooks: max_deliveries_per_second must be 0 (no bound) to 1000000")
 	}
 	if c.Timeout < 0 || c.Timeout > 2*time.Minute {
 		return fmt.Errorf("webhooks: timeout must be at most 2m")

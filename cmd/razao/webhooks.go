@@ -35,6 +35,9 @@ type webhooksConfig struct {
 	// MaxConcurrent bounds the endpoints a replica delivers to at once
 	// (default 32).
 	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxDeliveriesPerSecond bounds the attempts one replica makes a
+	// second, all endpoints together (default 0: no bound).
+	MaxDeliveriesPerSecond int `yaml:"max_deliveries_per_second"`
 	// AttemptsRetention: how long the attempts log is kept (default 720h).
 	AttemptsRetention time.Duration `yaml:"attempts_retention"`
 }
@@ -43,7 +46,7 @@ type webhooksConfig struct {
 // variable, never its value.
 func (c webhooksConfig) build(getenv func(string) string) (outgoing.Config, error) {
 	cfg := outgoing.Config{AllowPrivateTargets: c.AllowPrivateTargets, RotationOverlap: c.RotationOverlap, Timeout: c.Timeout,
-		MaxConcurrent: c.MaxConcurrent, AttemptsRetention: c.AttemptsRetention}
+		MaxConcurrent: c.MaxConcurrent, AttemptsRetention: c.AttemptsRetention, MaxPerSecond: c.MaxDeliveriesPerSecond}
 	if c.SecretsKeyEnv != "" {
 		v := getenv(c.SecretsKeyEnv)
 		if v == "" {
