@@ -22,6 +22,7 @@ import (
 	"github.com/razao/razao/internal/httplog"
 	"github.com/razao/razao/internal/strictjson"
 	"github.com/razao/razao/monthsums"
+	"github.com/razao/razao/outgoing"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/reports"
@@ -48,6 +49,10 @@ type API struct {
 	// Adjustments is how corrections are approved; the zero value asks
 	// for four eyes.
 	Adjustments adjustments.Config
+	// Webhooks is how the webhooks razao sends are managed (secrets' key,
+	// private targets); the zero value refuses private targets and
+	// stores secrets unsealed.
+	Webhooks outgoing.Config
 }
 
 // Register mounts the /v1 routes on r. Every route needs a bearer token
@@ -84,6 +89,7 @@ func (a *API) Register(r *mux.Router) {
 	route(http.MethodGet, "/exports/journal.beancount", auth.Read, a.exportLedger(reports.Beancount))
 	a.registerReconciliations(route)
 	a.registerAdjustments(route)
+	a.registerWebhookEndpoints(route)
 	if a.Events != nil {
 		route(http.MethodGet, "/events", auth.Read, a.Events.ServeHTTP)
 	}

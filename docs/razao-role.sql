@@ -102,6 +102,9 @@ GRANT SELECT ON month_sums, month_sum_lines TO razao;
 GRANT SELECT, INSERT, DELETE ON console_sessions TO razao;
 -- Correction proposals (sql/0046): proposed, then decided once.
 GRANT SELECT, INSERT, UPDATE ON adjustments TO razao;
+-- Webhooks razao sends (sql/0051): endpoints created, changed and
+-- deleted; replays queued and done; attempts logged and purged.
+GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_endpoints, webhook_replays, webhook_attempts TO razao;
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO razao;
 

@@ -340,6 +340,51 @@ CREATE TABLE trial_balance_snapshots (
     closing bigint NOT NULL
 );
 
+CREATE TABLE webhook_attempts (
+    id bigint NOT NULL DEFAULT nextval('webhook_attempts_id_seq'::regclass),
+    endpoint_id bigint NOT NULL,
+    event_id bigint NOT NULL,
+    topic text NOT NULL,
+    attempt integer NOT NULL,
+    replay boolean NOT NULL,
+    status integer,
+    error text,
+    latency_ms integer NOT NULL,
+    response text NOT NULL DEFAULT ''::text,
+    next_at timestamp with time zone,
+    at timestamp with time zone NOT NULL
+);
+
+CREATE TABLE webhook_endpoints (
+    id bigint NOT NULL DEFAULT nextval('webhook_endpoints_id_seq'::regclass),
+    url text NOT NULL,
+    description text NOT NULL DEFAULT ''::text,
+    topics text[] NOT NULL,
+    enabled boolean NOT NULL DEFAULT true,
+    disabled_reason text,
+    disabled_at timestamp with time zone,
+    secret bytea NOT NULL,
+    previous_secret bytea,
+    previous_until timestamp with time zone,
+    after_xid xid8 NOT NULL,
+    after_id bigint NOT NULL,
+    attempt integer NOT NULL DEFAULT 0,
+    head_event_id bigint,
+    next_at timestamp with time zone NOT NULL DEFAULT now(),
+    failing_since timestamp with time zone,
+    lease_token text,
+    lease_until timestamp with time zone,
+    created_at timestamp with time zone NOT NULL DEFAULT now(),
+    updated_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE webhook_replays (
+    endpoint_id bigint NOT NULL,
+    event_id bigint NOT NULL,
+    event_xid xid8 NOT NULL,
+    asked_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 -- Constraints
 
 ALTER TABLE access_grants ADD CONSTRAINT access_grants_charge_id_fkey FOREIGN KEY (charge_id) REFERENCES charges(id);
@@ -426,7 +471,7 @@ ALTER TABLE month_sum_lines ADD CONSTRAINT month_sum_lines_month_fkey FOREIGN KE
 ALTER TABLE month_sum_lines ADD CONSTRAINT month_sum_lines_pkey PRIMARY KEY (month, account_id, kind);
 ALTER TABLE month_sums ADD CONSTRAINT ck_month_sums_first_day CHECK ((month = (date_trunc('month'::text, (month)::timestamp with time zone))::date));
 ALTER TABLE month_sums ADD CONSTRAINT month_sums_pkey PRIMARY KEY (month);
-ALTER TABLE outbox ADD CONSTRAINT ck_outbox_topic CHECK ((topic = ANY (ARRAY['charge.paid'::text, 'access.granted'::text, 'charge.refunded'::text, 'charge.failed'::text, 'divergence.opened'::text, 'adjustment.proposed'::text, 'adjustment.booked'::text, 'adjustment.rejected'::text, 'adjustment.expired'::text])));
+ALTER TABLE outbox ADD CONSTRAINT ck_outbox_topic CHECK ((topic = ANY (ARRAY['charge.paid'::text, 'access.granted'::text, 'charge.refunded'::text, 'charge.failed'::text, 'divergence.opened'::text, 'adjustment.proposed'::text, 'adjustment.booked'::text, 'adjustment.rejected'::text, 'adjustment.expired'::text, 'webhook_endpoint.disabled'::text])));
 ALTER TABLE outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_amount CHECK ((amount > 0));
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_amount_ceiling CHECK ((amount <= '1000000000000000'::bigint));
@@ -471,6 +516,20 @@ ALTER TABLE trial_balance_snapshots ADD CONSTRAINT ck_trial_balance_snapshots_si
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT fk_trial_balance_snapshots_account FOREIGN KEY (account_id) REFERENCES accounts(id);
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT fk_trial_balance_snapshots_month FOREIGN KEY (month) REFERENCES month_snapshots(month);
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT pk_trial_balance_snapshots PRIMARY KEY (month, account_id);
+ALTER TABLE webhook_attempts ADD CONSTRAINT ck_webhook_attempts_outcome CHECK (((status IS NULL) <> (error IS NULL)));
+ALTER TABLE webhook_attempts ADD CONSTRAINT ck_webhook_attempts_response CHECK (((length(response) <= 4096) AND (length(error) <= 1000)));
+ALTER TABLE webhook_attempts ADD CONSTRAINT webhook_attempts_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES webhook_endpoints(id) ON DELETE CASCADE;
+ALTER TABLE webhook_attempts ADD CONSTRAINT webhook_attempts_pkey PRIMARY KEY (id);
+ALTER TABLE webhook_endpoints ADD CONSTRAINT ck_webhook_endpoints_attempt CHECK ((attempt >= 0));
+ALTER TABLE webhook_endpoints ADD CONSTRAINT ck_webhook_endpoints_description CHECK ((length(description) <= 500));
+ALTER TABLE webhook_endpoints ADD CONSTRAINT ck_webhook_endpoints_disabled CHECK (((enabled = (disabled_at IS NULL)) AND (enabled = (disabled_reason IS NULL))));
+ALTER TABLE webhook_endpoints ADD CONSTRAINT ck_webhook_endpoints_disabled_reason CHECK ((disabled_reason = ANY (ARRAY['operator'::text, 'failing'::text])));
+ALTER TABLE webhook_endpoints ADD CONSTRAINT ck_webhook_endpoints_previous CHECK (((previous_secret IS NULL) = (previous_until IS NULL)));
+ALTER TABLE webhook_endpoints ADD CONSTRAINT ck_webhook_endpoints_topics CHECK ((cardinality(topics) <= 50));
+ALTER TABLE webhook_endpoints ADD CONSTRAINT ck_webhook_endpoints_url CHECK (((length(url) >= 1) AND (length(url) <= 2000)));
+ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_pkey PRIMARY KEY (id);
+ALTER TABLE webhook_replays ADD CONSTRAINT webhook_replays_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES webhook_endpoints(id) ON DELETE CASCADE;
+ALTER TABLE webhook_replays ADD CONSTRAINT webhook_replays_pkey PRIMARY KEY (endpoint_id, event_xid, event_id);
 
 -- Indexes that back no constraint
 
@@ -527,6 +586,9 @@ CREATE INDEX ix_reconciliation_runs_endpoint ON public.reconciliation_runs USING
 CREATE INDEX ix_reconciliation_runs_unfinished ON public.reconciliation_runs USING btree (lease_until) WHERE (status = 'running'::text);
 CREATE UNIQUE INDEX uq_reconciliation_runs_sweep ON public.reconciliation_runs USING btree (endpoint, window_to) WHERE sweep;
 CREATE UNIQUE INDEX uq_reconciliation_runs_window ON public.reconciliation_runs USING btree (endpoint, window_from, window_to, final) WHERE (scheduled AND (NOT sweep));
+CREATE INDEX ix_webhook_attempts_at ON public.webhook_attempts USING btree (at);
+CREATE INDEX ix_webhook_attempts_endpoint ON public.webhook_attempts USING btree (endpoint_id, id);
+CREATE INDEX ix_webhook_endpoints_due ON public.webhook_endpoints USING btree (next_at) WHERE enabled;
 
 -- Functions
 

@@ -41,6 +41,9 @@ const (
 	TopicAdjustmentBooked   Topic = "adjustment.booked"
 	TopicAdjustmentRejected Topic = "adjustment.rejected"
 	TopicAdjustmentExpired  Topic = "adjustment.expired"
+	// An outgoing webhook endpoint failed every attempt of its retry
+	// schedule and was disabled (package outgoing).
+	TopicWebhookEndpointDisabled Topic = "webhook_endpoint.disabled"
 )
 
 // MaxLimit caps the events one call to Since returns, so that neither a
@@ -55,7 +58,8 @@ var (
 
 // Topics lists every topic (a test compares it with ck_outbox_topic).
 var Topics = []Topic{TopicChargePaid, TopicAccessGranted, TopicChargeRefunded, TopicChargeFailed, TopicDivergenceOpened,
-	TopicAdjustmentProposed, TopicAdjustmentBooked, TopicAdjustmentRejected, TopicAdjustmentExpired}
+	TopicAdjustmentProposed, TopicAdjustmentBooked, TopicAdjustmentRejected, TopicAdjustmentExpired,
+	TopicWebhookEndpointDisabled}
 
 // Valid reports whether the outbox accepts t.
 func (t Topic) Valid() bool { return slices.Contains(Topics, t) }
@@ -282,6 +286,19 @@ func read(ctx context.Context, q sqlx.QueryerContext, cursor string, limit int) 
 		})
 	}
 	return out, held, nil
+}
+
+// Now returns the cursor of a reader that starts now: every event a
+// transaction still running may commit lies after it, and so does every
+// event committed since the oldest of them began (a few, delivered to such
+// a reader although they committed just before it started). A new webhook
+// endpoint starts there (package outgoing).
+func Now(ctx context.Context, q sqlx.QueryerContext) (string, error) {
+	var x string
+	if err := sqlx.GetContext(ctx, q, &x, `SELECT `+horizon+`::text`); err != nil {
+		return "", fmt.Errorf("read the outbox's horizon: %w", err)
+	}
+	return x + "-0", nil
 }
 
 // ValidCursor reports whether cursor is "" or a cursor Since could have

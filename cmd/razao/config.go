@@ -21,6 +21,7 @@ import (
 	"github.com/razao/razao/exports"
 	"github.com/razao/razao/internal/tracing"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/outgoing"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
@@ -51,6 +52,8 @@ type fileConfig struct {
 	// AllowRoot lets serve run with effective uid 0: a development
 	// machine only ($RAZAO_ALLOW_ROOT=1 does the same).
 	AllowRoot bool `yaml:"allow_root"`
+	// Webhooks is how razao sends webhooks to the selling app.
+	Webhooks webhooksConfig `yaml:"webhooks"`
 }
 
 // eventsConfig sizes GET /v1/events; zero means the hub's default.
@@ -105,6 +108,7 @@ type serveConfig struct {
 	adjustments    adjustments.Config  // how corrections are approved
 	tracing        *tracing.Config     // nil: no tracing
 	allowRoot      bool                // serve may run as root (allow_root, $RAZAO_ALLOW_ROOT)
+	webhooks       outgoing.Config     // the webhooks razao sends
 	// tracer, when set (tests), receives the spans instead of an
 	// exporter built from tracing.
 	tracer trace.TracerProvider
@@ -179,6 +183,9 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 		return cfg, fmt.Errorf("config: %w", err)
 	}
 	if cfg.adjustments, err = file.Adjustments.build(); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
+	if cfg.webhooks, err = file.Webhooks.build(getenv); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
 	if cfg.exports, err = file.Exports.build(cal.Location()); err != nil {
@@ -256,6 +263,7 @@ var configSections = map[string]struct {
 	"main.eventsConfig":        {"in events", reflect.TypeFor[eventsConfig]()},
 	"main.adjustmentsConfig":   {"in adjustments", reflect.TypeFor[adjustmentsConfig]()},
 	"tracing.Config":           {"in tracing", reflect.TypeFor[tracing.Config]()},
+	"main.webhooksConfig":      {"in webhooks", reflect.TypeFor[webhooksConfig]()},
 }
 
 var (

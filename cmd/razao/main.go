@@ -11,6 +11,7 @@
 //	razao reconcile reconcile a PSP's statement against the ledger, booking what it lacks
 //	razao period    list the competence months, or close one
 //	razao adjust    propose, approve, reject or list corrections (four eyes)
+//	razao webhooks  create, list, rotate, disable, enable, delete or replay the webhook endpoints razao sends to
 //	razao demo      drive a running service like a PSP and print each answer
 //	razao psp send  sign one payment, refund or failure as an endpoint's PSP and send it
 //	razao config check  validate a config file and its environment, starting nothing
@@ -54,6 +55,7 @@ func commands() []command {
 		{"inbox", "retry a delivery that gave up after its attempts", cmdInbox},
 		{"period", "list the competence months, or close one (with its snapshot)", cmdPeriod},
 		{"adjust", "propose, approve, reject or list corrections: adjustments and reversals (four eyes)", cmdAdjust},
+		{"webhooks", "the webhooks razao sends: create, list, show, rotate, disable, enable, delete, replay, attempts", cmdWebhooks},
 		{"reconcile", "reconcile an endpoint's statement (a CSV file or a Pix API window) against the ledger", cmdReconcile},
 		{"demo", "drive a running service like a PSP would and print what happens", cmdDemo},
 		{"psp", "send: sign a payment, refund or failure as an endpoint's PSP would, and send it", cmdPSP},

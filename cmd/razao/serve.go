@@ -38,6 +38,7 @@ import (
 	"github.com/razao/razao/internal/tracing"
 	"github.com/razao/razao/metrics"
 	"github.com/razao/razao/monthsums"
+	"github.com/razao/razao/outgoing"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
@@ -144,6 +145,7 @@ type server struct {
 	applier  *charges.Applier
 	exports  *exports.Scheduler    // nil without a schedule
 	recon    *reconcile.Reconciler // nil without a reconciliation section
+	outgoing *outgoing.Dispatcher  // the webhooks razao sends
 	inbox    *inbox.Inbox
 	proc     *inbox.Processor
 	certs    *certReloader    // nil: plain HTTP
@@ -279,6 +281,16 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	if tracer != nil {
 		s.inbox.Tracer = proc.Tracer
 	}
+	// Webhooks to the selling app: read from the outbox after commit, so
+	// the intake never waits for a subscriber; woken by the notifier's
+	// NOTIFY on every replica.
+	s.outgoing = outgoing.NewDispatcher(db, cfg.webhooks, logger, now)
+	s.outgoing.Listen(cfg.db.url)
+	s.outgoing.OnCommit = notifier.Kick
+	if err := m.Register(s.outgoing.Collectors()...); err != nil {
+		db.Close()
+		return nil, err
+	}
 	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, now, logger)
 	hooks.Metrics = m
 	if s.recon, err = newReconciler(cfg, db, s.inbox, ledger, now, logger, m); err != nil {
@@ -289,7 +301,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		s.recon.OnCommit = notifier.Kick
 	}
 	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub, Merchants: webhook.Merchants(cfg.endpoints),
-		Reconciler: s.recon, Adjustments: cfg.adjustments}
+		Reconciler: s.recon, Adjustments: cfg.adjustments, Webhooks: cfg.webhooks}
 	// The finance console reads through the same functions as v1.
 	con, err := console.New(db, ledger, s.hub, logger, now)
 	if err != nil {
@@ -432,6 +444,11 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.exports.Run(bg, 30*time.Second) }()
 	}
+	// Webhooks out: at shutdown each delivery in flight finishes (within
+	// webhooks.timeout) and its progress is saved before the notifier
+	// stops.
+	wg.Add(1)
+	go func() { defer wg.Done(); s.outgoing.Run(bg) }()
 	if s.recon != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.recon.Run(bg, 30*time.Second) }()

@@ -66,6 +66,7 @@ type options struct {
 	streams         int
 	fanoutKBPerS    int
 	streamsPerToken int
+	subscribers     int // webhooks: endpoints subscribed to every event
 	bcbItems        int
 	bcbEndpoint     string
 }
@@ -99,6 +100,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.streams, "streams", 1000, "sse: open event streams (max 1000)")
 	fs.IntVar(&o.fanoutKBPerS, "fanout-kb-per-s", 0, "fanout: kB a second to each connection (0: what a stream received in the sse scenario of this run; max 100000)")
 	fs.IntVar(&o.streamsPerToken, "streams-per-token", 8, "sse: streams per read token (razao's per-token limit)")
+	fs.IntVar(&o.subscribers, "subscribers", 10, "webhooks: endpoints subscribed to every event, 1 to 100")
 	fs.IntVar(&o.bcbItems, "bcb-items", 2000, "bcb-memory: Pix items in the one callback (max 5000)")
 	fs.StringVar(&o.bcbEndpoint, "bcb-endpoint", "bcbpix", "bcb-memory: name of razao's bcb-pix endpoint")
 	if err := fs.Parse(args); err != nil {
@@ -128,6 +130,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-streams must be 1..1000")
 	case o.fanoutKBPerS < 0 || o.fanoutKBPerS > 100_000:
 		return o, fmt.Errorf("-fanout-kb-per-s must be 0..100000")
+	case o.subscribers < 1 || o.subscribers > 100:
+		return o, fmt.Errorf("-subscribers must be 1 to 100")
 	case o.streamsPerToken < 1:
 		return o, fmt.Errorf("-streams-per-token must be >= 1")
 	case o.bcbItems < 1 || o.bcbItems > 5000:
@@ -141,15 +145,15 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 
 func scenarioList(s string) ([]string, error) {
 	switch s {
-	case "distinct", "flood", "sse", "fanout", "duplicate-storm", "mixed", "bcb-memory":
+	case "distinct", "flood", "sse", "fanout", "duplicate-storm", "mixed", "bcb-memory", "webhooks":
 		return []string{s}, nil
 	case "all":
 		// flood, sse and fanout right after distinct, so that the four
 		// are measured on the machine in the same state; fanout after
 		// sse, whose bytes it reproduces.
-		return []string{"distinct", "flood", "sse", "fanout", "duplicate-storm", "mixed"}, nil
+		return []string{"distinct", "flood", "sse", "fanout", "duplicate-storm", "mixed", "webhooks"}, nil
 	}
-	return nil, fmt.Errorf("-scenario must be distinct, flood, sse, fanout, duplicate-storm, mixed, bcb-memory or all, not %q", s)
+	return nil, fmt.Errorf("-scenario must be distinct, flood, sse, fanout, duplicate-storm, mixed, bcb-memory, webhooks or all, not %q", s)
 }
 
 func run(parent context.Context, args []string, stdout, stderr io.Writer) int {
@@ -216,6 +220,8 @@ func run(parent context.Context, args []string, stdout, stderr io.Writer) int {
 			res = l.fanout(ctx)
 		case "bcb-memory":
 			res = l.bcbMemory(ctx)
+		case "webhooks":
+			res = l.webhooks(ctx)
 		}
 		res.finish()
 		res.writeTable(stdout)
@@ -253,6 +259,8 @@ func short(scenario string) string {
 		return "f"
 	case "sse":
 		return "e"
+	case "webhooks":
+		return "w"
 	}
 	return strings.ReplaceAll(scenario, "-", "")
 }

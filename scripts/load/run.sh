@@ -176,6 +176,9 @@ awk '{ print } /^endpoints:$/ {
 	print "    merchant: loja-dev"
 	print "    secrets_env: [RAZAO_LOAD_BCB_SECRET]"
 }' scripts/dev.yaml >"$WORK/load.yaml"
+# The webhooks scenario's receivers are on 127.0.0.1, which razao refuses
+# to send to unless told otherwise.
+grep -q '^webhooks:' "$WORK/load.yaml" || printf 'webhooks:\n  allow_private_targets: true   # the webhooks scenario of scripts/load\n' >>"$WORK/load.yaml"
 # RAZAO_ALLOW_ROOT: the load runs on a development machine, often as root.
 DATABASE_URL=$LOAD_URL RAZAO_CONFIG=$WORK/load.yaml RAZAO_LISTEN=127.0.0.1:0 RAZAO_ADMIN_LISTEN=127.0.0.1:0 RAZAO_ALLOW_ROOT=1 \
 	bin/razao serve -migrate=false >"$OUTDIR/serve.out" 2>"$OUTDIR/serve.log" &
@@ -193,7 +196,7 @@ echo "razao (pid $SERVER_PID) serving at $URL"
 
 vacuum_if_off
 [[ $AUTOVACUUM == off ]] && echo "note: autovacuum is off on this server: the tables razao and pgbench write are vacuumed before each measurement, as autovacuum would"
-step "load: scenario all (distinct, flood, sse, fanout, duplicate-storm, mixed), n=$N c=$C storm=$STORM streams=$STREAMS scheme=$SCHEME (cap $DURATION)"
+step "load: scenario all (distinct, flood, sse, fanout, duplicate-storm, mixed, webhooks), n=$N c=$C storm=$STORM streams=$STREAMS scheme=$SCHEME (cap $DURATION)"
 load_rc=0
 RAZAO_API_TOKEN=$API_TOKEN timeout $((dur_s + 60)) "$WORK/load" -url "$URL" -scenario all -n "$N" -c "$C" -storm "$STORM" -scheme "$SCHEME" \
 	-streams "$STREAMS" -flood-c "$FLOOD_C" \
@@ -299,6 +302,8 @@ if [[ -s $OUTDIR/results.jsonl ]]; then
 		[[ $sc == sse ]] && sse_acc=$(jfield "$line" applied_per_s) && sse_p99=$(jfield "$line" p99) &&
 			sse_line="sse: each stream was sent $(jfield "$line" stream_kb_per_s) kB/s during the payments; the last had every event $(jfield "$line" catch_up_s) s after the last payment (razao's budget for all streams: events.max_bytes_per_second)"
 		[[ $sc == fanout ]] && fanout_acc=$(jfield "$line" applied_per_s) && fanout_p99=$(jfield "$line" p99)
+		[[ $sc == webhooks ]] && webhooks_acc=$(jfield "$line" applied_per_s) && webhooks_p99=$(jfield "$line" p99) &&
+			webhooks_line="webhooks: $(jfield "$line" webhook_subscribers) subscribers received $(jfield "$line" webhook_deliveries) deliveries; from an event's creation to the subscriber's 200: p50 $(jfield "$line" webhook_lag_p50_ms) ms, p99 $(jfield "$line" webhook_lag_p99_ms) ms, max $(jfield "$line" webhook_lag_max_ms) ms; the last had every event $(jfield "$line" webhook_catch_up_s) s after the last payment (target: confirmed/s within 10 % of distinct's)"
 		if [[ $sc == bcb-memory ]]; then
 			bcb_line="bcb-memory: $(jfield "$line" items) items, $(jfield "$line" body_bytes) bytes: answered $(jfield "$line" code) in $(jfield "$line" answer_ms) ms, razao's peak RSS $(jfield "$line" peak_rss_mb_until_answer) MB until the answer, $(jfield "$line" peak_rss_mb) MB until applied (from $(jfield "$line" rss_before_mb) MB; target < 64 MB, < 1 s)"
 		fi
@@ -308,7 +313,7 @@ if [[ -n ${distinct_acc:-} ]]; then
 	echo
 	echo "beside the plain run (distinct), same run, same n and c (targets: within 1.5x; fanout is"
 	echo "sse's bytes written by the load tool itself, no razao in it: what the machine alone loses to them):"
-	for sc in flood sse fanout; do
+	for sc in flood sse fanout webhooks; do
 		acc_v=${sc}_acc p99_v=${sc}_p99
 		[[ -n ${!acc_v:-} ]] || continue
 		awk -v name="$sc" -v a="${!acc_v}" -v p="${!p99_v}" -v da="$distinct_acc" -v dp="$distinct_p99" 'BEGIN {
@@ -317,6 +322,7 @@ if [[ -n ${distinct_acc:-} ]]; then
 	done
 fi
 [[ -z ${sse_line:-} ]] || { echo; echo "$sse_line"; }
+[[ -z ${webhooks_line:-} ]] || { echo; echo "$webhooks_line"; }
 [[ -z ${bcb_line:-} ]] || { echo; echo "$bcb_line"; }
 echo
 printf 'pgbench (a) posting tx          %10s tx/s\n' "$tps_a"

@@ -1,0 +1,142 @@
+package outgoing
+
+// Every statement over webhook_endpoints, webhook_replays and
+// webhook_attempts (sql/0051), and the two reads of the outbox this
+// package makes outside events.Since: a replay's events, which lie at or
+// behind an endpoint's cursor and so were committed and read through
+// events.Since once already (no horizon is needed behind a cursor).
+
+// endpointColumns are the columns an Endpoint is read from.
+const endpointColumns = `id, url, description, topics, enabled, disabled_reason, disabled_at, previous_until,
+	after_xid::text AS after_xid, after_id, attempt, head_event_id, next_at, failing_since, created_at, updated_at`
+
+// insertEndpointSQL starts the endpoint at events.Now ($7, $8): every
+// event committed after it was created is delivered, and at most a few
+// committed just before (at least once, never a gap).
+const insertEndpointSQL = `
+INSERT INTO webhook_endpoints (url, description, topics, enabled, disabled_reason, disabled_at, secret, after_xid, after_id, next_at, created_at, updated_at)
+VALUES ($1, $2, $3, $4, CASE WHEN $4 THEN NULL ELSE 'operator' END, CASE WHEN $4 THEN NULL ELSE $6::timestamptz END, $5,
+	$7::xid8, $8, $6, $6, $6)
+RETURNING ` + endpointColumns
+
+const listEndpointsSQL = `SELECT ` + endpointColumns + ` FROM webhook_endpoints ORDER BY id`
+
+const getEndpointSQL = `SELECT ` + endpointColumns + ` FROM webhook_endpoints WHERE id = $1`
+
+// updateEndpointSQL changes what an operator may change. Enabling a
+// disabled endpoint makes its head due now, its failures forgotten:
+// delivery resumes at the event it stopped on.
+const updateEndpointSQL = `
+UPDATE webhook_endpoints SET
+	url = coalesce($2, url),
+	description = coalesce($3, description),
+	topics = coalesce($4, topics),
+	enabled = coalesce($5, enabled),
+	disabled_reason = CASE WHEN coalesce($5, enabled) THEN NULL WHEN enabled THEN 'operator' ELSE disabled_reason END,
+	disabled_at = CASE WHEN coalesce($5, enabled) THEN NULL WHEN enabled THEN $6::timestamptz ELSE disabled_at END,
+	attempt = CASE WHEN $5 AND NOT enabled THEN 0 ELSE attempt END,
+	failing_since = CASE WHEN $5 AND NOT enabled THEN NULL ELSE failing_since END,
+	next_at = CASE WHEN $5 AND NOT enabled THEN $6::timestamptz ELSE next_at END,
+	updated_at = $6::timestamptz
+WHERE id = $1
+RETURNING ` + endpointColumns
+
+const deleteEndpointSQL = `DELETE FROM webhook_endpoints WHERE id = $1`
+
+// rotateSQL keeps the current secret as the previous one until $3: an
+// earlier previous secret, if its overlap was still running, ends now.
+const rotateSQL = `
+UPDATE webhook_endpoints SET previous_secret = secret, previous_until = $3, secret = $2, updated_at = $4
+WHERE id = $1
+RETURNING ` + endpointColumns
+
+// replaySQL queues the endpoint's wanted events at or behind its cursor,
+// by id or by creation time, oldest first, at most $5. Events after the
+// cursor are on their way anyway.
+const replaySQL = `
+WITH e AS (SELECT id, after_xid, after_id, topics FROM webhook_endpoints WHERE id = $1),
+ins AS (
+	INSERT INTO webhook_replays (endpoint_id, event_id, event_xid, asked_at)
+	SELECT e.id, o.id, o.xid, $6 FROM e JOIN outbox o ON (o.xid, o.id) <= (e.after_xid, e.after_id)
+	WHERE ($2::bigint IS NULL OR o.id = $2)
+	  AND ($3::timestamptz IS NULL OR o.created_at >= $3) AND ($4::timestamptz IS NULL OR o.created_at < $4)
+	  AND (cardinality(e.topics) = 0 OR o.topic = ANY (e.topics))
+	ORDER BY o.xid, o.id LIMIT $5
+	ON CONFLICT DO NOTHING
+	RETURNING 1)
+SELECT (SELECT count(*) FROM e) AS found, (SELECT count(*) FROM ins) AS queued`
+
+// eventExistsSQL tells a replay of one event that does not exist (404)
+// from one that is not behind the cursor yet (nothing to queue).
+const eventExistsSQL = `SELECT EXISTS (SELECT 1 FROM outbox WHERE id = $1)`
+
+const attemptColumns = `id, endpoint_id, event_id, topic, attempt, replay, status, error, latency_ms, response, next_at, at`
+
+// attemptsSQL pages an endpoint's attempts, newest first, before id $2.
+const attemptsSQL = `SELECT ` + attemptColumns + ` FROM webhook_attempts
+WHERE endpoint_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`
+
+// claimSQL leases up to $3 due endpoints to this replica for $4. SKIP
+// LOCKED: replicas claiming at once take different endpoints. The lease
+// outlives this transaction (see sql/0051 on why no lock is held across
+// the HTTP calls).
+const claimSQL = `
+UPDATE webhook_endpoints e SET lease_token = $1, lease_until = $2::timestamptz + $4::interval
+FROM (SELECT id FROM webhook_endpoints
+      WHERE enabled AND next_at <= $2 AND (lease_until IS NULL OR lease_until < $2)
+      ORDER BY next_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) c
+WHERE e.id = c.id
+RETURNING e.id`
+
+// leaseSQL reads a leased endpoint as the deliverer sees it, only while
+// the lease is still this one's.
+const leaseSQL = `SELECT id, url, topics, enabled, secret, previous_secret, previous_until, after_xid::text AS after_xid,
+	after_id, attempt, head_event_id, failing_since
+FROM webhook_endpoints WHERE id = $1 AND lease_token = $2`
+
+// progressSQL moves the cursor past what was delivered (or skipped) and
+// renews the lease, while it is still this one's; the answer is the
+// endpoint as it now is, for a change of URL, topics or secret, or a
+// disablement, made meanwhile.
+const progressSQL = `
+UPDATE webhook_endpoints SET after_xid = $3::xid8, after_id = $4, attempt = 0, head_event_id = NULL, failing_since = NULL,
+	next_at = $5, lease_until = $5::timestamptz + $6::interval
+WHERE id = $1 AND lease_token = $2
+RETURNING id, url, topics, enabled, secret, previous_secret, previous_until, after_xid::text AS after_xid,
+	after_id, attempt, head_event_id, failing_since`
+
+// endpointExistsSQL tells a deleted endpoint from a lease taken over.
+const endpointExistsSQL = `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1)`
+
+// doneReplaySQL removes a replay delivered.
+const doneReplaySQL = `DELETE FROM webhook_replays WHERE endpoint_id = $1 AND event_id = $2
+	AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1 AND lease_token = $3)`
+
+// nextReplaySQL is the endpoint's oldest replay, with its event.
+const nextReplaySQL = `
+SELECT o.xid::text AS xid, o.id, o.topic, coalesce(o.charge_id, '') AS charge_id, o.payload, o.created_at
+FROM webhook_replays r JOIN outbox o ON o.id = r.event_id
+WHERE r.endpoint_id = $1 ORDER BY r.event_xid, r.event_id LIMIT 1`
+
+// failSQL records a failed attempt on the head: the next try at $5, the
+// lease given back. With $6 the endpoint is disabled instead.
+const failSQL = `
+UPDATE webhook_endpoints SET attempt = $3, head_event_id = $4, next_at = $5, failing_since = coalesce(failing_since, $7),
+	enabled = NOT $6, disabled_reason = CASE WHEN $6 THEN 'failing' END, disabled_at = CASE WHEN $6 THEN $7::timestamptz END,
+	lease_token = NULL, lease_until = NULL
+WHERE id = $1 AND lease_token = $2`
+
+// releaseSQL gives the lease back, due again at $3.
+const releaseSQL = `UPDATE webhook_endpoints SET lease_token = NULL, lease_until = NULL, next_at = $3
+WHERE id = $1 AND lease_token = $2`
+
+// insertAttemptsSQL logs attempts in one statement.
+const insertAttemptsSQL = `
+INSERT INTO webhook_attempts (endpoint_id, event_id, topic, attempt, replay, status, error, latency_ms, response, next_at, at)
+SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::boolean[], $6::int[], $7::text[], $8::int[],
+	$9::text[], $10::timestamptz[], $11::timestamptz[])`
+
+// purgeAttemptsSQL deletes attempts older than $1, a bounded batch at a
+// time so that one statement never holds a long lock or a long
+// transaction.
+const purgeAttemptsSQL = `DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE at < $1 LIMIT 5000)`
