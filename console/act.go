@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -152,4 +154,15 @@ func (c *Console) parseDay(field, s string) (time.Time, error) {
 		return time.Time{}, formRefusal(http.StatusBadRequest, fmt.Sprintf("Campo %s: %q não é uma data dd/mm/aaaa.", field, s))
 	}
 	return d, nil
+}
+
+// afterParam is a page's ?after= cursor, the last id of the page before
+// (0 without one); false when it is not a whole number from 0 on.
+func afterParam(q url.Values) (int64, bool) {
+	v := q.Get("after")
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil && n >= 0
 }

@@ -95,14 +95,10 @@ func (c *Console) showAdjustments(w http.ResponseWriter, r *http.Request, status
 		c.fail(w, r, http.StatusBadRequest, "Filtro inválido: escolha um estado e um tipo da lista.")
 		return
 	}
-	var after int64
-	if v := q.Get("after"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			c.fail(w, r, http.StatusBadRequest, "Paginação inválida: volte à primeira página.")
-			return
-		}
-		after = n
+	after, ok := afterParam(q)
+	if !ok {
+		c.fail(w, r, http.StatusBadRequest, "Paginação inválida: volte à primeira página.")
+		return
 	}
 	list, more, err := adjustments.List(r.Context(), c.DB, f, after, pageSize)
 	if err != nil {

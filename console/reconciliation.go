@@ -148,14 +148,10 @@ func (c *Console) reconciliationRun(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, "Filtro inválido: escolha resultado, tipo e lado da lista.")
 		return
 	}
-	var after int64
-	if v := q.Get("after"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			c.fail(w, r, http.StatusBadRequest, "Paginação inválida: volte à primeira página.")
-			return
-		}
-		after = n
+	after, ok := afterParam(q)
+	if !ok {
+		c.fail(w, r, http.StatusBadRequest, "Paginação inválida: volte à primeira página.")
+		return
 	}
 	run, err := reconcile.GetRun(r.Context(), c.DB, id)
 	if errors.Is(err, reconcile.ErrNotFound) {
