@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +27,7 @@ import (
 	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/internal/benchledger"
 	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/reconcile"
@@ -92,6 +94,7 @@ func BenchmarkActPages(b *testing.B) {
 	e := newBenchAct(b, db, dbURL)
 	run := e.statementRun(b)
 	e.adjustmentsQueue(b)
+	e.monthSums(b)
 	e.logSizes(b, run)
 
 	get := func(path string) (int, string) {
@@ -121,6 +124,7 @@ func BenchmarkActPages(b *testing.B) {
 				b.Fatalf("%s: %v\n%.3000s", p.path, err, body)
 			}
 		}
+		b.Logf("%s: %d bytes", p.name, len(body))
 		b.Run(p.name, func(b *testing.B) {
 			for b.Loop() {
 				if code, _ := get(p.path); code != http.StatusOK {
@@ -153,6 +157,20 @@ func BenchmarkActPages(b *testing.B) {
 		last = link(pg, nextOpen)
 	}
 	measure(page{"divergences/200-open-page-1", "/console/divergences", `data-resolution="`}, count(openRow, pageSize))
+	// What the page spends in Describe: two statements per divergence.
+	page1, err := divergences.List(context.Background(), e.db, divergences.StatusOpen, "", pageSize)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("divergences/describe-50-alone", func(b *testing.B) {
+		for b.Loop() {
+			for _, d := range page1.Divergences {
+				if _, err := divergences.Describe(context.Background(), e.db, d.ID); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
 	measure(page{"divergences/200-open-page-4", last, `data-resolution="`}, count(openRow, pageSize))
 
 	// The corrections' queue, oldest first, and the proposal form with
@@ -186,7 +204,8 @@ func BenchmarkActPages(b *testing.B) {
 	measure(page{"reconciliation/run-ledger-side", runPath + "?lado=ledger", "Nenhuma linha com este filtro"}, nil)
 
 	// The month's books (the balancete in Portuguese, by the chart's
-	// names) and the trend chart.
+	// names) and the trend chart, read from the month sums and the
+	// benchDelta sales booked since (monthSums).
 	measure(page{"month/open-2025-12", "/console/month/2025-12", `id="balancete"`}, contains("Caixa (saldo no PSP)"))
 	measure(page{"month/closed-2025-06", "/console/month/2025-06", `id="balancete"`}, contains("Caixa (saldo no PSP)"))
 	measure(page{"chart/12-months-to-2025-12", "/console/chart?to=2025-12", `id="trend-chart"`}, count(`<tr data-month=`, 12))
@@ -411,6 +430,45 @@ func (e *benchAct) adjustmentsQueue(b *testing.B) {
 	}
 	if st.Booked != benchActBooked || st.Proposed != benchActAdjustments-benchActBooked {
 		b.Fatalf("bench adjustments: %+v, want %d booked, %d proposed", st, benchActBooked, benchActAdjustments-benchActBooked)
+	}
+}
+
+// monthSums stores the month sums once, as razao serve keeps them
+// (monthsums.Run), and then books benchDelta sales in 2025-12 beyond
+// them (keyed bench-act-delta-N, booked once): a refresh interval's worth
+// of sets the month and chart pages read from the postings, as
+// BenchmarkPages has them. Without month sums each open month is summed
+// from its ~600,000 postings: seconds a page.
+func (e *benchAct) monthSums(b *testing.B) {
+	b.Helper()
+	ctx := context.Background()
+	var stored bool
+	if err := e.db.Get(&stored, `SELECT EXISTS (SELECT 1 FROM month_sums WHERE month = $1)`, benchledger.LastMonth.First()); err != nil {
+		b.Fatal(err)
+	}
+	if !stored {
+		start := time.Now()
+		n, err := monthsums.Refresh(ctx, e.db)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("month sums of %d months stored in %v", n, time.Since(start).Round(time.Millisecond))
+	}
+	var booked int
+	if err := e.db.Get(&booked, `SELECT count(*) FROM posting_sets WHERE kind = 'sale' AND charge_id LIKE 'bench-act-delta-%'`); err != nil {
+		b.Fatal(err)
+	}
+	if booked == benchDelta {
+		return
+	}
+	for i := range benchDelta {
+		s, err := postings.Sale("bench-act-delta-"+strconv.Itoa(i), "BRL", 4990, 75, time.Date(2025, 12, 20, 15, 0, i%60, 0, time.UTC))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.ledger.Post(ctx, s); err != nil && !errors.Is(err, postings.ErrAlreadyPosted) {
+			b.Fatalf("delta sale %d: %v", i, err)
+		}
 	}
 }
 
