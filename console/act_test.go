@@ -479,11 +479,16 @@ func TestReconciliationPagesAndUpload(t *testing.T) {
 	}
 	drainInbox(t, f)
 	res, page = a.get(res.Header.Get("Location"))
-	wantPage(t, "run page", res, page, 200, "Conciliação #1", "extrato &lt;img src=x onerror=alert(1)&gt;.csv", "concluída",
+	wantPage(t, "run page", res, page, 200, "Conciliação #1", "Extrato recebido e conciliado (SHA-256", "concluída",
 		"cobrança desconhecida", "ch_&lt;script&gt;2&lt;/script&gt;", "10/09/2026 12:00", `aria-current="page">Conciliação`,
 		`<a href="/console/charges/ab-1"><code>ab-1</code></a>`)
 	if strings.Contains(page, "<img") || strings.Contains(page, "<script>2") || strings.Contains(page, "UTC") {
 		t.Fatal("the run page shows markup unescaped, or UTC times")
+	}
+	// A name in the URL is not the run's: no link can label a run with a
+	// file it never read.
+	if _, forged := a.get("/console/reconciliation/1?arquivo=extrato-falso.csv"); strings.Contains(forged, "extrato-falso") {
+		t.Error("the run page repeats a file name from its URL")
 	}
 	_, page = a.get("/console/reconciliation/1?resultado=divergence")
 	if !strings.Contains(page, `data-outcome="divergence"`) || strings.Contains(page, `data-outcome="booked"`) {
@@ -532,7 +537,7 @@ func TestReconciliationPagesAndUpload(t *testing.T) {
 		t.Fatalf("a file the run cannot read: %d\n%s", res.StatusCode, body)
 	}
 	_, page = a.get(res.Header.Get("Location"))
-	wantPage(t, "failed run", &http.Response{StatusCode: 200}, page, 200, "falhou", "Erro", "&lt;script&gt;bad.csv")
+	wantPage(t, "failed run", &http.Response{StatusCode: 200}, page, 200, "falhou", "Erro")
 	if strings.Contains(page, "<script>bad") {
 		t.Error("the file name's markup is on the page unescaped")
 	}

@@ -141,8 +141,8 @@ func TestBrowserActs(t *testing.T) {
 		return a.Location()
 	}
 	first := upload("upload", "act-07-reconciliation-runs-upload-form")
-	if got := a.Text("#upload-done"); !strings.Contains(got, "extrato <img src=x onerror=alert(1)>.csv") {
-		t.Errorf("the run page names the file %q", got)
+	if got := a.Text("#upload-done"); !strings.Contains(got, "Extrato recebido e conciliado") {
+		t.Errorf("the run page after the upload says %q", got)
 	}
 	shot(t, a, "act-08-reconciliation-run")
 	a.Do("filter", chromedp.SetValue(chromedp.ID("filter-outcome"), "divergence"), chromedp.Submit(chromedp.ID("filter-outcome")),

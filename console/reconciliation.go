@@ -39,9 +39,6 @@ type Reconciliations interface {
 // runsPerPage is how many runs a page of them shows.
 const runsPerPage = 50
 
-// maxFileName bounds the uploaded file's name the run page repeats.
-const maxFileName = 200
-
 // uploadEndpoint is an endpoint that takes a statement file.
 type uploadEndpoint struct {
 	Name     string
@@ -66,12 +63,16 @@ type runLine struct {
 }
 
 type runPage struct {
-	Run            reconcile.Run
-	Lines          []runLine
-	Filter         reconcile.LineFilter
-	Next, FileName string
-	Outcomes       []string
-	Kinds          []string
+	Run    reconcile.Run
+	Lines  []runLine
+	Filter reconcile.LineFilter
+	Next   string
+	// Uploaded says the page follows its upload. The file's name is not
+	// repeated: the run does not store it, and a name taken from the URL
+	// would let any link label a real run with a made-up file.
+	Uploaded bool
+	Outcomes []string
+	Kinds    []string
 }
 
 var (
@@ -167,7 +168,7 @@ func (c *Console) reconciliationRun(w http.ResponseWriter, r *http.Request) {
 		c.failWith(w, r, err)
 		return
 	}
-	pg := runPage{Run: run, Filter: f, Outcomes: lineOutcomes, Kinds: lineKinds, FileName: short(q.Get("arquivo"))}
+	pg := runPage{Run: run, Filter: f, Outcomes: lineOutcomes, Kinds: lineKinds, Uploaded: q.Get("enviado") == "1"}
 	statuses := map[int64]divergences.Status{}
 	for _, l := range lines { // at most a page of them
 		row := runLine{LineResult: l}
@@ -276,8 +277,7 @@ func (c *Console) uploadStatement(w http.ResponseWriter, r *http.Request) {
 		// The run failed (a file it could not read, say): its page says why.
 		c.Log.InfoContext(r.Context(), "console statement upload: run failed", "run", run.ID, "error", err)
 	}
-	q := url.Values{"arquivo": {truncateRunes(name, maxFileName)}}
-	http.Redirect(w, r, fmt.Sprintf("%s/reconciliation/%d?%s", Prefix, run.ID, q.Encode()), http.StatusSeeOther)
+	http.Redirect(w, r, fmt.Sprintf("%s/reconciliation/%d?enviado=1", Prefix, run.ID), http.StatusSeeOther)
 }
 
 // uploadWindow is the window the form states, [de 00:00, ate + 1 day
@@ -329,11 +329,4 @@ func byteSize(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
-}
-
-func truncateRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
 }
