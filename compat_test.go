@@ -275,3 +275,48 @@ func TestServiceRoleMigratesADatabaseWithoutTheFloorColumn(t *testing.T) {
 		t.Errorf("the owner's migrate did not add oldest_binary: %d, %v", n, err)
 	}
 }
+
+// A binary that found the schema its own, unlocked, and then applies a
+// function file after a newer binary migrated meanwhile puts no older
+// body back over the newer release's: the check is made again under the
+// migrations' lock.
+func TestAFunctionIsNotPutBackOverANewerReleases(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	ms, err := razao.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := razao.Functions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fs[0]
+	// What a newer release's migrator leaves: its migration recorded, and
+	// its own body (here, its mark) on the function.
+	db.MustExec(`INSERT INTO schema_migrations (version, name) VALUES (9000, '9000_from_a_newer_release.sql')`)
+	var comment string
+	if err := db.Get(&comment, `SELECT format('COMMENT ON FUNCTION %s IS %L', p.oid::regprocedure, 'a newer release')
+		FROM pg_proc p WHERE p.proname = $1 AND p.pronamespace = current_schema()::regnamespace`, f.Name); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(comment)
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	applied, err := razao.ApplyFunction(ctx, conn, f, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mark string
+	if err := db.Get(&mark, `SELECT obj_description(p.oid, 'pg_proc') FROM pg_proc p
+		WHERE p.proname = $1 AND p.pronamespace = current_schema()::regnamespace`, f.Name); err != nil {
+		t.Fatal(err)
+	}
+	if applied || mark != "a newer release" {
+		t.Fatalf("%s applied %v over a newer release's: its mark is now %q", f.File(), applied, mark)
+	}
+}

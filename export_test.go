@@ -6,6 +6,8 @@ var (
 	MigrateWith = migrate
 	// ParseFunction reads a function file's text as Functions does.
 	ParseFunction = parseFunction
+	// ApplyFunction applies one function file under the migrations' lock.
+	ApplyFunction = applyFunction
 )
 
 // ParseContract reads a migration's "-- razao: contract NNNN" header.

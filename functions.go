@@ -202,7 +202,7 @@ const functionMissing = `SELECT NOT EXISTS (SELECT 1 FROM pg_proc p
 // function applied already needs no lock and no right (as applyMigration);
 // one to apply is checked again under the lock, which a concurrent
 // migrator holds until it has marked it.
-func applyFunction(ctx context.Context, conn *sqlx.Conn, f Function) (bool, error) {
+func applyFunction(ctx context.Context, conn *sqlx.Conn, f Function, ms []Migration) (bool, error) {
 	tx, err := conn.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return false, fmt.Errorf("%s: begin: %w", f.File(), err)
@@ -222,6 +222,16 @@ func applyFunction(ctx context.Context, conn *sqlx.Conn, f Function) (bool, erro
 		return false, fmt.Errorf("%s: check: %w", f.File(), err)
 	}
 	if done {
+		return false, nil
+	}
+	// Checked again under the lock: a newer binary may have migrated
+	// since this one looked, unlocked, and its function files are newer.
+	// An older body is never put back over them.
+	ahead, err := functionsAhead(ctx, tx, ms)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", f.File(), err)
+	}
+	if ahead {
 		return false, nil
 	}
 	var schema string
@@ -257,7 +267,7 @@ func applyFunction(ctx context.Context, conn *sqlx.Conn, f Function) (bool, erro
 // function of fs that m names and the database does not have yet: a
 // migration may create a trigger on a new function. Functions the
 // database has keep their bodies until every migration has run.
-func createNamedFunctions(ctx context.Context, conn *sqlx.Conn, m Migration, fs []Function) ([]string, error) {
+func createNamedFunctions(ctx context.Context, conn *sqlx.Conn, m Migration, ms []Migration, fs []Function) ([]string, error) {
 	var applied []string
 	for _, f := range fs {
 		if !f.namedIn(m.SQL) {
@@ -270,7 +280,7 @@ func createNamedFunctions(ctx context.Context, conn *sqlx.Conn, m Migration, fs 
 		if !missing {
 			continue
 		}
-		done, err := applyFunction(ctx, conn, f)
+		done, err := applyFunction(ctx, conn, f, ms)
 		if err != nil {
 			return applied, fmt.Errorf("migration %s needs %w", m.Name, err)
 		}

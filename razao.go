@@ -313,7 +313,7 @@ func migrate(ctx context.Context, db *sqlx.DB, ms []Migration, fs []Function) ([
 				return applied, fmt.Errorf("migration %s: check: %w", m.Name, err)
 			}
 			if !recorded {
-				created, err := createNamedFunctions(ctx, conn, m, fs)
+				created, err := createNamedFunctions(ctx, conn, m, ms, fs)
 				applied = append(applied, created...)
 				if err != nil {
 					return applied, err
@@ -332,7 +332,7 @@ func migrate(ctx context.Context, db *sqlx.DB, ms []Migration, fs []Function) ([
 		return applied, nil
 	}
 	for _, f := range fs {
-		done, err := applyFunction(ctx, conn, f)
+		done, err := applyFunction(ctx, conn, f, ms)
 		if err != nil {
 			return applied, err
 		}
