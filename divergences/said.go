@@ -394,7 +394,7 @@ func ptDuration(d time.Duration) string {
 	return d.String()
 }
 
-// storedSaid is a Said as stored: detail_code and detail_args, both NULL
+// stored is s as stored: detail_code and detail_args, both NULL
 // for nothing said.
 func (s Said) stored() (code *string, args *string, err error) {
 	if s.Code == "" {
