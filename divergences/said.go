@@ -47,6 +47,9 @@ const (
 	duration
 	// parts are a Pix's parts (money.Parts).
 	parts
+	// lineKind is a statement line's kind (string: paid, refunded,
+	// refund_open, invalid), named in Portuguese as the console does.
+	lineKind
 	// stated is an amount and a fee a PSP stated, either absent
 	// (Figures).
 	stated
@@ -79,8 +82,8 @@ var sayings = map[string]saying{
 	"merchant_mismatch": {"charge of merchant %q; event through an endpoint of merchant %q",
 		"cobrança do lojista %q; evento recebido por um endpoint do lojista %q", []arg{id, id}},
 	"event_refused":  {"%s", "evento recusado: “%s”", []arg{text}},
-	"refund_refused": {"refund %s: %s", "devolução %s recusada: “%s”", []arg{id, text}},
-	"unreadable":     {"%s", "entrega ilegível: “%s”", []arg{text}},
+	"refund_refused": {"refund %s: %s", "estorno %s recusado: “%s”", []arg{id, text}},
+	"unreadable":     {"%s", "mensagem ilegível: “%s”", []arg{text}},
 	"psp_problem":    {"%s", "o que o PSP informou não pode ser lançado: “%s”", []arg{text}},
 	"unbookable":     {"an event razao cannot book (%s)", "um evento que o razao não sabe lançar (%s)", []arg{id}},
 	"disputed":       {"the PSP reports a dispute (%s)", "o PSP informa uma contestação (%s)", []arg{id}},
@@ -99,28 +102,28 @@ var sayings = map[string]saying{
 		"pago %s, dos quais %s pela cobrança de %s: as partes (%s) não deixam nada pago", []arg{amount, amount, amount, parts}},
 	"paid_other_amount": {"paid %d, charge is %d", "pago %s; a cobrança é de %s", []arg{amount, amount}},
 	"fee_out_of_range":  {"PSP fee %d on a payment of %d", "tarifa do PSP de %s sobre um pagamento de %s", []arg{amount, amount}},
-	"refund_without_id": {"refund without a refund id", "devolução sem id de devolução", nil},
+	"refund_without_id": {"refund without a refund id", "estorno sem id de estorno", nil},
 	"refund_of_other_payment": {"refund %s is of payment %s; the charge was paid by %s",
-		"a devolução %s é do pagamento %s; a cobrança foi paga por %s", []arg{id, id, id}},
+		"o estorno %s é do pagamento %s; a cobrança foi paga por %s", []arg{id, id, id}},
 	"refund_of_cash_out": {"refund %s of %d is of the cash handed over the counter (natureza RETIRADA), not of the sale of %d: not booked as a refund of the sale",
-		"a devolução %s de %s é do dinheiro entregue no caixa (natureza RETIRADA), não da venda de %s: não lançada como devolução da venda",
+		"o estorno %s de %s é do dinheiro entregue no caixa (natureza RETIRADA), não da venda de %s: não lançado como estorno da venda",
 		[]arg{id, amount, amount}},
 	"refund_restated": {"refund %s was booked for %d as %s; now stated as %d",
-		"devolução %s lançada por %s como %s; agora informada como %s", []arg{id, amount, id, amount}},
-	"refund_without_amount": {"refund %s states no amount", "devolução %s sem valor informado", []arg{id}},
-	"refund_exceeds_left": {"refund %s of %d; %d of %d left to refund", "devolução %s de %s; restam %s de %s a devolver",
+		"estorno %s lançado por %s como %s; agora informado como %s", []arg{id, amount, id, amount}},
+	"refund_without_amount": {"refund %s states no amount", "estorno %s sem valor informado", []arg{id}},
+	"refund_exceeds_left": {"refund %s of %d; %d of %d left to refund", "estorno %s de %s; restam %s de %s a estornar",
 		[]arg{id, amount, amount, amount}},
 	"payment_stated_again": {"the PSP stated payment %s (%s) as %s in delivery %d; now as %s: the same id with other figures",
 		"o PSP informou o pagamento %s (%s) como %s na entrega %s; agora como %s: o mesmo id com outros valores",
 		[]arg{id, id, stated, count, stated}},
 	"refund_stated_again": {"the PSP stated refund %s (%s) as %s in delivery %d; now as %s: the same id with other figures",
-		"o PSP informou a devolução %s (%s) como %s na entrega %s; agora como %s: o mesmo id com outros valores",
+		"o PSP informou o estorno %s (%s) como %s na entrega %s; agora como %s: o mesmo id com outros valores",
 		[]arg{id, id, stated, count, stated}},
 	"refund_parked_too_long": {"refund parked for over %s waiting for the payment of %s",
-		"devolução estacionada por mais de %s à espera do pagamento de %s", []arg{duration, id}},
+		"estorno em espera por mais de %s pelo pagamento de %s", []arg{duration, id}},
 	CodeStatementAmount: {"the statement says %d, the ledger has %d", "o extrato diz %s; o razão tem %s", []arg{amount, amount}},
 	CodeStatementFee:    {"the statement's fee is %d, the fee booked %d", "a tarifa do extrato é %s; a lançada, %s", []arg{amount, amount}},
-	CodeStatementLine:   {"a %s line of the statement: %s", "uma linha %s do extrato: %s", []arg{id, id}},
+	CodeStatementLine:   {"a %s line of the statement: %s", "uma linha de %s do extrato: %s", []arg{lineKind, id}},
 	CodePhantom:         {"booked in the ledger, absent from the statement", "lançado no razão, ausente do extrato", nil},
 	CodeLineText:        {"%s", "linha do extrato: “%s”", []arg{text}},
 }
@@ -298,6 +301,12 @@ func (s Said) Portuguese() string {
 			} else {
 				args[i] = strconv.FormatInt(v, 10)
 			}
+		case string:
+			if name, ok := lineKinds[v]; ok && sy.args[i] == lineKind {
+				args[i] = name
+			} else {
+				args[i] = v
+			}
 		case time.Duration:
 			args[i] = ptDuration(v)
 		case money.Parts:
@@ -310,6 +319,9 @@ func (s Said) Portuguese() string {
 	}
 	return fmt.Sprintf(sy.pt, args...)
 }
+
+// lineKinds name a statement line's kinds as the console's labels do.
+var lineKinds = map[string]string{"paid": "pagamento", "refunded": "estorno", "refund_open": "estorno em aberto", "invalid": "conteúdo ilegível"}
 
 func (f Figures) english() string {
 	s := "no amount"
