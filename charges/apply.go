@@ -84,9 +84,11 @@ type Event struct {
 type Outcome struct {
 	Result   Result
 	ChargeID string
-	// Reason and Detail explain a divergence.
+	// Reason and Detail explain a divergence: Detail is Said's English,
+	// Said the detail in both languages (divergences.Delivery.Detail).
 	Reason divergences.Reason
 	Detail string
+	Said   divergences.Said
 	// Events are the outbox events the change makes, in order, for the
 	// caller to append in the same transaction.
 	Events []events.Draft
@@ -199,8 +201,8 @@ func NewApplier(db *sqlx.DB, ledger *postings.Ledger) *Applier {
 // statement file, under the file's own refund id (reconcile's CSV lines).
 const StatementRefundType = "statement:refunded"
 
-func diverge(chargeID string, reason divergences.Reason, format string, args ...any) Outcome {
-	return Outcome{Result: Divergence, ChargeID: chargeID, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+func diverge(chargeID string, reason divergences.Reason, said divergences.Said) Outcome {
+	return Outcome{Result: Divergence, ChargeID: chargeID, Reason: reason, Detail: said.English(), Said: said}
 }
 
 // Locked is the charges a run of events names, locked in the caller's
@@ -400,9 +402,9 @@ func (l *Locked) Apply(ev Event) (Outcome, error) {
 	c := l.find(ev.ChargeID, ev.PSPRef)
 	if c == nil {
 		if ev.ChargeID != "" {
-			return diverge(ev.ChargeID, divergences.ReasonUnknownCharge, "no charge with id %q", ev.ChargeID), nil
+			return diverge(ev.ChargeID, divergences.ReasonUnknownCharge, divergences.UnknownChargeID(ev.ChargeID)), nil
 		}
-		return diverge("", divergences.ReasonUnknownCharge, "no charge with psp reference %q", ev.PSPRef), nil
+		return diverge("", divergences.ReasonUnknownCharge, divergences.UnknownChargeRef(ev.PSPRef)), nil
 	}
 	d, err := Decide(c.ChargeState, ev, Rules{Limit: l.a.Ledger.Limit(), CheckTime: l.a.Ledger.CheckEventTime})
 	if err != nil {

@@ -120,14 +120,13 @@ type Decision struct {
 func Decide(s ChargeState, ev Event, r Rules) (Decision, error) {
 	d := &Decision{State: s, Outcome: Outcome{ChargeID: s.ID}}
 	if s.Merchant != nil && *s.Merchant != ev.Merchant {
-		return d.diverge(divergences.ReasonMerchantMismatch, "charge of merchant %q; event through an endpoint of merchant %q",
-			*s.Merchant, ev.Merchant), nil
+		return d.diverge(divergences.ReasonMerchantMismatch, divergences.MerchantMismatch(*s.Merchant, ev.Merchant)), nil
 	}
 	if err := r.CheckTime(ev.At); err != nil {
 		// Stored before intake checked the window: the ledger (or the
 		// charge's timestamps) would refuse it on every attempt, so it is
 		// a divergence now, not ten failures.
-		return d.diverge(divergences.ReasonMalformed, "%v", err), nil
+		return d.diverge(divergences.ReasonMalformed, divergences.EventRefused(err)), nil
 	}
 	var err error
 	switch ev.Kind {
@@ -147,8 +146,8 @@ func Decide(s ChargeState, ev Event, r Rules) (Decision, error) {
 }
 
 // diverge makes d a divergence: the charge stays as it was.
-func (d *Decision) diverge(reason divergences.Reason, format string, args ...any) Decision {
-	return Decision{State: d.State, Outcome: diverge(d.State.ID, reason, format, args...)}
+func (d *Decision) diverge(reason divergences.Reason, said divergences.Said) Decision {
+	return Decision{State: d.State, Outcome: diverge(d.State.ID, reason, said)}
 }
 
 // ensureGrant gives the charge's access if it is not there, whatever
@@ -173,12 +172,11 @@ func (d *Decision) paid(ev Event, limit money.Limit) error {
 		// redelivery. A charge paid before payments carried a comparable
 		// identity (paid_ref NULL) cannot prove it: a second notice.
 		if c.PaidRef == nil || ev.PaymentRef == "" || *c.PaidRef != ev.PaymentRef {
-			paidBy := "a payment of unknown reference"
+			paidBy := "" // a payment of unknown reference
 			if c.PaidRef != nil {
 				paidBy = *c.PaidRef
 			}
-			*d = d.diverge(divergences.ReasonSecondPayment, "charge already paid by %s; payment %s of %d arrived too",
-				paidBy, ev.PaymentRef, ev.Amount)
+			*d = d.diverge(divergences.ReasonSecondPayment, divergences.SecondPayment(paidBy, ev.PaymentRef, ev.Amount))
 			return nil
 		}
 		// The same reference is the same payment only with the same
@@ -188,8 +186,8 @@ func (d *Decision) paid(ev Event, limit money.Limit) error {
 		// (check it on the PSP's statement), not a second transfer to
 		// return to the payer.
 		if paidAmount, fee := derefOr(c.PaidAmount), derefOr(c.Fee); paidFor(ev) != paidAmount || ev.Fee != fee {
-			*d = d.diverge(divergences.ReasonAmountMismatch, "payment %s was booked for %d (PSP fee %d); now stated as %d (PSP fee %d)",
-				ev.PaymentRef, paidAmount, fee, paidFor(ev), ev.Fee)
+			*d = d.diverge(divergences.ReasonAmountMismatch,
+				divergences.PaymentRestated(ev.PaymentRef, paidAmount, fee, paidFor(ev), ev.Fee))
 			return nil
 		}
 		// A redelivery: repair the grant if a partial state left it out.
@@ -207,32 +205,31 @@ func (d *Decision) paid(ev Event, limit money.Limit) error {
 	}
 	switch {
 	case !ev.HasAmount:
-		*d = d.diverge(divergences.ReasonAmountMismatch, "payment states no amount; charge is %d", c.Amount)
+		*d = d.diverge(divergences.ReasonAmountMismatch, divergences.PaymentWithoutAmount(c.Amount))
 		return nil
 	case tooLarge != nil:
-		*d = d.diverge(divergences.ReasonMalformed, "%v", tooLarge)
+		*d = d.diverge(divergences.ReasonMalformed, divergences.EventRefused(tooLarge))
 		return nil
 	case ev.Parts.Stated() && ev.Parts.Sum() != ev.Amount:
 		// The PSP's own figures disagree: nothing of it can be booked as
 		// what it is. Both sides, for finance.
-		*d = d.diverge(divergences.ReasonAmountMismatch, "paid %d, but its parts (%s) add up to %d",
-			ev.Amount, ev.Parts, ev.Parts.Sum())
+		*d = d.diverge(divergences.ReasonAmountMismatch, divergences.PartsDoNotAddUp(ev.Amount, ev.Parts, ev.Parts.Sum()))
 		return nil
 	case ev.Parts.Stated() && ev.Parts.Original != c.Amount:
-		*d = d.diverge(divergences.ReasonAmountMismatch, "paid %d of which the sale (original) is %d (%s), charge is %d",
-			ev.Amount, ev.Parts.Original, ev.Parts, c.Amount)
+		*d = d.diverge(divergences.ReasonAmountMismatch,
+			divergences.OriginalIsNotCharge(ev.Amount, ev.Parts.Original, ev.Parts, c.Amount))
 		return nil
 	case ev.Parts.Stated() && paidFor(ev) <= 0:
 		// Rebates and discounts as large as the sale leave nothing paid
 		// for the charge: no refund could be booked against it.
-		*d = d.diverge(divergences.ReasonAmountMismatch, "paid %d of which %d for the charge of %d: its parts (%s) leave nothing paid",
-			ev.Amount, paidFor(ev), c.Amount, ev.Parts)
+		*d = d.diverge(divergences.ReasonAmountMismatch,
+			divergences.PartsLeaveNothingPaid(ev.Amount, paidFor(ev), c.Amount, ev.Parts))
 		return nil
 	case !ev.Parts.Stated() && ev.Amount != c.Amount:
-		*d = d.diverge(divergences.ReasonAmountMismatch, "paid %d, charge is %d", ev.Amount, c.Amount)
+		*d = d.diverge(divergences.ReasonAmountMismatch, divergences.PaidOtherAmount(ev.Amount, c.Amount))
 		return nil
 	case ev.HasFee && (ev.Fee < 0 || ev.Fee >= ev.Amount):
-		*d = d.diverge(divergences.ReasonAmountMismatch, "PSP fee %d on a payment of %d", ev.Fee, ev.Amount)
+		*d = d.diverge(divergences.ReasonAmountMismatch, divergences.FeeOutOfRange(ev.Fee, ev.Amount))
 		return nil
 	}
 	if err := d.bookSale(ev); err != nil {
@@ -304,15 +301,15 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 		return nil
 	}
 	if ev.RefundID == "" {
-		*d = d.diverge(divergences.ReasonMalformed, "refund without a refund id")
+		*d = d.diverge(divergences.ReasonMalformed, divergences.RefundWithoutID())
 		return nil
 	}
 	if ev.PaymentRef != "" && c.PaidRef != nil && !isEventRef(*c.PaidRef) && *c.PaidRef != ev.PaymentRef {
 		// The refund of a payment that is not the one booked (a second
 		// payment, itself a divergence): booking it would cancel the sale.
 		// Both sides are in the scheme's form (SchemePaymentRef).
-		*d = d.diverge(divergences.ReasonRefundOfOtherPayment, "refund %s is of payment %s; the charge was paid by %s",
-			ev.RefundID, ev.PaymentRef, *c.PaidRef)
+		*d = d.diverge(divergences.ReasonRefundOfOtherPayment,
+			divergences.RefundOfOtherPayment(ev.RefundID, ev.PaymentRef, *c.PaidRef))
 		return nil
 	}
 	if ev.OfCashOut {
@@ -321,8 +318,7 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 		// Booked against the sale it would cut revenue; razao books
 		// refunds of the sale only, so finance books this one.
 		*d = d.diverge(divergences.ReasonRefundExceedsPaid,
-			"refund %s of %d is of the cash handed over the counter (natureza RETIRADA), not of the sale of %d: not booked as a refund of the sale",
-			ev.RefundID, ev.Amount, derefOr(c.PaidAmount))
+			divergences.RefundOfCashOut(ev.RefundID, ev.Amount, derefOr(c.PaidAmount)))
 		return nil
 	}
 	b, ok := c.booked(ev.RefundID)
@@ -331,8 +327,8 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 	}
 	if ok {
 		if ev.HasAmount && ev.Amount != b.Amount {
-			*d = d.diverge(divergences.ReasonRefundAmountChanged, "refund %s was booked for %d as %s; now stated as %d",
-				ev.RefundID, b.Amount, b.ID, ev.Amount)
+			*d = d.diverge(divergences.ReasonRefundAmountChanged,
+				divergences.RefundRestated(ev.RefundID, b.Amount, b.ID, ev.Amount))
 			return nil
 		}
 		d.Result = NoOp
@@ -350,17 +346,18 @@ func (d *Decision) refunded(ev Event, limit money.Limit) error {
 	amount := ev.Amount
 	switch {
 	case !ev.HasAmount && !ev.FullRefundIfNoAmount:
-		*d = d.diverge(divergences.ReasonRefundAmountMissing, "refund %s states no amount", ev.RefundID)
+		*d = d.diverge(divergences.ReasonRefundAmountMissing, divergences.RefundWithoutAmount(ev.RefundID))
 		return nil
 	case !ev.HasAmount:
 		amount = remaining
 	}
 	if err := limit.Check("refund amount", amount); err != nil {
-		*d = d.diverge(divergences.ReasonMalformed, "refund %s: %v", ev.RefundID, err)
+		*d = d.diverge(divergences.ReasonMalformed, divergences.RefundRefused(ev.RefundID, err))
 		return nil
 	}
 	if amount <= 0 || amount > remaining {
-		*d = d.diverge(divergences.ReasonRefundExceedsPaid, "refund %s of %d; %d of %d left to refund", ev.RefundID, amount, remaining, *c.PaidAmount)
+		*d = d.diverge(divergences.ReasonRefundExceedsPaid,
+			divergences.RefundExceedsLeft(ev.RefundID, amount, remaining, *c.PaidAmount))
 		return nil
 	}
 	if err := d.bookRefund(ev, amount); err != nil {

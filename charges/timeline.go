@@ -91,6 +91,9 @@ type ChargeDivergence struct {
 	Status     string     `json:"status"`
 	OpenedAt   time.Time  `json:"opened_at"`
 	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+	// DetailPT is its detail in Portuguese, for the console's timeline
+	// (divergences.Divergence.DetailPT); not in the API.
+	DetailPT string `json:"-"`
 }
 
 // StatementLine is a line of a reconciliation run's statement matched to
@@ -186,7 +189,8 @@ func getTimeline(ctx context.Context, q sqlx.QueryerContext, id string, src Time
 	keep(EntryDivergence, len(divs), func(i int) TimelineEntry {
 		d := divs[i]
 		return TimelineEntry{Type: EntryDivergence, At: d.CreatedAt, Divergence: &ChargeDivergence{
-			ID: d.ID, Source: string(d.Source), Reason: string(d.Reason), Status: string(d.Status), OpenedAt: d.CreatedAt, ResolvedAt: d.ResolvedAt}}
+			ID: d.ID, Source: string(d.Source), Reason: string(d.Reason), Status: string(d.Status), OpenedAt: d.CreatedAt, ResolvedAt: d.ResolvedAt,
+			DetailPT: d.DetailPT()}}
 	})
 
 	lines, err := src.Lines(ctx, q, c.ID, limit+1)

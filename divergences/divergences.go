@@ -149,10 +149,14 @@ type Divergence struct {
 	ID     int64  `json:"id"`
 	Source Source `json:"source"`
 	// InboxID is the webhook delivery it was set aside from, if any.
-	InboxID        int64      `json:"inbox_id,omitempty"`
-	ChargeID       string     `json:"charge_id,omitempty"`
-	Reason         Reason     `json:"reason"`
-	Detail         string     `json:"detail"`
+	InboxID  int64  `json:"inbox_id,omitempty"`
+	ChargeID string `json:"charge_id,omitempty"`
+	Reason   Reason `json:"reason"`
+	Detail   string `json:"detail"`
+	// Said is Detail in its structured form, for the console to say it in
+	// Portuguese (DetailPT); zero for a divergence opened before it was
+	// stored. Not in the API, whose detail stays the English.
+	Said           Said       `json:"-"`
 	Status         Status     `json:"status"`
 	ResolutionNote string     `json:"resolution_note,omitempty"`
 	ResolvedAt     *time.Time `json:"resolved_at,omitempty"`
@@ -215,6 +219,8 @@ type row struct {
 	ChargeID       sql.NullString `db:"charge_id"`
 	Reason         string         `db:"reason"`
 	Detail         string         `db:"detail"`
+	DetailCode     sql.NullString `db:"detail_code"`
+	DetailArgs     []byte         `db:"detail_args"`
 	Status         string         `db:"status"`
 	ResolutionNote sql.NullString `db:"resolution_note"`
 	ResolvedAt     sql.NullTime   `db:"resolved_at"`
@@ -240,7 +246,7 @@ type row struct {
 }
 
 // columns are what row reads, in every statement that returns divergences.
-const columns = `id, source, inbox_id, charge_id, reason, detail, status, resolution_note, resolved_at, created_at,
+const columns = `id, source, inbox_id, charge_id, reason, detail, detail_code, detail_args, status, resolution_note, resolved_at, created_at,
 	resolution, resolution_set_id, resolution_credit_id,
 	endpoint, run_id, run_line, line_kind, statement_psp_id, statement_charge_ref, statement_refund_id,
 	statement_amount, statement_fee, statement_at, ledger_refund_id, ledger_amount, ledger_fee, ledger_inbox_id`
@@ -248,7 +254,7 @@ const columns = `id, source, inbox_id, charge_id, reason, detail, status, resolu
 func (r row) divergence() Divergence {
 	d := Divergence{
 		ID: r.ID, Source: Source(r.Source), InboxID: r.InboxID.Int64, ChargeID: r.ChargeID.String, Reason: Reason(r.Reason),
-		Detail: r.Detail, Status: Status(r.Status), ResolutionNote: r.ResolutionNote.String, CreatedAt: r.CreatedAt.UTC(),
+		Detail: r.Detail, Said: readSaid(r.DetailCode.String, r.DetailArgs), Status: Status(r.Status), ResolutionNote: r.ResolutionNote.String, CreatedAt: r.CreatedAt.UTC(),
 		Resolution: Booking(r.Resolution.String), ResolutionSetID: r.ResolutionSet, CreditDivergenceID: r.ResolutionCred,
 	}
 	if r.ResolvedAt.Valid {
@@ -270,4 +276,14 @@ func (r row) divergence() Divergence {
 		d.Ledger = &LedgerSide{RefundID: r.LedgerRefundID.String, Amount: r.LedgerAmount, Fee: r.LedgerFee, InboxID: r.LedgerInboxID}
 	}
 	return d
+}
+
+// DetailPT is the divergence's detail in Portuguese, for the finance
+// console: said from its structured form, or, for a divergence opened
+// before that was stored, the English detail as stored.
+func (d Divergence) DetailPT() string {
+	if pt := d.Said.Portuguese(); pt != "" {
+		return pt
+	}
+	return d.Detail
 }

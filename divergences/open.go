@@ -18,7 +18,9 @@ type Delivery struct {
 	InboxID  int64
 	ChargeID string
 	Reason   Reason
-	Detail   string
+	// Detail is what is wrong, in both languages: its English is the
+	// divergence's detail.
+	Detail Said
 	// PSP and Ledger are both sides, where the delivery path knows them:
 	// what the PSP's notification says, and what the ledger has of it
 	// (nil: nothing). They are read back as Divergence.Statement and
@@ -32,7 +34,7 @@ type Delivery struct {
 func (d Delivery) Event(id int64) events.Draft {
 	return events.Draft{Topic: events.TopicDivergenceOpened, ChargeID: d.ChargeID, Payload: map[string]any{
 		"divergence_id": id, "source": SourceWebhook, "delivery_id": d.InboxID, "charge_id": d.ChargeID,
-		"reason": d.Reason, "detail": d.Detail,
+		"reason": d.Reason, "detail": d.Detail.English(),
 	}}
 }
 
@@ -47,12 +49,17 @@ func OpenForDeliveries(ctx context.Context, tx sqlx.QueryerContext, ds []Deliver
 	}
 	n := len(ds)
 	inbox, chargeIDs, reasons, details := make([]int64, n), make([]string, n), make([]string, n), make([]string, n)
+	codes, args := make([]*string, n), make([]*string, n)
 	// Both sides, NULL where a delivery states none.
 	pspIDs, pspRefs, pspRefunds, ledgerRefunds := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 	pspAmounts, ledgerAmounts := make([]*int64, n), make([]*int64, n)
 	pspAt := make([]*time.Time, n)
 	for i, d := range ds {
-		inbox[i], chargeIDs[i], reasons[i], details[i] = d.InboxID, d.ChargeID, string(d.Reason), d.Detail
+		inbox[i], chargeIDs[i], reasons[i], details[i] = d.InboxID, d.ChargeID, string(d.Reason), d.Detail.English()
+		var err error
+		if codes[i], args[i], err = d.Detail.stored(); err != nil {
+			return nil, fmt.Errorf("open the divergence of delivery %d: %w", d.InboxID, err)
+		}
 		if p := d.PSP; p != nil {
 			pspIDs[i], pspRefs[i], pspRefunds[i], pspAmounts[i], pspAt[i] = &p.PSPID, &p.ChargeRef, &p.RefundID, &p.Amount, p.At
 		}
@@ -66,7 +73,7 @@ func OpenForDeliveries(ctx context.Context, tx sqlx.QueryerContext, ds []Deliver
 	}
 	err := sqlx.SelectContext(ctx, tx, &rows, openForDeliveriesSQL,
 		pq.Array(inbox), pq.Array(chargeIDs), pq.Array(reasons), pq.Array(details), pq.Array(pspIDs), pq.Array(pspRefs),
-		pq.Array(pspRefunds), pq.Array(pspAmounts), pq.Array(pspAt), pq.Array(ledgerRefunds), pq.Array(ledgerAmounts))
+		pq.Array(pspRefunds), pq.Array(pspAmounts), pq.Array(pspAt), pq.Array(ledgerRefunds), pq.Array(ledgerAmounts), pq.Array(codes), pq.Array(args))
 	if err != nil {
 		return nil, fmt.Errorf("open divergences for deliveries %v: %w", inbox, err)
 	}

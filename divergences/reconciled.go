@@ -16,12 +16,15 @@ import (
 //	run_id, run_line    bigint: where it was found
 //	line_kind           text: paid, refunded, refund_open, invalid
 //	charge_id, reason, detail
+//	detail_code text, detail_args jsonb: the detail's structured form
+//	                    (Said), both NULL for the English alone
 //	statement_psp_id, statement_charge_ref, statement_refund_id text,
 //	statement_amount, statement_fee bigint, statement_at timestamptz:
 //	                    the statement's side (all NULL for a phantom)
 //	ledger_refund_id text, ledger_amount, ledger_fee, ledger_inbox_id
 //	                    bigint: the ledger's side (NULL where it has none)
 const FoundColumns = `reconciliation_key, endpoint, run_id, run_line, line_kind, charge_id, reason, detail,
+	detail_code, detail_args,
 	statement_psp_id, statement_charge_ref, statement_refund_id, statement_amount, statement_fee, statement_at,
 	ledger_refund_id, ledger_amount, ledger_fee, ledger_inbox_id`
 

@@ -27,10 +27,12 @@ const byDeliverySQL = `SELECT ` + columns + ` FROM divergences WHERE inbox_id = 
 // delivery, in the order given, returning the ones it opened
 // (OpenForDeliveries).
 const openForDeliveriesSQL = `INSERT INTO divergences (inbox_id, charge_id, reason, detail,
-			statement_psp_id, statement_charge_ref, statement_refund_id, statement_amount, statement_at, ledger_refund_id, ledger_amount)
-		SELECT i, NULLIF(c, ''), r, d, pi, pc, pr, pa, pt, NULLIF(lr, ''), la
+			statement_psp_id, statement_charge_ref, statement_refund_id, statement_amount, statement_at, ledger_refund_id, ledger_amount,
+			detail_code, detail_args)
+		SELECT i, NULLIF(c, ''), r, d, pi, pc, pr, pa, pt, NULLIF(lr, ''), la, dc, da::jsonb
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[],
-			$9::timestamptz[], $10::text[], $11::bigint[]) WITH ORDINALITY AS u (i, c, r, d, pi, pc, pr, pa, pt, lr, la, n)
+			$9::timestamptz[], $10::text[], $11::bigint[], $12::text[], $13::text[])
+			WITH ORDINALITY AS u (i, c, r, d, pi, pc, pr, pa, pt, lr, la, dc, da, n)
 		ORDER BY n
 		ON CONFLICT (inbox_id) DO NOTHING RETURNING inbox_id, id`
 

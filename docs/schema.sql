@@ -119,7 +119,9 @@ CREATE TABLE divergences (
     ledger_inbox_id bigint,
     resolution text,
     resolution_set_id bigint,
-    resolution_credit_id bigint
+    resolution_credit_id bigint,
+    detail_code text,
+    detail_args jsonb
 );
 
 CREATE TABLE export_runs (
@@ -433,6 +435,7 @@ ALTER TABLE closed_periods ADD CONSTRAINT closed_periods_pkey PRIMARY KEY (month
 ALTER TABLE console_sessions ADD CONSTRAINT ck_console_sessions_expiry CHECK ((expires_at > created_at));
 ALTER TABLE console_sessions ADD CONSTRAINT ck_console_sessions_hash CHECK ((octet_length(session_hash) = 32));
 ALTER TABLE console_sessions ADD CONSTRAINT console_sessions_pkey PRIMARY KEY (session_hash);
+ALTER TABLE divergences ADD CONSTRAINT ck_divergences_detail_args CHECK ((((detail_code IS NULL) = (detail_args IS NULL)) AND ((detail_args IS NULL) OR (jsonb_typeof(detail_args) = 'array'::text))));
 ALTER TABLE divergences ADD CONSTRAINT ck_divergences_reason CHECK ((reason = ANY (ARRAY['unknown_charge'::text, 'amount_mismatch'::text, 'currency_mismatch'::text, 'refund_exceeds_paid'::text, 'refund_amount_missing'::text, 'malformed'::text, 'disputed'::text, 'second_payment'::text, 'processing_failed'::text, 'refund_of_other_payment'::text, 'refund_amount_changed'::text, 'refund_without_payment'::text, 'merchant_mismatch'::text, 'fee_mismatch'::text, 'refund_amount_mismatch'::text, 'refund_not_settled'::text, 'phantom'::text, 'invalid_line'::text, 'divergent_in_inbox'::text, 'refund_settlement_unknown'::text, 'unknown_refund_status'::text, 'unknown_refund_nature'::text])));
 ALTER TABLE divergences ADD CONSTRAINT ck_divergences_resolution CHECK ((resolution = ANY (ARRAY['customer_credit'::text, 'revenue'::text, 'credit_refund'::text, 'loss'::text, 'refund_difference'::text, 'fee_difference'::text])));
 ALTER TABLE divergences ADD CONSTRAINT ck_divergences_resolution_booked CHECK ((((resolution IS NULL) = (resolution_set_id IS NULL)) AND ((resolution_set_id IS NULL) OR (status = 'resolved'::text))));

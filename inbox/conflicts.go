@@ -169,26 +169,25 @@ func (in *Inbox) keepConflicts(ctx context.Context, batch []*putRequest, eps, ty
 // conflictDivergence is the divergence of the redelivery kept as inboxID,
 // which states ev's figures of the delivery stored as was.
 func conflictDivergence(inboxID int64, was storedFigures, ev scheme.Event) divergences.Delivery {
-	reason, what := divergences.ReasonAmountMismatch, "payment"
+	reason := divergences.ReasonAmountMismatch
 	if ev.RefundID != "" {
-		reason, what = divergences.ReasonRefundAmountChanged, "refund"
+		reason = divergences.ReasonRefundAmountChanged
 	}
 	amount := was.Amount
 	return divergences.Delivery{InboxID: inboxID, ChargeID: ev.ChargeID, Reason: reason,
-		Detail: fmt.Sprintf("the PSP stated %s %s (%s) as %s in delivery %d; now as %s: the same id with other figures",
-			what, ev.EventID, ev.Type, figures(was.Amount, was.HasAmount, was.Fee, was.HasFee), was.ID,
+		Detail: divergences.StatedAgain(ev.RefundID != "", ev.EventID, ev.Type, figures(was.Amount, was.HasAmount, was.Fee, was.HasFee), was.ID,
 			figures(ev.Amount, ev.HasAmount, ev.Fee, ev.HasFee)),
 		PSP:    &divergences.StatementSide{PSPID: ev.PSPRef, ChargeRef: ev.ChargeID, RefundID: ev.RefundID, Amount: ev.Amount},
 		Ledger: &divergences.LedgerSide{RefundID: ev.RefundID, Amount: &amount}}
 }
 
-func figures(amount int64, hasAmount bool, fee int64, hasFee bool) string {
-	s := "no amount"
+func figures(amount int64, hasAmount bool, fee int64, hasFee bool) divergences.Figures {
+	var f divergences.Figures
 	if hasAmount {
-		s = fmt.Sprintf("%d", amount)
+		f.Amount = &amount
 	}
 	if hasFee {
-		s += fmt.Sprintf(" (fee %d)", fee)
+		f.Fee = &fee
 	}
-	return s
+	return f
 }

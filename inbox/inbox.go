@@ -457,7 +457,7 @@ func (in *Inbox) putMalformed(ctx context.Context, ep *Endpoint, deliveryID stri
 		}
 		return Stored{}, fmt.Errorf("inbox: insert malformed: %w", err)
 	}
-	if err := divergences.OpenForDelivery(ctx, tx, divergences.Delivery{InboxID: id, Reason: divergences.ReasonMalformed, Detail: cause.Error()}); err != nil {
+	if err := divergences.OpenForDelivery(ctx, tx, divergences.Delivery{InboxID: id, Reason: divergences.ReasonMalformed, Detail: divergences.Unreadable(cause)}); err != nil {
 		return Stored{}, err
 	}
 	if err := tx.Commit(); err != nil {

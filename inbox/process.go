@@ -248,7 +248,7 @@ func (p *Processor) expireParked(ctx context.Context, limit time.Duration) error
 	}
 	for _, e := range expired {
 		if err := divergences.OpenForDelivery(ctx, tx, divergences.Delivery{InboxID: e.ID, Reason: divergences.ReasonRefundWithoutPayment,
-			Detail: fmt.Sprintf("refund parked for over %s waiting for the payment of %s", limit, e.Ref)}); err != nil {
+			Detail: divergences.RefundParkedTooLong(limit, e.Ref)}); err != nil {
 			return err
 		}
 	}
@@ -521,7 +521,7 @@ func (d *delivery) decide(l *charges.Locked) error {
 	case scheme.KindDisputed:
 		d.status = StatusDivergent
 		d.div = &divergences.Delivery{InboxID: d.ID, ChargeID: d.ev.ChargeID, Reason: divergences.ReasonDisputed,
-			Detail: "the PSP reports a dispute (" + d.ev.Type + ")"}
+			Detail: divergences.Disputed(d.ev.Type)}
 		return nil
 	case scheme.KindUnbookable:
 		d.status = StatusDivergent
@@ -538,7 +538,7 @@ func (d *delivery) decide(l *charges.Locked) error {
 		d.status = StatusParked
 	case charges.Divergence:
 		d.status = StatusDivergent
-		d.div = &divergences.Delivery{InboxID: d.ID, ChargeID: out.ChargeID, Reason: out.Reason, Detail: out.Detail}
+		d.div = &divergences.Delivery{InboxID: d.ID, ChargeID: out.ChargeID, Reason: out.Reason, Detail: out.Said}
 	default:
 		d.status, d.drafts = StatusProcessed, out.Events
 		if d.ev.Kind == scheme.KindPaid && out.Result == charges.Applied {
@@ -646,7 +646,7 @@ func (p *Processor) recordFailureTx(ctx context.Context, id int64, cause error) 
 			return err
 		}
 		if err := divergences.OpenForDelivery(ctx, tx, divergences.Delivery{InboxID: id, Reason: divergences.ReasonProcessingFailed,
-			Detail: fmt.Sprintf("gave up after %d attempts: %v", attempts, cause)}); err != nil {
+			Detail: divergences.GaveUp(attempts, cause)}); err != nil {
 			return err
 		}
 	}
@@ -691,9 +691,10 @@ func judgeEach(evs []scheme.Event, cal periods.Calendar, limit money.Limit, now 
 // book (scheme.KindUnbookable), with what the PSP said of it; the ledger's
 // side is added before it is opened (addLedgerSides).
 func unbookableDivergence(inboxID int64, ev scheme.Event) *divergences.Delivery {
-	reason, detail := divergences.ReasonMalformed, "an event razao cannot book ("+ev.Type+")"
+	reason, detail := divergences.ReasonMalformed, divergences.Unbookable(ev.Type)
 	if ev.Problem != nil {
-		reason, detail = divergences.Reason(ev.Problem.Reason), ev.Problem.Detail
+		// The scheme's words, as it wrote them (scheme.Problem).
+		reason, detail = divergences.Reason(ev.Problem.Reason), divergences.PSPProblem(ev.Problem.Detail)
 	}
 	if !slices.Contains(divergences.Reasons, reason) {
 		// A reason of a newer scheme than this database knows.

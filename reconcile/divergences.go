@@ -51,6 +51,7 @@ const foundSQL = `
 			WHEN l.reason = 'fee_mismatch' THEN format('the statement''s fee is %s, the fee booked %s', l.fee, coalesce(l.ledger_fee, 0))
 			ELSE format('a %s line of the statement: %s', l.kind, l.reason)
 		END AS detail,
+		` + detailSaidSQL + `,
 		CASE WHEN l.side = 'statement' THEN l.psp_id END AS statement_psp_id,
 		CASE WHEN l.side = 'statement' THEN l.charge_ref END AS statement_charge_ref,
 		CASE WHEN l.side = 'statement' THEN l.refund_id END AS statement_refund_id,
@@ -62,6 +63,30 @@ const foundSQL = `
 		CASE WHEN l.side = 'ledger' THEN l.inbox_id END AS ledger_inbox_id
 	FROM reconciliation_lines l
 	WHERE l.run_id = $1 AND l.line = ANY($5::bigint[]) AND l.divergence_id IS NULL`
+
+// detailSaidSQL is a divergent line l's detail in its structured form
+// (divergences.Said: detail_code, detail_args), case for case the
+// English of foundSQL's detail; a line's own detail is the parser's or
+// the ledger's words, kept whole. A fee_mismatch without the
+// statement's fee has no code: its English alone.
+const detailSaidSQL = `CASE
+			WHEN l.reason = 'phantom' AND l.detail = ` + phantomDetail + ` THEN '` + divergences.CodePhantom + `'
+			WHEN l.detail <> '' THEN '` + divergences.CodeLineText + `'
+			WHEN l.reason IN ('amount_mismatch', 'refund_amount_mismatch') AND l.ledger_amount IS NOT NULL
+				THEN '` + divergences.CodeStatementAmount + `'
+			WHEN l.reason = 'fee_mismatch' AND l.fee IS NOT NULL THEN '` + divergences.CodeStatementFee + `'
+			WHEN l.reason = 'fee_mismatch' THEN NULL
+			ELSE '` + divergences.CodeStatementLine + `'
+		END AS detail_code,
+		CASE
+			WHEN l.reason = 'phantom' AND l.detail = ` + phantomDetail + ` THEN '[]'::jsonb
+			WHEN l.detail <> '' THEN jsonb_build_array(l.detail)
+			WHEN l.reason IN ('amount_mismatch', 'refund_amount_mismatch') AND l.ledger_amount IS NOT NULL
+				THEN jsonb_build_array(l.amount, l.ledger_amount)
+			WHEN l.reason = 'fee_mismatch' AND l.fee IS NOT NULL THEN jsonb_build_array(l.fee, coalesce(l.ledger_fee, 0))
+			WHEN l.reason = 'fee_mismatch' THEN NULL
+			ELSE jsonb_build_array(l.kind, l.reason)
+		END AS detail_args`
 
 // pointAtKeySQL points the run's other divergent lines at the divergence
 // of their key: the one just opened, or an earlier run's.

@@ -207,6 +207,10 @@ const matchRefundsSQL = `
 	) v
 	WHERE l.run_id = $1 AND l.line = v.line`
 
+// phantomDetail is a phantom line's detail, in SQL (divergences.Phantom's
+// English).
+const phantomDetail = `'booked in the ledger, absent from the statement'`
+
 // phantomsSQL lists the endpoint's sales and refunds that the run's
 // statement should list and no line of the run names: money the ledger
 // has and the PSP does not (a refund is named by its id or the other id
@@ -225,7 +229,7 @@ const phantomsSQL = `
 	SELECT $1, base.n + row_number() OVER (ORDER BY s.id), 'ledger',
 		CASE s.kind WHEN 'sale' THEN 'paid' ELSE 'refunded' END, coalesce(s.refund_id, ''), 0, s.event_at,
 		'divergence', 'phantom', s.charge_id, s.amount, s.inbox_id,
-		'booked in the ledger, absent from the statement'
+		` + phantomDetail + `
 	FROM (
 		SELECT f.id, f.kind, f.refund_id, f.event_at, f.charge_id, f.amount, f.inbox_id FROM posting_sets f
 		WHERE f.kind IN ('sale', 'refund') AND f.event_at >= $3 AND f.event_at < $4
