@@ -16,14 +16,19 @@ import (
 // own form; a note alone closes only the others. Both go through the
 // functions POST /v1/divergences/{id}/resolve calls.
 
-// offers fills in the bookings each open divergence of rows allows.
+// offers fills in the bookings each open divergence of rows allows, read
+// for the whole page at once.
 func (c *Console) offers(ctx context.Context, rows []divergenceRow) error {
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	offers, err := divergences.OffersOf(ctx, c.DB, ids)
+	if err != nil {
+		return err
+	}
 	for i := range rows {
-		d, err := divergences.Describe(ctx, c.DB, rows[i].ID)
-		if err != nil {
-			return fmt.Errorf("offers of divergence %d: %w", rows[i].ID, err)
-		}
-		rows[i].Offers = d.Offers
+		rows[i].Offers = offers[rows[i].ID]
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/razao/razao/accounts"
 	"github.com/razao/razao/internal/kind"
@@ -61,6 +62,27 @@ func Describe(ctx context.Context, q sqlx.QueryerContext, id int64) (Detail, err
 	}
 	if o := f.offers(); o != nil {
 		out.Offers = o
+	}
+	return out, nil
+}
+
+// OffersOf returns the bookings each of the divergences ids allows, by
+// id, read in one statement: a page of divergences asks for its offers
+// once, not twice a divergence (Describe). A divergence that is not open,
+// or offers nothing, has no entry.
+func OffersOf(ctx context.Context, q sqlx.QueryerContext, ids []int64) (map[int64][]Offer, error) {
+	out := make(map[int64][]Offer, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var fs []figures
+	if err := sqlx.SelectContext(ctx, q, &fs, figuresSQL+` WHERE d.id = ANY($1) AND d.status = 'open'`, pq.Int64Array(ids)); err != nil {
+		return nil, fmt.Errorf("offers of %d divergences: %w", len(ids), err)
+	}
+	for _, f := range fs {
+		if o := f.offers(); o != nil {
+			out[f.ID] = o
+		}
 	}
 	return out, nil
 }

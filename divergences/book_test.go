@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -117,6 +118,21 @@ func TestDivergenceOffersTheBookingsOfItsReason(t *testing.T) {
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s offers %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	// A page's offers, read at once, are each divergence's own.
+	ids := []int64{}
+	for _, c := range cases {
+		ids = append(ids, c.id)
+	}
+	all, err := divergences.OffersOf(ctx, db, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		d, _ := divergences.Describe(ctx, db, c.id)
+		if !reflect.DeepEqual(all[c.id], d.Offers) && (len(all[c.id]) > 0 || len(d.Offers) > 0) {
+			t.Errorf("%s: offers read with the page %+v, alone %+v", c.name, all[c.id], d.Offers)
 		}
 	}
 }
