@@ -1,6 +1,9 @@
 package console
 
-import "github.com/razao/razao/accounts"
+import (
+	"github.com/razao/razao/accounts"
+	"github.com/razao/razao/divergences"
+)
 
 // labels are the Portuguese words the console shows for the values the
 // books store in English: what finance reads is never a column's code.
@@ -43,30 +46,7 @@ var labels = map[string]map[string]string{
 		"open":     "aberta",
 		"resolved": "resolvida",
 	},
-	"reason": { // divergences.reason
-		"unknown_charge":            "cobrança desconhecida",
-		"amount_mismatch":           "valor diferente",
-		"currency_mismatch":         "moeda diferente",
-		"refund_exceeds_paid":       "estorno maior que o pago",
-		"refund_amount_missing":     "estorno sem valor",
-		"malformed":                 "mensagem malformada",
-		"disputed":                  "contestação",
-		"second_payment":            "segundo pagamento",
-		"processing_failed":         "falha no processamento",
-		"refund_of_other_payment":   "estorno de outro pagamento",
-		"refund_amount_changed":     "valor do estorno alterado",
-		"refund_without_payment":    "estorno sem pagamento",
-		"merchant_mismatch":         "lojista diferente",
-		"fee_mismatch":              "tarifa diferente",
-		"refund_amount_mismatch":    "valor do estorno diferente",
-		"refund_not_settled":        "estorno não liquidado",
-		"phantom":                   "só no razão, não no extrato",
-		"invalid_line":              "linha inválida no extrato",
-		"divergent_in_inbox":        "divergente na caixa de entrada",
-		"refund_settlement_unknown": "liquidação do estorno desconhecida",
-		"unknown_refund_status":     "situação de estorno desconhecida",
-		"unknown_refund_nature":     "natureza de estorno desconhecida",
-	},
+	"reason": reasonNames(), // divergences.reason: the divergences package names them
 	"resolution": { // divergences.resolution
 		"customer_credit":   "crédito ao cliente",
 		"revenue":           "receita",
@@ -131,3 +111,13 @@ func pt(kind, value string) string {
 // accountName is the account's Portuguese name (accounts.Name: the chart's,
 // and "Comissões a pagar — <partner>" for a partner's payable).
 func accountName(code string) string { return accounts.Name(code) }
+
+// reasonNames are the divergences' reasons in Portuguese, as their
+// package names them (its details name them too).
+func reasonNames() map[string]string {
+	out := make(map[string]string, len(divergences.ReasonNames))
+	for r, name := range divergences.ReasonNames {
+		out[string(r)] = name
+	}
+	return out
+}

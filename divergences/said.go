@@ -53,6 +53,9 @@ const (
 	// stated is an amount and a fee a PSP stated, either absent
 	// (Figures).
 	stated
+	// reason is a divergence's reason (string), named in Portuguese
+	// (ReasonNames).
+	reason
 )
 
 // saying is one kind of detail: its English and Portuguese formats and
@@ -123,7 +126,7 @@ var sayings = map[string]saying{
 		"estorno em espera por mais de %s pelo pagamento de %s", []arg{duration, id}},
 	CodeStatementAmount: {"the statement says %d, the ledger has %d", "o extrato diz %s; o razão tem %s", []arg{amount, amount}},
 	CodeStatementFee:    {"the statement's fee is %d, the fee booked %d", "a tarifa do extrato é %s; a lançada, %s", []arg{amount, amount}},
-	CodeStatementLine:   {"a %s line of the statement: %s", "uma linha de %s do extrato: %s", []arg{lineKind, id}},
+	CodeStatementLine:   {"a %s line of the statement: %s", "uma linha de %s do extrato: %s", []arg{lineKind, reason}},
 	CodePhantom:         {"booked in the ledger, absent from the statement", "lançado no razão, ausente do extrato", nil},
 	CodeLineText:        {"%s", "linha do extrato: “%s”", []arg{text}},
 }
@@ -302,9 +305,12 @@ func (s Said) Portuguese() string {
 				args[i] = strconv.FormatInt(v, 10)
 			}
 		case string:
-			if name, ok := lineKinds[v]; ok && sy.args[i] == lineKind {
+			switch name, ok := lineKinds[v]; {
+			case ok && sy.args[i] == lineKind:
 				args[i] = name
-			} else {
+			case sy.args[i] == reason:
+				args[i] = Reason(v).Portuguese()
+			default:
 				args[i] = v
 			}
 		case time.Duration:
@@ -321,7 +327,7 @@ func (s Said) Portuguese() string {
 }
 
 // lineKinds name a statement line's kinds as the console's labels do.
-var lineKinds = map[string]string{"paid": "pagamento", "refunded": "estorno", "refund_open": "estorno em aberto", "invalid": "conteúdo ilegível"}
+var lineKinds = map[string]string{"paid": "pagamento", "refunded": "estorno", "refund_open": "estorno em aberto", "invalid": "inválida"}
 
 func (f Figures) english() string {
 	s := "no amount"

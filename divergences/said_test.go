@@ -80,7 +80,7 @@ func TestEveryDetailSaysTheOldEnglishAndPortuguese(t *testing.T) {
 		{say(CodeStatementFee, int64(40), int64(0)), fmt.Sprintf("the statement's fee is %s, the fee booked %s", "40", "0"),
 			[]string{"tarifa", "R$ 0,40", "R$ 0,00"}},
 		{say(CodeStatementLine, "paid", "unknown_charge"), fmt.Sprintf("a %s line of the statement: %s", "paid", "unknown_charge"),
-			[]string{"linha de pagamento do extrato", "unknown_charge"}},
+			[]string{"linha de pagamento do extrato", "cobrança desconhecida"}},
 		{say(CodePhantom), "booked in the ledger, absent from the statement", []string{"ausente do extrato"}},
 		{say(CodeLineText, "line 7: amount: not a number"), "line 7: amount: not a number", []string{"“line 7: amount: not a number”"}},
 	}
