@@ -177,3 +177,27 @@ func TestFindAndActPagesPassAxe(t *testing.T) {
 		})
 	}
 }
+
+// The webhooks' pages pass axe-core too, as an admin sees them (the
+// forms included): the list with an endpoint disabled after failing, that
+// endpoint's attempts log, and an enabled endpoint's page.
+func TestWebhookPagesPassAxe(t *testing.T) {
+	t.Parallel()
+	f := newBareFixture(t)
+	h := withWebhooks(t, f)
+	srv := serve(t, f.router)
+	b := browsertest.New(t, srv.URL, "testoutput")
+	b.SignIn(f.admin)
+	for _, p := range []consolePage{
+		{name: "webhooks", path: "/console/webhooks", ready: "#endpoints"},
+		{name: "webhook-failing", path: fmt.Sprintf("/console/webhooks/%d", h.failing.ID), ready: "#attempts-log"},
+		{name: "webhook-healthy", path: fmt.Sprintf("/console/webhooks/%d", h.healthy.ID), ready: "#replay-form"},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			b.Do(p.name, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+			b.Axe(t, p.name)
+			b.Screenshot(p.name)
+		})
+	}
+	b.NoConsoleErrors(nil)
+}
