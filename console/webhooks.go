@@ -23,9 +23,13 @@ import (
 // attemptsPerPage is one page of an endpoint's attempts log.
 const attemptsPerPage = 50
 
-// excerptRunes is how much of an attempt's response (or error) a row
-// shows: the service keeps up to 4 KiB, the API gives all of it.
-const excerptRunes = 300
+// How much of an attempt's response (or error) a row shows, in the
+// attempts log and as the list's last error: the service keeps up to
+// 4 KiB, the API gives all of it.
+const (
+	excerptRunes     = 300
+	lastErrorExcerpt = 120
+)
 
 // webhookService is the service the API builds, without its Config: the
 // secrets' key and the address guard serve creating, rotating and
@@ -52,13 +56,13 @@ type attemptRow struct {
 	Cut     bool
 }
 
-func newAttemptRow(a outgoing.Attempt) attemptRow {
+func newAttemptRow(a outgoing.Attempt, runes int) attemptRow {
 	row := attemptRow{Attempt: a, N: a.Attempt, OK: a.Status != nil && *a.Status >= 200 && *a.Status < 300}
 	text := a.Response
 	if a.Error != nil {
 		text = *a.Error
 	}
-	row.Excerpt, row.Cut = excerpt(text, excerptRunes)
+	row.Excerpt, row.Cut = excerpt(text, runes)
 	return row
 }
 
@@ -106,7 +110,7 @@ func (c *Console) webhooks(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if len(last) == 1 {
-			if a := newAttemptRow(last[0]); !a.OK {
+			if a := newAttemptRow(last[0], lastErrorExcerpt); !a.OK {
 				row.LastError = &a
 			}
 		}
@@ -171,7 +175,7 @@ func (c *Console) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	pg := webhookPage{Endpoint: e, Done: webhookDone(q)}
 	for _, a := range as {
-		pg.Attempts = append(pg.Attempts, newAttemptRow(a))
+		pg.Attempts = append(pg.Attempts, newAttemptRow(a, excerptRunes))
 	}
 	base := fmt.Sprintf("%s/webhooks/%d", Prefix, id)
 	if len(as) == attemptsPerPage {
@@ -202,13 +206,14 @@ func webhookDone(q url.Values) string {
 		return "Endpoint desativado: nenhum evento é enviado até ele ser ativado de novo."
 	case "reenvio":
 		n, err := strconv.Atoi(q.Get("n"))
-		if err != nil || n < 0 {
+		event, err2 := strconv.ParseInt(q.Get("evento"), 10, 64)
+		if err != nil || err2 != nil || n < 0 || event <= 0 {
 			return ""
 		}
 		if n == 0 {
-			return "Nenhum evento enfileirado: o endpoint ainda não chegou a esse evento (ele segue a caminho) ou não assina o tópico dele."
+			return fmt.Sprintf("Nenhum evento enfileirado: o endpoint ainda não chegou ao evento %d (ele segue a caminho) ou não assina o tópico dele.", event)
 		}
-		return fmt.Sprintf("Evento %s enfileirado para reenvio: vai antes do próximo evento novo, com o mesmo webhook-id.", q.Get("evento"))
+		return fmt.Sprintf("Evento %d enfileirado para reenvio: vai antes do próximo evento novo, com o mesmo webhook-id.", event)
 	}
 	return ""
 }

@@ -25,8 +25,9 @@ import (
 const hookWait = 30 * time.Second
 
 // hookAnswer is what a failing receiver answers: markup, which every page
-// must show escaped.
-const hookAnswer = `<script>alert("razao")</script><b>fora do ar</b>`
+// must show escaped, then more than a row shows (and than the service
+// keeps), without a space.
+var hookAnswer = `<script>alert("razao")</script><b>fora do ar</b> ` + strings.Repeat("indisponível-", 400)
 
 // hookReceiver is the selling app's webhook handler: 503 with hookAnswer
 // while failing, else 200; it records the webhook-id and status of each
@@ -235,6 +236,9 @@ func TestWebhookPagesShowTheEndpointsAndTheirAttempts(t *testing.T) {
 		if !strings.HasSuffix(row, "<td>"+next+"</td>") {
 			t.Errorf("attempt %d's next try is not shown as %s: %s", a.ID, next, row)
 		}
+	}
+	if !strings.Contains(page, "</code>… <span class=\"hint\">(cortada)</span>") || strings.Contains(page, strings.Repeat("indisponível-", 30)) {
+		t.Error("a long response is not cut, saying so")
 	}
 	noSecret("endpoint", page)
 	noForms("endpoint", page)
