@@ -192,11 +192,11 @@ func TestWebhookPagesShowTheEndpointsAndTheirAttempts(t *testing.T) {
 			t.Errorf("endpoint %d's state: %q, want %q", id, got, want)
 		}
 	}
-	if got := rowField(t, page, "data-endpoint", strconv.FormatInt(h.failing.ID, 10), "error"); !strings.HasPrefix(got, "HTTP 503 em ") {
+	if got := rowField(t, page, "data-last-error", strconv.FormatInt(h.failing.ID, 10), "error"); !strings.HasPrefix(got, `<span class="problem">Último erro</span>: HTTP 503 em `) {
 		t.Errorf("the failing endpoint's last error: %q", got)
 	}
-	if got := rowField(t, page, "data-endpoint", strconv.FormatInt(h.healthy.ID, 10), "error"); got != "—" {
-		t.Errorf("the healthy endpoint's last error: %q, want —", got)
+	if strings.Contains(page, fmt.Sprintf(`data-last-error="%d"`, h.healthy.ID)) {
+		t.Error("the healthy endpoint is shown a last error")
 	}
 	noSecret("list", page)
 	noForms("list", page)
@@ -225,6 +225,9 @@ func TestWebhookPagesShowTheEndpointsAndTheirAttempts(t *testing.T) {
 		if !strings.Contains(row, "<th scope=\"row\">"+at(a.At)+"</th>") || !strings.Contains(row, "HTTP 503") ||
 			!strings.Contains(row, fmt.Sprintf(`<td class="num">%d ms</td>`, a.LatencyMS)) {
 			t.Errorf("attempt %d's row: %s", a.ID, row)
+		}
+		if got := rowField(t, page, "data-response", strconv.FormatInt(a.ID, 10), "response"); !strings.HasPrefix(got, fmt.Sprintf("Resposta da tentativa %d: <code>%s", a.Attempt, escaped[0])) {
+			t.Errorf("attempt %d's response: %s", a.ID, got)
 		}
 		if got := rowField(t, page, "data-attempt", strconv.FormatInt(a.ID, 10), "attempt"); got != strconv.Itoa(a.Attempt) {
 			t.Errorf("attempt %d's number: %q, want %d", a.ID, got, a.Attempt)
