@@ -184,6 +184,7 @@ func TestFindAndActPagesPassAxe(t *testing.T) {
 func TestWebhookPagesPassAxe(t *testing.T) {
 	t.Parallel()
 	f := newBareFixture(t)
+	f.runHub(t)
 	h := withWebhooks(t, f)
 	srv := serve(t, f.router)
 	b := browsertest.New(t, srv.URL, "testoutput")
@@ -199,6 +200,15 @@ func TestWebhookPagesPassAxe(t *testing.T) {
 			b.Screenshot(p.name)
 		})
 	}
+	// The live strip says the endpoint was disabled (read from the
+	// stream's start: each page resumes after the last event shown).
+	b.Eval(`sessionStorage.clear()`)
+	b.Do("disabled, live", chromedp.Navigate(srv.URL+"/console/webhooks"),
+		chromedp.WaitVisible(chromedp.CSS(`#live-events li[data-topic="webhook_endpoint.disabled"]`)))
+	if got, want := b.Text(`#live-events li[data-topic="webhook_endpoint.disabled"]`), fmt.Sprintf("Webhook desativado por falhas · endpoint #%d", h.failing.ID); !strings.HasSuffix(got, want) {
+		t.Errorf("the live strip says %q, want … %q", got, want)
+	}
+	b.Screenshot("webhooks-live")
 	// On a phone the tables scroll inside their own box, which axe
 	// checks too.
 	b.Do("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
