@@ -177,3 +177,50 @@ func TestFindAndActPagesPassAxe(t *testing.T) {
 		})
 	}
 }
+
+// The webhooks' pages pass axe-core too, as an admin sees them (the
+// forms included): the list with an endpoint disabled after failing, that
+// endpoint's attempts log, and an enabled endpoint's page.
+func TestWebhookPagesPassAxe(t *testing.T) {
+	t.Parallel()
+	f := newBareFixture(t)
+	f.runHub(t)
+	h := withWebhooks(t, f)
+	srv := serve(t, f.router)
+	b := browsertest.New(t, srv.URL, "testoutput")
+	b.SignIn(f.admin)
+	for _, p := range []consolePage{
+		{name: "webhooks", path: "/console/webhooks", ready: "#endpoints"},
+		{name: "webhook-failing", path: fmt.Sprintf("/console/webhooks/%d", h.failing.ID), ready: "#attempts-log"},
+		{name: "webhook-healthy", path: fmt.Sprintf("/console/webhooks/%d", h.healthy.ID), ready: "#replay-form"},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			b.Do(p.name, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+			b.Axe(t, p.name)
+			b.Screenshot(p.name)
+		})
+	}
+	// The live strip says the endpoint was disabled (read from the
+	// stream's start: each page resumes after the last event shown).
+	b.Eval(`sessionStorage.clear()`)
+	b.Do("disabled, live", chromedp.Navigate(srv.URL+"/console/webhooks"),
+		chromedp.WaitVisible(chromedp.CSS(`#live-events li[data-topic="webhook_endpoint.disabled"]`)))
+	if got, want := b.Text(`#live-events li[data-topic="webhook_endpoint.disabled"]`), fmt.Sprintf("Webhook desativado por falhas · endpoint #%d", h.failing.ID); !strings.HasSuffix(got, want) {
+		t.Errorf("the live strip says %q, want … %q", got, want)
+	}
+	b.Screenshot("webhooks-live")
+	// On a phone the tables scroll inside their own box, which axe
+	// checks too.
+	b.Do("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	for _, p := range []consolePage{
+		{name: "webhooks-phone", path: "/console/webhooks", ready: "#endpoints"},
+		{name: "webhook-failing-phone", path: fmt.Sprintf("/console/webhooks/%d", h.failing.ID), ready: "#attempts-log"},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			b.Do(p.name, chromedp.Navigate(srv.URL+p.path), chromedp.WaitVisible(chromedp.CSS(p.ready)))
+			b.Axe(t, p.name)
+			b.Screenshot(p.name)
+		})
+	}
+	b.NoConsoleErrors(nil)
+}

@@ -97,7 +97,7 @@ func New(db *sqlx.DB, ledger *postings.Ledger, events http.Handler, log *slog.Lo
 
 // pageNames are the templates, each parsed with the layout.
 var pageNames = []string{"login", "month", "chart", "account", "divergences", "periods", "close", "partners", "partner", "error",
-	"journal", "search", "charge", "adjustments", "reconciliations", "reconciliation"}
+	"journal", "search", "charge", "adjustments", "reconciliations", "reconciliation", "webhooks", "webhook"}
 
 func (c *Console) parse() error {
 	loc := c.Ledger.Calendar().Location()
@@ -161,6 +161,11 @@ func (c *Console) Register(r *mux.Router) {
 	admin("/adjustments/reversal", c.reverseSet)
 	admin("/adjustments/{id}/approve", c.approveAdjustment)
 	admin("/adjustments/{id}/reject", c.rejectAdjustment)
+	page(http.MethodGet, "/webhooks", c.webhooks)
+	page(http.MethodGet, "/webhooks/{id:.+}", c.webhook) // .+: an id with a "/" is the console's 404 too
+	admin("/webhooks/{id}/enable", c.enableWebhook)
+	admin("/webhooks/{id}/disable", c.disableWebhook)
+	admin("/webhooks/{id}/replay", c.replayWebhook)
 	if c.Events != nil {
 		page(http.MethodGet, "/events", c.events)
 	}

@@ -89,6 +89,10 @@ var labels = map[string]map[string]string{
 		"income":    "receita",
 		"expense":   "despesa",
 	},
+	"disabled_reason": { // webhook_endpoints.disabled_reason
+		"operator": "desativado por um operador",
+		"failing":  "desativado após falhar todas as tentativas",
+	},
 	"period": { // periods.Period.Status
 		"open":   "aberto",
 		"closed": "fechado",

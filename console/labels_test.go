@@ -14,21 +14,22 @@ func TestEveryStoredValueHasItsPortugueseWord(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	kinds := map[string]string{
-		"ck_charges_state":                "charge",
-		"ck_inbox_status":                 "delivery",
-		"ck_inbox_kind":                   "event",
-		"ck_posting_sets_kind":            "set",
-		"ck_divergences_status":           "divergence",
-		"ck_divergences_reason":           "reason",
-		"ck_divergences_resolution":       "resolution",
-		"ck_adjustments_status":           "adjustment",
-		"ck_adjustments_kind":             "adjustment_kind",
-		"ck_reconciliation_runs_status":   "run",
-		"ck_export_runs_status":           "run",
-		"ck_reconciliation_lines_outcome": "outcome",
-		"ck_reconciliation_lines_kind":    "line",
-		"ck_accounts_type":                "type",
-		"ck_accounts_normal_side":         "side",
+		"ck_charges_state":                     "charge",
+		"ck_inbox_status":                      "delivery",
+		"ck_inbox_kind":                        "event",
+		"ck_posting_sets_kind":                 "set",
+		"ck_divergences_status":                "divergence",
+		"ck_divergences_reason":                "reason",
+		"ck_divergences_resolution":            "resolution",
+		"ck_adjustments_status":                "adjustment",
+		"ck_adjustments_kind":                  "adjustment_kind",
+		"ck_reconciliation_runs_status":        "run",
+		"ck_export_runs_status":                "run",
+		"ck_reconciliation_lines_outcome":      "outcome",
+		"ck_reconciliation_lines_kind":         "line",
+		"ck_accounts_type":                     "type",
+		"ck_accounts_normal_side":              "side",
+		"ck_webhook_endpoints_disabled_reason": "disabled_reason",
 	}
 	quoted := regexp.MustCompile(`'([a-z_]+)'`)
 	for name, kind := range kinds {

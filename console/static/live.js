@@ -12,7 +12,8 @@
   var labels = {
     "charge.paid": "Cobrança paga",
     "charge.refunded": "Cobrança estornada",
-    "divergence.opened": "Divergência aberta"
+    "divergence.opened": "Divergência aberta",
+    "webhook_endpoint.disabled": "Webhook desativado por falhas"
   };
   var key = "razao.console.lastEventId";
   var after = "";
@@ -35,7 +36,8 @@
       // In the ledger's zone (the list's data-time-zone), as every page's times, not the browser's.
       var when = data.created_at ? new Date(data.created_at).toLocaleTimeString("pt-BR", { timeZone: list.getAttribute("data-time-zone") || undefined }) : "";
       // textContent, never innerHTML: a charge id is the selling app's text.
-      item.textContent = when + " · " + labels[topic] + (data.charge_id ? " · " + data.charge_id : "");
+      var about = data.charge_id || (data.payload && data.payload.endpoint_id ? "endpoint #" + data.payload.endpoint_id : "");
+      item.textContent = when + " · " + labels[topic] + (about ? " · " + about : "");
       list.insertBefore(item, list.firstChild);
       while (list.children.length > 50) {
         list.removeChild(list.lastChild);
