@@ -161,8 +161,10 @@ func (c *Console) Register(r *mux.Router) {
 	admin("/adjustments/reversal", c.reverseSet)
 	admin("/adjustments/{id}/approve", c.approveAdjustment)
 	admin("/adjustments/{id}/reject", c.rejectAdjustment)
-	page(http.MethodGet, "/webhooks", c.webhooks)
-	page(http.MethodGet, "/webhooks/{id:.+}", c.webhook) // .+: an id with a "/" is the console's 404 too
+	// The webhooks' pages are an admin's, as /v1/webhook-endpoints is: an
+	// endpoint's URL may carry the app's own token.
+	page(http.MethodGet, "/webhooks", c.adminOnly(c.webhooks))
+	page(http.MethodGet, "/webhooks/{id:.+}", c.adminOnly(c.webhook)) // .+: an id with a "/" is the console's 404 too
 	admin("/webhooks/{id}/enable", c.enableWebhook)
 	admin("/webhooks/{id}/disable", c.disableWebhook)
 	admin("/webhooks/{id}/replay", c.replayWebhook)
@@ -254,6 +256,9 @@ func (c *Console) parseForm(w http.ResponseWriter, r *http.Request) bool {
 	}
 	return true
 }
+
+// adminOnly is requireAdmin of a page's handler.
+func (c *Console) adminOnly(h http.HandlerFunc) http.HandlerFunc { return c.requireAdmin(h).ServeHTTP }
 
 // requireAdmin lets through sessions whose token has the admin scope.
 func (c *Console) requireAdmin(next http.Handler) http.Handler {
