@@ -611,9 +611,10 @@ func (h *holder) saveIfDue(ctx context.Context, force bool) error {
 }
 
 // save writes the attempts log, the cursor and the lease in one
-// transaction, then runs more (a failure's record) in it too. A lease
-// that is no longer this holder's writes nothing and ends the hold.
-func (h *holder) save(ctx context.Context, more func(*sqlx.Tx) error) error {
+// transaction, then runs more (a failure's record) in it too, given the
+// endpoint as it now is (its row locked until the commit). A lease that
+// is no longer this holder's writes nothing and ends the hold.
+func (h *holder) save(ctx context.Context, more func(*sqlx.Tx, leased) error) error {
 	d := h.d
 	tx, err := d.db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -634,7 +635,7 @@ func (h *holder) save(ctx context.Context, more func(*sqlx.Tx) error) error {
 		return err
 	}
 	if more != nil {
-		if err := more(tx); err != nil {
+		if err := more(tx, ep); err != nil {
 			return err
 		}
 	}
@@ -647,7 +648,7 @@ func (h *holder) save(ctx context.Context, more func(*sqlx.Tx) error) error {
 
 // release saves and gives the lease back, due again at once.
 func (h *holder) release(ctx context.Context) error {
-	return h.save(ctx, func(tx *sqlx.Tx) error {
+	return h.save(ctx, func(tx *sqlx.Tx, _ leased) error {
 		_, err := tx.ExecContext(ctx, releaseSQL, h.ep.ID, h.token, h.d.now())
 		return err
 	})
@@ -672,7 +673,10 @@ func (h *holder) fail(ctx context.Context, head events.Event, a attemptLog) erro
 		failingSince = h.ep.FailingSince.Time
 	}
 	epID := h.ep.ID
-	err := h.save(ctx, func(tx *sqlx.Tx) error {
+	err := h.save(ctx, func(tx *sqlx.Tx, ep leased) error {
+		// Disabled meanwhile by an operator: it stays so, for the
+		// operator's reason, and no event says it failed.
+		disable = disable && ep.Enabled
 		if _, err := tx.ExecContext(ctx, failSQL, h.ep.ID, h.token, a.attempt, head.ID, next, disable, now); err != nil {
 			return fmt.Errorf("record failed attempt: %w", err)
 		}

@@ -119,10 +119,15 @@ FROM webhook_replays r JOIN outbox o ON o.id = r.event_id
 WHERE r.endpoint_id = $1 ORDER BY r.event_xid, r.event_id LIMIT 1`
 
 // failSQL records a failed attempt on the head: the next try at $5, the
-// lease given back. With $6 the endpoint is disabled instead.
+// lease given back. With $6 the endpoint is disabled instead. A failure
+// never enables anything: an operator may have disabled the endpoint
+// while the attempt was in flight (the lease does not hold off the
+// operator), and that disablement, its reason and date stay.
 const failSQL = `
 UPDATE webhook_endpoints SET attempt = $3, head_event_id = $4, next_at = $5, failing_since = coalesce(failing_since, $7),
-	enabled = NOT $6, disabled_reason = CASE WHEN $6 THEN 'failing' END, disabled_at = CASE WHEN $6 THEN $7::timestamptz END,
+	enabled = enabled AND NOT $6,
+	disabled_reason = CASE WHEN enabled AND $6 THEN 'failing' ELSE disabled_reason END,
+	disabled_at = CASE WHEN enabled AND $6 THEN $7::timestamptz ELSE disabled_at END,
 	lease_token = NULL, lease_until = NULL
 WHERE id = $1 AND lease_token = $2`
 

@@ -1,0 +1,72 @@
+package outgoing_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/razao/razao/events"
+	"github.com/razao/razao/outgoing"
+)
+
+// An operator disables an endpoint while an attempt is in flight, and the
+// attempt fails: the endpoint stays disabled by the operator, and no
+// failure turns it on again.
+func TestAnOperatorsDisableSurvivesAFailingAttemptInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *outgoing.Config) { c.Schedule = []time.Duration{time.Hour, time.Hour} })
+	inFlight := make(chan struct{}, 10)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight <- struct{}{}
+		<-release
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	ep := b.create(t, srv.URL)
+	b.run(t)
+	b.appendEvents(t, events.TopicChargePaid)
+	select {
+	case <-inFlight:
+	case <-time.After(waitFor):
+		t.Fatal("no attempt")
+	}
+	off := false
+	if _, err := b.svc.Update(context.Background(), ep.ID, outgoing.Patch{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	got := waitAttempts(t, b, ep.ID, 1)
+	if got[0].Status == nil || *got[0].Status != http.StatusServiceUnavailable {
+		t.Fatalf("attempt %+v, want the 503 logged", got[0])
+	}
+	e, err := b.svc.Get(context.Background(), ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Enabled || e.DisabledReason != "operator" || e.DisabledAt == nil {
+		t.Errorf("after the failure in flight: enabled %v, reason %q, at %v; want disabled by the operator", e.Enabled, e.DisabledReason, e.DisabledAt)
+	}
+}
+
+// waitAttempts waits until the endpoint's attempts log has at least n
+// attempts and returns them, newest first.
+func waitAttempts(t *testing.T, b *bundle, id int64, n int) []outgoing.Attempt {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		as, err := b.svc.Attempts(context.Background(), id, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(as) >= n {
+			return as
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("endpoint %d: %d attempts logged after %s, want %d", id, len(as), waitFor, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
