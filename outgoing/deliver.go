@@ -200,7 +200,13 @@ func (d *Dispatcher) Run(ctx context.Context) {
 					defer wg.Done()
 					d.hold(ctx, id, token)
 					<-held
-					done <- struct{}{}
+					// A wake-up, never waited on: after ctx ends Run no
+					// longer reads done but waits for the holders, and
+					// a holder blocked here would hang it.
+					select {
+					case done <- struct{}{}:
+					default:
+					}
 				}()
 			}
 		}

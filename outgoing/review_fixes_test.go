@@ -2,6 +2,9 @@ package outgoing_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -68,5 +71,30 @@ func waitAttempts(t *testing.T, b *bundle, id int64, n int) []outgoing.Attempt {
 			t.Fatalf("endpoint %d: %d attempts logged after %s, want %d", id, len(as), waitFor, n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Run returns soon after its context ends, however the holders' ends
+// fall about it: a holder never blocks on telling Run it is done.
+func TestShutdownNeverHangs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *outgoing.Config) { c.MaxConcurrent = 3; c.Interval = time.Millisecond })
+	rcv := newReceiver(t, nil)
+	for range 40 {
+		b.create(t, rcv.srv.URL)
+	}
+	for i := range 100 {
+		d := outgoing.NewDispatcher(b.db, b.cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { d.Run(ctx); close(done) }()
+		// Shutdowns at every point of the holders' short lives.
+		time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(waitFor):
+			t.Fatalf("cycle %d: Run did not return %s after its context ended", i, waitFor)
+		}
 	}
 }
