@@ -423,6 +423,10 @@ type holder struct {
 	// sigs are the signers of sigKey's secrets (see signers).
 	sigs   []*standardwebhooks.Webhook
 	sigKey string
+	// reads counts the batches taken from the outbox; settingsRead is
+	// its value when the endpoint's settings were last read (see
+	// refresh).
+	reads, settingsRead int
 }
 
 // hold delivers to endpoint id until it has nothing due, fails, is
@@ -479,6 +483,7 @@ func (h *holder) run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			h.reads++
 			// Replays go ahead of the next new event: looked for after
 			// each read of the outbox (so a replay asked for before an
 			// event committed goes before it), not before every event.
@@ -514,6 +519,15 @@ func (h *holder) run(ctx context.Context) error {
 			}
 			idleSince = time.Time{}
 			head = batch[0]
+			if !h.ep.Wants(head.Topic) && h.settingsRead < h.reads {
+				// Topics read before this batch may predate a change
+				// committed before some of its events: read them again
+				// before passing any over (once a batch).
+				if err := h.refresh(ctx); err != nil {
+					return err
+				}
+				continue
+			}
 			if !h.ep.Wants(head.Topic) {
 				h.cursor, batch = head.Cursor, batch[1:]
 				h.unsaved++
@@ -649,6 +663,33 @@ func (h *holder) save(ctx context.Context, more func(*sqlx.Tx, leased) error) er
 		return fmt.Errorf("save webhook progress: %w", err)
 	}
 	h.ep, h.logs, h.unsaved, h.lastSave = ep, nil, 0, time.Now()
+	h.settingsRead = h.reads
+	return nil
+}
+
+// refresh reads the endpoint's settings again. An event is passed over
+// only by settings read after the batch that carries it was read, and so
+// after it committed: a topic added by a change committed before the
+// event is known, and no event it wants is passed over.
+func (h *holder) refresh(ctx context.Context) error {
+	var s struct {
+		URL            string         `db:"url"`
+		Topics         pq.StringArray `db:"topics"`
+		Enabled        bool           `db:"enabled"`
+		Secret         []byte         `db:"secret"`
+		PreviousSecret []byte         `db:"previous_secret"`
+		PreviousUntil  sql.NullTime   `db:"previous_until"`
+	}
+	reads := h.reads
+	if err := sqlx.GetContext(ctx, h.d.db, &s, settingsSQL, h.ep.ID, h.token); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return errLeaseLost
+		}
+		return fmt.Errorf("read webhook endpoint %d: %w", h.ep.ID, err)
+	}
+	h.ep.URL, h.ep.Topics, h.ep.Enabled = s.URL, s.Topics, s.Enabled
+	h.ep.Secret, h.ep.PreviousSecret, h.ep.PreviousUntil = s.Secret, s.PreviousSecret, s.PreviousUntil
+	h.settingsRead = reads
 	return nil
 }
 

@@ -98,3 +98,52 @@ func TestShutdownNeverHangs(t *testing.T) {
 		}
 	}
 }
+
+// A topic added to an endpoint while its holder is busy delivering gets
+// every event of that topic committed after the change: the holder does
+// not pass over them with the topics it read before.
+func TestATopicAddedWhileDeliveringIsNotSkipped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rcv := newReceiver(t, nil)
+	ep := b.create(t, rcv.srv.URL, string(events.TopicChargePaid))
+	rcv.trust(ep.Secret)
+	b.run(t)
+	// A steady flow keeps the holder on its lease, with the topics it read.
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			b.appendEvents(t, events.TopicChargePaid)
+		}
+	}()
+	defer func() { close(stop); <-stopped }()
+	rcv.waitUntil(func(ds []delivery) bool { return len(ds) >= 5 })
+	ts := []string{string(events.TopicChargePaid), string(events.TopicChargeRefunded)}
+	if _, err := b.svc.Update(context.Background(), ep.ID, outgoing.Patch{Topics: &ts}); err != nil {
+		t.Fatal(err)
+	}
+	b.appendEvents(t, events.TopicChargeRefunded)
+	// Once the cursor is past the new event, it was delivered or skipped.
+	deadline := time.Now().Add(waitFor)
+	for passed := false; !passed; time.Sleep(20 * time.Millisecond) {
+		if err := b.db.Get(&passed, `SELECT (e.after_xid, e.after_id) >= (o.xid, o.id) FROM webhook_endpoints e, outbox o
+			WHERE e.id = $1 AND o.topic = 'charge.refunded'`, ep.ID); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cursor never passed the charge.refunded")
+		}
+	}
+	for _, d := range rcv.deliveries() {
+		if d.Event.Topic == string(events.TopicChargeRefunded) {
+			return
+		}
+	}
+	t.Error("the charge.refunded committed after its topic was added was passed over")
+}

@@ -105,6 +105,11 @@ WHERE id = $1 AND lease_token = $2
 RETURNING id, url, topics, enabled, secret, previous_secret, previous_until, after_xid::text AS after_xid,
 	after_id, attempt, head_event_id, failing_since`
 
+// settingsSQL reads what an operator may have changed of a leased
+// endpoint, while the lease is still this one's.
+const settingsSQL = `SELECT url, topics, enabled, secret, previous_secret, previous_until
+FROM webhook_endpoints WHERE id = $1 AND lease_token = $2`
+
 // endpointExistsSQL tells a deleted endpoint from a lease taken over.
 const endpointExistsSQL = `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1)`
 
