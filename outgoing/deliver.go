@@ -42,8 +42,13 @@ const (
 	flushAfter = time.Second
 	// holdMax is the longest one claim keeps an endpoint: then it is
 	// given back (due at once) so that, with more endpoints than
-	// MaxConcurrent, every one gets its turn.
+	// MaxConcurrent, every one gets its turn. Shortened to fit in the
+	// lease with an attempt (Dispatcher.holdMax).
 	holdMax = 30 * time.Second
+	// leaseMargin is what must be left of a lease when an attempt
+	// ends: an attempt begins only with Timeout+leaseMargin left, the
+	// lease renewed first if less is.
+	leaseMargin = time.Second
 	// minReadGap spaces a holder's reads of the outbox when events trickle
 	// in: one read per commit would be one per endpoint per commit, and
 	// each read computes the outbox's horizon (pg_locks,
@@ -68,7 +73,10 @@ type Dispatcher struct {
 	now    func() time.Time
 	client *http.Client
 	lease  time.Duration
-	dbURL  string
+	// holdMax is the package's holdMax, shortened so that holdMax plus
+	// one attempt ends within a lease even unrenewed.
+	holdMax time.Duration
+	dbURL   string
 
 	// OnCommit, when set, is called after the dispatcher commits an
 	// outbox event (an endpoint disabled), to announce it (events.Notifier).
@@ -140,6 +148,7 @@ func NewDispatcher(db *sqlx.DB, cfg Config, log *slog.Logger, now func() time.Ti
 			Help: "Webhook endpoints disabled after failing every attempt of the retry schedule.",
 		}),
 	}
+	d.holdMax = min(holdMax, d.lease-cfg.Timeout-leaseMargin)
 	if cfg.MaxPerSecond > 0 {
 		d.limiter = rate.NewLimiter(rate.Limit(cfg.MaxPerSecond), max(1, cfg.MaxPerSecond/10))
 	}
@@ -189,6 +198,9 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	lastPurge := time.Time{}
 	for {
 		if free := d.cfg.MaxConcurrent - len(held); free > 0 {
+			// The leases run out lease after the claim's statement,
+			// which began after this.
+			claimed := time.Now()
 			token, ids, err := d.claim(ctx, free)
 			if err != nil && ctx.Err() == nil {
 				d.log.Warn("webhooks: claim endpoints", "error", err)
@@ -198,7 +210,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					d.hold(ctx, id, token)
+					d.hold(ctx, id, token, claimed.Add(d.lease))
 					<-held
 					// A wake-up, never waited on: after ctx ends Run no
 					// longer reads done but waits for the holders, and
@@ -420,6 +432,10 @@ type holder struct {
 	lastSave time.Time
 	// lastLogged is when a first-try success was last logged.
 	lastLogged time.Time
+	// leaseEnd is when the lease runs out at the latest, by this
+	// process's monotonic clock: taken before the statement that
+	// set it, whose now() is later.
+	leaseEnd time.Time
 	// sigs are the signers of sigKey's secrets (see signers).
 	sigs   []*standardwebhooks.Webhook
 	sigKey string
@@ -431,8 +447,8 @@ type holder struct {
 
 // hold delivers to endpoint id until it has nothing due, fails, is
 // disabled, loses its lease, holds it for holdMax, or ctx ends.
-func (d *Dispatcher) hold(ctx context.Context, id int64, token string) {
-	h := &holder{d: d, token: token, lastSave: time.Now()}
+func (d *Dispatcher) hold(ctx context.Context, id int64, token string, leaseEnd time.Time) {
+	h := &holder{d: d, token: token, lastSave: time.Now(), leaseEnd: leaseEnd}
 	if err := sqlx.GetContext(ctx, d.db, &h.ep, leaseSQL, id, token); err != nil {
 		if !errors.Is(err, sql.ErrNoRows) && ctx.Err() == nil {
 			d.log.Warn("webhooks: read leased endpoint", "endpoint", id, "error", err)
@@ -469,7 +485,7 @@ func (h *holder) run(ctx context.Context) error {
 		if !h.ep.Enabled {
 			return h.release(ctx)
 		}
-		if ctx.Err() != nil || time.Since(began) > holdMax {
+		if ctx.Err() != nil || time.Since(began) > d.holdMax {
 			return h.release(context.WithoutCancel(ctx))
 		}
 		if len(batch) == 0 {
@@ -542,9 +558,27 @@ func (h *holder) run(ctx context.Context) error {
 			n = h.ep.Attempt + 1
 		}
 		if d.limiter != nil {
-			if err := d.limiter.Wait(ctx); err != nil {
+			if err := h.renewIfShort(ctx); err != nil {
+				return err
+			}
+			// The wait ends while an attempt still fits in the lease.
+			wctx, cancel := context.WithDeadline(ctx, h.leaseEnd.Add(-d.cfg.Timeout-leaseMargin))
+			err := d.limiter.Wait(wctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				// The wait would outlast the lease: renewed, wait again.
+				if err := h.renew(ctx); err != nil {
+					return err
+				}
+			}
+			if err != nil {
 				continue // the shutdown: released at the loop's top
 			}
+		}
+		// An attempt lasts at most Timeout: it begins only if it ends
+		// within the lease, so no other holder can begin meanwhile.
+		if err := h.renewIfShort(ctx); err != nil {
+			return err
 		}
 		var a attemptLog
 		if signers, err := h.signers(); err != nil {
@@ -575,10 +609,18 @@ func (h *holder) run(ctx context.Context) error {
 		}
 		h.ep.Attempt, h.ep.HeadEventID = 0, sql.NullInt64{}
 		if isReplay {
-			if _, err := d.db.ExecContext(context.WithoutCancel(ctx), doneReplaySQL, h.ep.ID, head.ID, h.token); err != nil {
+			res, err := d.db.ExecContext(context.WithoutCancel(ctx), doneReplaySQL, h.ep.ID, head.ID, h.token)
+			if err != nil {
 				return fmt.Errorf("replay of event %d done: %w", head.ID, err)
 			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				// Taken over: the replay is the new holder's now.
+				return errLeaseLost
+			}
 			replays = true
+			if err := h.saveIfDue(context.WithoutCancel(ctx), false); err != nil {
+				return err
+			}
 			continue
 		}
 		h.cursor, batch = head.Cursor, batch[1:]
@@ -636,6 +678,7 @@ func (h *holder) saveIfDue(ctx context.Context, force bool) error {
 // is no longer this holder's writes nothing and ends the hold.
 func (h *holder) save(ctx context.Context, more func(*sqlx.Tx, leased) error) error {
 	d := h.d
+	began := time.Now()
 	tx, err := d.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("save webhook progress: %w", err)
@@ -664,14 +707,39 @@ func (h *holder) save(ctx context.Context, more func(*sqlx.Tx, leased) error) er
 	}
 	h.ep, h.logs, h.unsaved, h.lastSave = ep, nil, 0, time.Now()
 	h.settingsRead = h.reads
+	h.leaseEnd = began.Add(d.lease)
 	return nil
 }
 
-// refresh reads the endpoint's settings again. An event is passed over
+// renewIfShort renews the lease when less than an attempt and
+// leaseMargin is left of it.
+func (h *holder) renewIfShort(ctx context.Context) error {
+	if time.Until(h.leaseEnd) >= h.d.cfg.Timeout+leaseMargin {
+		return nil
+	}
+	return h.renew(ctx)
+}
+
+// renew renews the lease and reads the endpoint's settings again; a
+// lease no longer this holder's ends the hold.
+func (h *holder) renew(ctx context.Context) error {
+	began := time.Now()
+	if err := h.readSettings(ctx, renewSQL, h.ep.ID, h.token, interval(h.d.lease)); err != nil {
+		return err
+	}
+	h.leaseEnd = began.Add(h.d.lease)
+	return nil
+}
+
+// refresh reads the endpoint's settings again (renewing the lease). An event is passed over
 // only by settings read after the batch that carries it was read, and so
 // after it committed: a topic added by a change committed before the
 // event is known, and no event it wants is passed over.
-func (h *holder) refresh(ctx context.Context) error {
+func (h *holder) refresh(ctx context.Context) error { return h.renew(ctx) }
+
+// readSettings runs query, which answers the endpoint's settings while
+// the lease is this holder's, and keeps them.
+func (h *holder) readSettings(ctx context.Context, query string, args ...any) error {
 	var s struct {
 		URL            string         `db:"url"`
 		Topics         pq.StringArray `db:"topics"`
@@ -681,7 +749,7 @@ func (h *holder) refresh(ctx context.Context) error {
 		PreviousUntil  sql.NullTime   `db:"previous_until"`
 	}
 	reads := h.reads
-	if err := sqlx.GetContext(ctx, h.d.db, &s, settingsSQL, h.ep.ID, h.token); err != nil {
+	if err := sqlx.GetContext(ctx, h.d.db, &s, query, args...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return errLeaseLost
 		}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,4 +147,81 @@ func TestATopicAddedWhileDeliveringIsNotSkipped(t *testing.T) {
 		}
 	}
 	t.Error("the charge.refunded committed after its topic was added was passed over")
+}
+
+// Two dispatchers, a short timeout (so a short lease) and replays that
+// take longer than the lease: the holder renews its lease as it goes,
+// so the endpoint never has two requests in flight at once and no
+// replay is sent twice.
+func TestALeaseOutlastsLongReplaysAcrossDispatchers(t *testing.T) {
+	t.Parallel()
+	// A lease of 3 × (200 ms + 1 s); 60 replays of 100 ms take twice it.
+	b := setup(t, func(c *outgoing.Config) { c.Timeout = 200 * time.Millisecond })
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	slow := false
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		s := slow
+		if s {
+			seen[r.Header.Get("webhook-id")]++
+		}
+		mu.Unlock()
+		if s {
+			time.Sleep(100 * time.Millisecond)
+		}
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	ep := b.create(t, srv.URL)
+	b.run(t)
+	b.run(t)
+	const n = 60
+	for range n {
+		b.appendEvents(t, events.TopicChargePaid)
+	}
+	// Replays are of events behind the cursor: wait until it passed all.
+	deadline := time.Now().Add(waitFor)
+	for passed := false; !passed; time.Sleep(20 * time.Millisecond) {
+		if err := b.db.Get(&passed, `SELECT NOT EXISTS (SELECT 1 FROM webhook_endpoints e JOIN outbox o
+			ON (o.xid, o.id) > (e.after_xid, e.after_id) WHERE e.id = $1)`, ep.ID); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cursor never passed the events")
+		}
+	}
+	mu.Lock()
+	slow, most = true, 0
+	mu.Unlock()
+	since, until := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	if q, err := b.svc.Replay(context.Background(), ep.ID, outgoing.Replay{Since: &since, Until: &until}); err != nil || q != n {
+		t.Fatalf("replay: %d queued, %v; want %d", q, err, n)
+	}
+	for pending := 1; pending > 0; time.Sleep(20 * time.Millisecond) {
+		if err := b.db.Get(&pending, `SELECT count(*) FROM webhook_replays`); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline.Add(waitFor)) {
+			t.Fatalf("%d replays still pending", pending)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most > 1 {
+		t.Errorf("%d requests to the endpoint in flight at once, want 1", most)
+	}
+	for id, c := range seen {
+		if c > 1 {
+			t.Errorf("replay %s sent %d times", id, c)
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d replays received, want %d", len(seen), n)
+	}
 }

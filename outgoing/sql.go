@@ -79,11 +79,13 @@ WHERE endpoint_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`
 // claimSQL leases up to $3 due endpoints to this replica for $4. SKIP
 // LOCKED: replicas claiming at once take different endpoints. The lease
 // outlives this transaction (see sql/0051 on why no lock is held across
-// the HTTP calls).
+// the HTTP calls). A lease is timed by the database's clock, one for
+// every replica: a replica whose clock runs ahead cannot take over a
+// lease still running.
 const claimSQL = `
-UPDATE webhook_endpoints e SET lease_token = $1, lease_until = $2::timestamptz + $4::interval
+UPDATE webhook_endpoints e SET lease_token = $1, lease_until = now() + $4::interval
 FROM (SELECT id FROM webhook_endpoints
-      WHERE enabled AND next_at <= $2 AND (lease_until IS NULL OR lease_until < $2)
+      WHERE enabled AND next_at <= $2 AND (lease_until IS NULL OR lease_until < now())
       ORDER BY next_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) c
 WHERE e.id = c.id
 RETURNING e.id`
@@ -100,15 +102,16 @@ FROM webhook_endpoints WHERE id = $1 AND lease_token = $2`
 // disablement, made meanwhile.
 const progressSQL = `
 UPDATE webhook_endpoints SET after_xid = $3::xid8, after_id = $4, attempt = 0, head_event_id = NULL, failing_since = NULL,
-	next_at = $5, lease_until = $5::timestamptz + $6::interval
+	next_at = $5, lease_until = now() + $6::interval
 WHERE id = $1 AND lease_token = $2
 RETURNING id, url, topics, enabled, secret, previous_secret, previous_until, after_xid::text AS after_xid,
 	after_id, attempt, head_event_id, failing_since`
 
-// settingsSQL reads what an operator may have changed of a leased
-// endpoint, while the lease is still this one's.
-const settingsSQL = `SELECT url, topics, enabled, secret, previous_secret, previous_until
-FROM webhook_endpoints WHERE id = $1 AND lease_token = $2`
+// renewSQL renews the lease for $3, while it is still this one's, and
+// reads what an operator may have changed meanwhile.
+const renewSQL = `UPDATE webhook_endpoints SET lease_until = now() + $3::interval
+WHERE id = $1 AND lease_token = $2
+RETURNING url, topics, enabled, secret, previous_secret, previous_until`
 
 // endpointExistsSQL tells a deleted endpoint from a lease taken over.
 const endpointExistsSQL = `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1)`
