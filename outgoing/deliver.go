@@ -798,8 +798,10 @@ func (h *holder) fail(ctx context.Context, head events.Event, a attemptLog) erro
 		if !disable {
 			return nil
 		}
+		// No URL: the event goes to every stream and subscriber of the
+		// topic, read scope included, and a URL may carry a token.
 		return events.AppendAll(ctx, tx, events.Draft{Topic: events.TopicWebhookEndpointDisabled, Payload: map[string]any{
-			"endpoint_id": h.ep.ID, "url": h.ep.URL, "event_id": head.ID, "attempts": a.attempt,
+			"endpoint_id": h.ep.ID, "reason": "failing", "event_id": head.ID, "attempts": a.attempt,
 			"failing_since": failingSince.UTC(), "disabled_at": now.UTC(),
 		}})
 	})

@@ -2,11 +2,13 @@ package outgoing_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -223,5 +225,38 @@ func TestALeaseOutlastsLongReplaysAcrossDispatchers(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Errorf("%d replays received, want %d", len(seen), n)
+	}
+}
+
+// The webhook_endpoint.disabled event names the endpoint and why, never
+// its URL: it reaches read-scope streams and every other subscriber.
+func TestTheDisabledEventCarriesNoURL(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rcv := newReceiver(t, func(int) int { return http.StatusServiceUnavailable })
+	ep := b.create(t, rcv.srv.URL+"/hook?token=s3cret", string(events.TopicChargePaid))
+	b.run(t)
+	b.appendEvents(t, events.TopicChargePaid)
+	deadline := time.Now().Add(waitFor)
+	var payload []byte
+	for {
+		err := b.db.Get(&payload, `SELECT payload FROM outbox WHERE topic = 'webhook_endpoint.disabled'`)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no webhook_endpoint.disabled event: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(payload, &got); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got["url"]; ok || strings.Contains(string(payload), "s3cret") {
+		t.Errorf("payload %s carries the URL", payload)
+	}
+	if got["endpoint_id"] != float64(ep.ID) || got["reason"] != "failing" {
+		t.Errorf("payload %s, want endpoint_id %d and reason failing", payload, ep.ID)
 	}
 }
