@@ -607,8 +607,8 @@ func (h *holder) run(ctx context.Context) error {
 			h.logs = append(h.logs, a)
 			h.lastLogged = time.Now()
 		}
-		h.ep.Attempt, h.ep.HeadEventID = 0, sql.NullInt64{}
 		if isReplay {
+			// The head's failures stand: a replay is not the head.
 			res, err := d.db.ExecContext(context.WithoutCancel(ctx), doneReplaySQL, h.ep.ID, head.ID, h.token)
 			if err != nil {
 				return fmt.Errorf("replay of event %d done: %w", head.ID, err)
@@ -623,6 +623,7 @@ func (h *holder) run(ctx context.Context) error {
 			}
 			continue
 		}
+		h.ep.Attempt, h.ep.HeadEventID = 0, sql.NullInt64{}
 		h.cursor, batch = head.Cursor, batch[1:]
 		h.unsaved++
 		saved := h.unsaved >= flushEvery || time.Since(h.lastSave) >= flushAfter
@@ -784,11 +785,11 @@ func (h *holder) fail(ctx context.Context, head events.Event, a attemptLog) erro
 	}
 	h.logs = append(h.logs, a)
 	failingSince := now
-	if h.ep.FailingSince.Valid {
-		failingSince = h.ep.FailingSince.Time
-	}
 	epID := h.ep.ID
 	err := h.save(ctx, func(tx *sqlx.Tx, ep leased) error {
+		if ep.FailingSince.Valid {
+			failingSince = ep.FailingSince.Time // the streak's first failure
+		}
 		// Disabled meanwhile by an operator: it stays so, for the
 		// operator's reason, and no event says it failed.
 		disable = disable && ep.Enabled

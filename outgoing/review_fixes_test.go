@@ -61,17 +61,24 @@ func TestAnOperatorsDisableSurvivesAFailingAttemptInFlight(t *testing.T) {
 // attempts and returns them, newest first.
 func waitAttempts(t *testing.T, b *bundle, id int64, n int) []outgoing.Attempt {
 	t.Helper()
+	return waitAttemptsUntil(t, b, id, func(as []outgoing.Attempt) bool { return len(as) >= n })
+}
+
+// waitAttemptsUntil waits until cond holds of the endpoint's attempts
+// log (newest first) and returns it.
+func waitAttemptsUntil(t *testing.T, b *bundle, id int64, cond func([]outgoing.Attempt) bool) []outgoing.Attempt {
+	t.Helper()
 	deadline := time.Now().Add(waitFor)
 	for {
 		as, err := b.svc.Attempts(context.Background(), id, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(as) >= n {
+		if cond(as) {
 			return as
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("endpoint %d: %d attempts logged after %s, want %d", id, len(as), waitFor, n)
+			t.Fatalf("endpoint %d: attempts log %+v not as awaited after %s", id, as, waitFor)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -258,5 +265,77 @@ func TestTheDisabledEventCarriesNoURL(t *testing.T) {
 	}
 	if got["endpoint_id"] != float64(ep.ID) || got["reason"] != "failing" {
 		t.Errorf("payload %s, want endpoint_id %d and reason failing", payload, ep.ID)
+	}
+}
+
+// failing_since is the streak's first failure, not the latest.
+func TestFailingSinceIsTheFirstFailure(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *outgoing.Config) {
+		c.Schedule = []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, time.Hour}
+	})
+	rcv := newReceiver(t, func(int) int { return http.StatusServiceUnavailable })
+	ep := b.create(t, rcv.srv.URL)
+	b.run(t)
+	b.appendEvents(t, events.TopicChargePaid)
+	first := waitAttempts(t, b, ep.ID, 1)
+	as := waitAttempts(t, b, ep.ID, 3)
+	got, err := b.svc.Get(context.Background(), ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Recorded when the first attempt ended: before the second began.
+	oldest, second := first[len(first)-1].At, as[len(as)-2].At
+	if got.FailingSince == nil || got.FailingSince.Before(oldest) || !got.FailingSince.Before(second) || got.FailedAttempts != 3 {
+		t.Errorf("after 3 failures (at %s, %s, %s): failing since %v, %d failed attempts; want since the first, 3",
+			oldest, second, as[0].At, got.FailingSince, got.FailedAttempts)
+	}
+}
+
+// A replay delivered while the head event is being retried leaves the
+// head's count of attempts as it was: its next attempt is numbered on.
+func TestAReplayDeliveredKeepsTheHeadsAttemptCount(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *outgoing.Config) { c.Schedule = []time.Duration{time.Second, time.Hour} })
+	rcv := newReceiver(t, nil)
+	rcv.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The head (a refund) fails; the replayed payment is accepted.
+		if body, _ := io.ReadAll(r.Body); strings.Contains(string(body), string(events.TopicChargeRefunded)) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	ep := b.create(t, rcv.srv.URL)
+	b.run(t)
+	b.appendEvents(t, events.TopicChargePaid)
+	paid := b.allEvents(t, 1)[0]
+	deadline := time.Now().Add(waitFor)
+	for passed := false; !passed; time.Sleep(20 * time.Millisecond) {
+		if err := b.db.Get(&passed, `SELECT after_id >= $2 FROM webhook_endpoints WHERE id = $1`, ep.ID, paid.ID); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cursor never passed the payment")
+		}
+	}
+	b.appendEvents(t, events.TopicChargeRefunded)
+	// The refund's first attempt failed; the next is in a second.
+	waitAttemptsUntil(t, b, ep.ID, func(as []outgoing.Attempt) bool {
+		return len(as) > 0 && as[0].Topic == string(events.TopicChargeRefunded)
+	})
+	if n, err := b.svc.Replay(context.Background(), ep.ID, outgoing.Replay{EventID: paid.ID}); err != nil || n != 1 {
+		t.Fatalf("replay: %d queued, %v", n, err)
+	}
+	as := waitAttemptsUntil(t, b, ep.ID, func(as []outgoing.Attempt) bool {
+		return len(as) > 0 && as[0].Topic == string(events.TopicChargeRefunded) && as[0].Attempt > 1 || len(as) > 1 && as[1].Replay
+	})
+	if !as[1].Replay || as[0].Replay || as[0].Topic != string(events.TopicChargeRefunded) {
+		t.Fatalf("attempts %+v: want the refund, the replay, then the refund again", as)
+	}
+	got, err := b.svc.Get(context.Background(), ep.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if as[0].Attempt != 2 || got.FailedAttempts != 2 {
+		t.Errorf("the refund's attempt after the replay is numbered %d, %d failed attempts; want 2, 2", as[0].Attempt, got.FailedAttempts)
 	}
 }

@@ -99,9 +99,15 @@ FROM webhook_endpoints WHERE id = $1 AND lease_token = $2`
 // progressSQL moves the cursor past what was delivered (or skipped) and
 // renews the lease, while it is still this one's; the answer is the
 // endpoint as it now is, for a change of URL, topics or secret, or a
-// disablement, made meanwhile.
+// disablement, made meanwhile. The head's failures (their count, the
+// first one's time) are forgotten only when the cursor moved, past the
+// head: a save that moves nothing (a replay delivered, a failure about
+// to be recorded) keeps them.
 const progressSQL = `
-UPDATE webhook_endpoints SET after_xid = $3::xid8, after_id = $4, attempt = 0, head_event_id = NULL, failing_since = NULL,
+UPDATE webhook_endpoints SET after_xid = $3::xid8, after_id = $4,
+	attempt = CASE WHEN after_xid = $3::xid8 AND after_id = $4 THEN attempt ELSE 0 END,
+	head_event_id = CASE WHEN after_xid = $3::xid8 AND after_id = $4 THEN head_event_id END,
+	failing_since = CASE WHEN after_xid = $3::xid8 AND after_id = $4 THEN failing_since END,
 	next_at = $5, lease_until = now() + $6::interval
 WHERE id = $1 AND lease_token = $2
 RETURNING id, url, topics, enabled, secret, previous_secret, previous_until, after_xid::text AS after_xid,
