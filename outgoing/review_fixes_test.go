@@ -3,6 +3,7 @@ package outgoing_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -337,5 +338,32 @@ func TestAReplayDeliveredKeepsTheHeadsAttemptCount(t *testing.T) {
 	}
 	if as[0].Attempt != 2 || got.FailedAttempts != 2 {
 		t.Errorf("the refund's attempt after the replay is numbered %d, %d failed attempts; want 2, 2", as[0].Attempt, got.FailedAttempts)
+	}
+}
+
+// Once a secret is stored sealed, a process without the key (the CLI run
+// without the config) refuses to create or rotate a secret in the clear.
+func TestNoSecretStoredInTheClearOnceOneIsSealed(t *testing.T) {
+	t.Parallel()
+	key := make([]byte, 32)
+	b := setup(t, func(c *outgoing.Config) { c.Key = key })
+	sealed := b.create(t, "http://127.0.0.1:9/sealed")
+	keyless := b.svc
+	keyless.Config.Key = nil
+	if _, err := keyless.Create(context.Background(), outgoing.NewEndpoint{URL: "http://127.0.0.1:9/clear"}); !errors.Is(err, outgoing.ErrKeyRequired) {
+		t.Errorf("create without the key: %v, want ErrKeyRequired", err)
+	}
+	if _, err := keyless.Rotate(context.Background(), sealed.ID, 0); !errors.Is(err, outgoing.ErrKeyRequired) {
+		t.Errorf("rotate without the key: %v, want ErrKeyRequired", err)
+	}
+	var clear int
+	if err := b.db.Get(&clear, `SELECT count(*) FROM webhook_endpoints WHERE substring(secret FROM 1 FOR 1) <> '\x01'::bytea`); err != nil {
+		t.Fatal(err)
+	}
+	if clear != 0 {
+		t.Errorf("%d secrets stored in the clear", clear)
+	}
+	if _, err := b.svc.Rotate(context.Background(), sealed.ID, 0); err != nil {
+		t.Errorf("rotate with the key: %v", err)
 	}
 }

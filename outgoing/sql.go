@@ -43,6 +43,11 @@ RETURNING ` + endpointColumns
 
 const deleteEndpointSQL = `DELETE FROM webhook_endpoints WHERE id = $1`
 
+// anySealedSQL tells whether any stored secret is sealed (its first
+// byte storedSealed); substring, not get_byte, so no value errs.
+const anySealedSQL = `SELECT EXISTS (SELECT 1 FROM webhook_endpoints
+WHERE substring(secret FROM 1 FOR 1) = '\x01'::bytea OR substring(previous_secret FROM 1 FOR 1) = '\x01'::bytea)`
+
 // rotateSQL keeps the current secret as the previous one until $3: an
 // earlier previous secret, if its overlap was still running, ends now.
 const rotateSQL = `
