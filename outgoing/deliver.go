@@ -583,23 +583,10 @@ func (h *holder) run(ctx context.Context) error {
 		if h.ep.Attempt > 0 && h.ep.HeadEventID.Valid && h.ep.HeadEventID.Int64 == head.ID {
 			n = h.ep.Attempt + 1
 		}
-		if d.limiter != nil {
-			if err := h.renewIfShort(ctx); err != nil {
-				return err
-			}
-			// The wait ends while an attempt still fits in the lease.
-			wctx, cancel := context.WithDeadline(ctx, h.leaseEnd.Add(-d.cfg.Timeout-leaseMargin))
-			err := d.limiter.Wait(wctx)
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				// The wait would outlast the lease: renewed, wait again.
-				if err := h.renew(ctx); err != nil {
-					return err
-				}
-			}
-			if err != nil {
-				continue // the shutdown: released at the loop's top
-			}
+		if stopped, err := h.waitLimiter(ctx); err != nil {
+			return err
+		} else if stopped {
+			continue // the shutdown: released at the loop's top
 		}
 		// An attempt lasts at most Timeout: it begins only if it ends
 		// within the lease, so no other holder can begin meanwhile.
@@ -736,6 +723,31 @@ func (h *holder) save(ctx context.Context, more func(*sqlx.Tx, leased) error) er
 	h.settingsRead = h.reads
 	h.leaseEnd = began.Add(d.lease)
 	return nil
+}
+
+// waitLimiter waits for the rate limiter's turn (Config.MaxPerSecond),
+// in steps that each end while an attempt still fits in the lease,
+// renewed between them: a long queue for the limiter never lets the lease
+// lapse, nor spins. stopped: ctx ended first, the turn given back.
+func (h *holder) waitLimiter(ctx context.Context) (stopped bool, err error) {
+	if h.d.limiter == nil {
+		return false, nil
+	}
+	r := h.d.limiter.Reserve() // the burst is at least 1: always OK
+	for wait := r.Delay(); wait > 0; wait = r.Delay() {
+		if err := h.renewIfShort(ctx); err != nil {
+			r.Cancel()
+			return false, err
+		}
+		step := min(wait, time.Until(h.leaseEnd)-h.d.cfg.Timeout-leaseMargin)
+		select {
+		case <-ctx.Done():
+			r.Cancel()
+			return true, nil
+		case <-time.After(max(step, time.Millisecond)):
+		}
+	}
+	return false, nil
 }
 
 // renewIfShort renews the lease when less than an attempt and
