@@ -593,6 +593,9 @@ func (h *holder) run(ctx context.Context) error {
 		if err := h.renewIfShort(ctx); err != nil {
 			return err
 		}
+		if !h.ep.Enabled {
+			continue // disabled meanwhile (read by a renewal): released at the loop's top
+		}
 		var a attemptLog
 		if signers, err := h.signers(); err != nil {
 			// A secret razao cannot open (no key, another key) fails the
@@ -770,10 +773,11 @@ func (h *holder) renew(ctx context.Context) error {
 	return nil
 }
 
-// refresh reads the endpoint's settings again (renewing the lease). An event is passed over
-// only by settings read after the batch that carries it was read, and so
-// after it committed: a topic added by a change committed before the
-// event is known, and no event it wants is passed over.
+// refresh reads the endpoint's settings again (renewing the lease). An
+// event is passed over only by settings read after the batch that
+// carries it was read, and so after it committed: a topic added by a
+// change committed before the event is known, and no event it wants is
+// passed over.
 func (h *holder) refresh(ctx context.Context) error { return h.renew(ctx) }
 
 // readSettings runs query, which answers the endpoint's settings while
