@@ -42,16 +42,24 @@ const (
 	flushAfter = time.Second
 	// holdMax is the longest one claim keeps an endpoint: then it is
 	// given back (due at once) so that, with more endpoints than
-	// MaxConcurrent, every one gets its turn.
+	// MaxConcurrent, every one gets its turn. Shortened to fit in the
+	// lease with an attempt (Dispatcher.holdMax).
 	holdMax = 30 * time.Second
+	// leaseMargin is what must be left of a lease when an attempt
+	// ends: an attempt begins only with Timeout+leaseMargin left, the
+	// lease renewed first if less is.
+	leaseMargin = time.Second
 	// minReadGap spaces a holder's reads of the outbox when events trickle
 	// in: one read per commit would be one per endpoint per commit, and
 	// each read computes the outbox's horizon (pg_locks,
 	// pg_stat_activity). 50 ms adds 25 ms to an event's way on average,
 	// and bounds ten endpoints to 200 reads a second.
 	minReadGap = 50 * time.Millisecond
-	// purgeEvery is how often the attempts log is trimmed.
-	purgeEvery = time.Hour
+	// purgeEvery is how often the attempts log is trimmed, and
+	// purgeBudget the longest one trimming may take: what it leaves is
+	// trimmed the next time.
+	purgeEvery  = time.Hour
+	purgeBudget = 5 * time.Minute
 )
 
 // Dispatcher delivers the outbox to the endpoints, one goroutine per
@@ -68,7 +76,10 @@ type Dispatcher struct {
 	now    func() time.Time
 	client *http.Client
 	lease  time.Duration
-	dbURL  string
+	// holdMax is the package's holdMax, shortened so that holdMax plus
+	// one attempt ends within a lease even unrenewed.
+	holdMax time.Duration
+	dbURL   string
 
 	// OnCommit, when set, is called after the dispatcher commits an
 	// outbox event (an endpoint disabled), to announce it (events.Notifier).
@@ -140,6 +151,7 @@ func NewDispatcher(db *sqlx.DB, cfg Config, log *slog.Logger, now func() time.Ti
 			Help: "Webhook endpoints disabled after failing every attempt of the retry schedule.",
 		}),
 	}
+	d.holdMax = min(holdMax, d.lease-cfg.Timeout-leaseMargin)
 	if cfg.MaxPerSecond > 0 {
 		d.limiter = rate.NewLimiter(rate.Limit(cfg.MaxPerSecond), max(1, cfg.MaxPerSecond/10))
 	}
@@ -182,13 +194,22 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// The purge has its own goroutine: a slow one (a large backlog, a
+	// row locked) never holds up the claims.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.purgeLoop(ctx)
+	}()
 	held := make(chan struct{}, d.cfg.MaxConcurrent)
 	done := make(chan struct{}, d.cfg.MaxConcurrent)
 	tick := time.NewTicker(d.cfg.Interval)
 	defer tick.Stop()
-	lastPurge := time.Time{}
 	for {
 		if free := d.cfg.MaxConcurrent - len(held); free > 0 {
+			// The leases run out lease after the claim's statement,
+			// which began after this.
+			claimed := time.Now()
 			token, ids, err := d.claim(ctx, free)
 			if err != nil && ctx.Err() == nil {
 				d.log.Warn("webhooks: claim endpoints", "error", err)
@@ -198,15 +219,17 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					d.hold(ctx, id, token)
+					d.hold(ctx, id, token, claimed.Add(d.lease))
 					<-held
-					done <- struct{}{}
+					// A wake-up, never waited on: after ctx ends Run no
+					// longer reads done but waits for the holders, and
+					// a holder blocked here would hang it.
+					select {
+					case done <- struct{}{}:
+					default:
+					}
 				}()
 			}
-		}
-		if time.Since(lastPurge) > purgeEvery {
-			lastPurge = time.Now()
-			d.purge(ctx)
 		}
 		select {
 		case <-ctx.Done():
@@ -287,11 +310,32 @@ func interval(d time.Duration) string {
 	return strconv.FormatInt(d.Microseconds(), 10) + " microseconds"
 }
 
+// purgeLoop trims the attempts log at once, then every purgeEvery, until
+// ctx ends.
+func (d *Dispatcher) purgeLoop(ctx context.Context) {
+	t := time.NewTicker(purgeEvery)
+	defer t.Stop()
+	for {
+		d.purge(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// purge deletes the attempts older than the retention, a batch at a
+// time, for at most purgeBudget.
 func (d *Dispatcher) purge(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, purgeBudget)
+	defer cancel()
 	for ctx.Err() == nil {
 		res, err := d.db.ExecContext(ctx, purgeAttemptsSQL, d.now().Add(-d.cfg.AttemptsRetention))
 		if err != nil {
-			d.log.Warn("webhooks: purge attempts log", "error", err)
+			if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				d.log.Warn("webhooks: purge attempts log", "error", err)
+			}
 			return
 		}
 		if n, _ := res.RowsAffected(); n < 5000 {
@@ -414,15 +458,23 @@ type holder struct {
 	lastSave time.Time
 	// lastLogged is when a first-try success was last logged.
 	lastLogged time.Time
+	// leaseEnd is when the lease runs out at the latest, by this
+	// process's monotonic clock: taken before the statement that
+	// set it, whose now() is later.
+	leaseEnd time.Time
 	// sigs are the signers of sigKey's secrets (see signers).
 	sigs   []*standardwebhooks.Webhook
 	sigKey string
+	// reads counts the batches taken from the outbox; settingsRead is
+	// its value when the endpoint's settings were last read (see
+	// refresh).
+	reads, settingsRead int
 }
 
 // hold delivers to endpoint id until it has nothing due, fails, is
 // disabled, loses its lease, holds it for holdMax, or ctx ends.
-func (d *Dispatcher) hold(ctx context.Context, id int64, token string) {
-	h := &holder{d: d, token: token, lastSave: time.Now()}
+func (d *Dispatcher) hold(ctx context.Context, id int64, token string, leaseEnd time.Time) {
+	h := &holder{d: d, token: token, lastSave: time.Now(), leaseEnd: leaseEnd}
 	if err := sqlx.GetContext(ctx, d.db, &h.ep, leaseSQL, id, token); err != nil {
 		if !errors.Is(err, sql.ErrNoRows) && ctx.Err() == nil {
 			d.log.Warn("webhooks: read leased endpoint", "endpoint", id, "error", err)
@@ -459,7 +511,7 @@ func (h *holder) run(ctx context.Context) error {
 		if !h.ep.Enabled {
 			return h.release(ctx)
 		}
-		if ctx.Err() != nil || time.Since(began) > holdMax {
+		if ctx.Err() != nil || time.Since(began) > d.holdMax {
 			return h.release(context.WithoutCancel(ctx))
 		}
 		if len(batch) == 0 {
@@ -473,6 +525,7 @@ func (h *holder) run(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			h.reads++
 			// Replays go ahead of the next new event: looked for after
 			// each read of the outbox (so a replay asked for before an
 			// event committed goes before it), not before every event.
@@ -508,6 +561,15 @@ func (h *holder) run(ctx context.Context) error {
 			}
 			idleSince = time.Time{}
 			head = batch[0]
+			if !h.ep.Wants(head.Topic) && h.settingsRead < h.reads {
+				// Topics read before this batch may predate a change
+				// committed before some of its events: read them again
+				// before passing any over (once a batch).
+				if err := h.refresh(ctx); err != nil {
+					return err
+				}
+				continue
+			}
 			if !h.ep.Wants(head.Topic) {
 				h.cursor, batch = head.Cursor, batch[1:]
 				h.unsaved++
@@ -521,10 +583,18 @@ func (h *holder) run(ctx context.Context) error {
 		if h.ep.Attempt > 0 && h.ep.HeadEventID.Valid && h.ep.HeadEventID.Int64 == head.ID {
 			n = h.ep.Attempt + 1
 		}
-		if d.limiter != nil {
-			if err := d.limiter.Wait(ctx); err != nil {
-				continue // the shutdown: released at the loop's top
-			}
+		if stopped, err := h.waitLimiter(ctx); err != nil {
+			return err
+		} else if stopped {
+			continue // the shutdown: released at the loop's top
+		}
+		// An attempt lasts at most Timeout: it begins only if it ends
+		// within the lease, so no other holder can begin meanwhile.
+		if err := h.renewIfShort(ctx); err != nil {
+			return err
+		}
+		if !h.ep.Enabled {
+			continue // disabled meanwhile (read by a renewal): released at the loop's top
 		}
 		var a attemptLog
 		if signers, err := h.signers(); err != nil {
@@ -553,14 +623,23 @@ func (h *holder) run(ctx context.Context) error {
 			h.logs = append(h.logs, a)
 			h.lastLogged = time.Now()
 		}
-		h.ep.Attempt, h.ep.HeadEventID = 0, sql.NullInt64{}
 		if isReplay {
-			if _, err := d.db.ExecContext(context.WithoutCancel(ctx), doneReplaySQL, h.ep.ID, head.ID, h.token); err != nil {
+			// The head's failures stand: a replay is not the head.
+			res, err := d.db.ExecContext(context.WithoutCancel(ctx), doneReplaySQL, h.ep.ID, head.ID, h.token)
+			if err != nil {
 				return fmt.Errorf("replay of event %d done: %w", head.ID, err)
 			}
+			if n, err := res.RowsAffected(); err != nil || n == 0 {
+				// Taken over: the replay is the new holder's now.
+				return errLeaseLost
+			}
 			replays = true
+			if err := h.saveIfDue(context.WithoutCancel(ctx), false); err != nil {
+				return err
+			}
 			continue
 		}
+		h.ep.Attempt, h.ep.HeadEventID = 0, sql.NullInt64{}
 		h.cursor, batch = head.Cursor, batch[1:]
 		h.unsaved++
 		saved := h.unsaved >= flushEvery || time.Since(h.lastSave) >= flushAfter
@@ -611,10 +690,12 @@ func (h *holder) saveIfDue(ctx context.Context, force bool) error {
 }
 
 // save writes the attempts log, the cursor and the lease in one
-// transaction, then runs more (a failure's record) in it too. A lease
-// that is no longer this holder's writes nothing and ends the hold.
-func (h *holder) save(ctx context.Context, more func(*sqlx.Tx) error) error {
+// transaction, then runs more (a failure's record) in it too, given the
+// endpoint as it now is (its row locked until the commit). A lease that
+// is no longer this holder's writes nothing and ends the hold.
+func (h *holder) save(ctx context.Context, more func(*sqlx.Tx, leased) error) error {
 	d := h.d
+	began := time.Now()
 	tx, err := d.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("save webhook progress: %w", err)
@@ -634,7 +715,7 @@ func (h *holder) save(ctx context.Context, more func(*sqlx.Tx) error) error {
 		return err
 	}
 	if more != nil {
-		if err := more(tx); err != nil {
+		if err := more(tx, ep); err != nil {
 			return err
 		}
 	}
@@ -642,12 +723,90 @@ func (h *holder) save(ctx context.Context, more func(*sqlx.Tx) error) error {
 		return fmt.Errorf("save webhook progress: %w", err)
 	}
 	h.ep, h.logs, h.unsaved, h.lastSave = ep, nil, 0, time.Now()
+	h.settingsRead = h.reads
+	h.leaseEnd = began.Add(d.lease)
+	return nil
+}
+
+// waitLimiter waits for the rate limiter's turn (Config.MaxPerSecond),
+// in steps that each end while an attempt still fits in the lease,
+// renewed between them: a long queue for the limiter never lets the lease
+// lapse, nor spins. stopped: ctx ended first, the turn given back.
+func (h *holder) waitLimiter(ctx context.Context) (stopped bool, err error) {
+	if h.d.limiter == nil {
+		return false, nil
+	}
+	r := h.d.limiter.Reserve() // the burst is at least 1: always OK
+	for wait := r.Delay(); wait > 0; wait = r.Delay() {
+		if err := h.renewIfShort(ctx); err != nil {
+			r.Cancel()
+			return false, err
+		}
+		step := min(wait, time.Until(h.leaseEnd)-h.d.cfg.Timeout-leaseMargin)
+		select {
+		case <-ctx.Done():
+			r.Cancel()
+			return true, nil
+		case <-time.After(max(step, time.Millisecond)):
+		}
+	}
+	return false, nil
+}
+
+// renewIfShort renews the lease when less than an attempt and
+// leaseMargin is left of it.
+func (h *holder) renewIfShort(ctx context.Context) error {
+	if time.Until(h.leaseEnd) >= h.d.cfg.Timeout+leaseMargin {
+		return nil
+	}
+	return h.renew(ctx)
+}
+
+// renew renews the lease and reads the endpoint's settings again; a
+// lease no longer this holder's ends the hold.
+func (h *holder) renew(ctx context.Context) error {
+	began := time.Now()
+	if err := h.readSettings(ctx, renewSQL, h.ep.ID, h.token, interval(h.d.lease)); err != nil {
+		return err
+	}
+	h.leaseEnd = began.Add(h.d.lease)
+	return nil
+}
+
+// refresh reads the endpoint's settings again (renewing the lease). An
+// event is passed over only by settings read after the batch that
+// carries it was read, and so after it committed: a topic added by a
+// change committed before the event is known, and no event it wants is
+// passed over.
+func (h *holder) refresh(ctx context.Context) error { return h.renew(ctx) }
+
+// readSettings runs query, which answers the endpoint's settings while
+// the lease is this holder's, and keeps them.
+func (h *holder) readSettings(ctx context.Context, query string, args ...any) error {
+	var s struct {
+		URL            string         `db:"url"`
+		Topics         pq.StringArray `db:"topics"`
+		Enabled        bool           `db:"enabled"`
+		Secret         []byte         `db:"secret"`
+		PreviousSecret []byte         `db:"previous_secret"`
+		PreviousUntil  sql.NullTime   `db:"previous_until"`
+	}
+	reads := h.reads
+	if err := sqlx.GetContext(ctx, h.d.db, &s, query, args...); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return errLeaseLost
+		}
+		return fmt.Errorf("read webhook endpoint %d: %w", h.ep.ID, err)
+	}
+	h.ep.URL, h.ep.Topics, h.ep.Enabled = s.URL, s.Topics, s.Enabled
+	h.ep.Secret, h.ep.PreviousSecret, h.ep.PreviousUntil = s.Secret, s.PreviousSecret, s.PreviousUntil
+	h.settingsRead = reads
 	return nil
 }
 
 // release saves and gives the lease back, due again at once.
 func (h *holder) release(ctx context.Context) error {
-	return h.save(ctx, func(tx *sqlx.Tx) error {
+	return h.save(ctx, func(tx *sqlx.Tx, _ leased) error {
 		_, err := tx.ExecContext(ctx, releaseSQL, h.ep.ID, h.token, h.d.now())
 		return err
 	})
@@ -668,19 +827,24 @@ func (h *holder) fail(ctx context.Context, head events.Event, a attemptLog) erro
 	}
 	h.logs = append(h.logs, a)
 	failingSince := now
-	if h.ep.FailingSince.Valid {
-		failingSince = h.ep.FailingSince.Time
-	}
 	epID := h.ep.ID
-	err := h.save(ctx, func(tx *sqlx.Tx) error {
+	err := h.save(ctx, func(tx *sqlx.Tx, ep leased) error {
+		if ep.FailingSince.Valid {
+			failingSince = ep.FailingSince.Time // the streak's first failure
+		}
+		// Disabled meanwhile by an operator: it stays so, for the
+		// operator's reason, and no event says it failed.
+		disable = disable && ep.Enabled
 		if _, err := tx.ExecContext(ctx, failSQL, h.ep.ID, h.token, a.attempt, head.ID, next, disable, now); err != nil {
 			return fmt.Errorf("record failed attempt: %w", err)
 		}
 		if !disable {
 			return nil
 		}
+		// No URL: the event goes to every stream and subscriber of the
+		// topic, read scope included, and a URL may carry a token.
 		return events.AppendAll(ctx, tx, events.Draft{Topic: events.TopicWebhookEndpointDisabled, Payload: map[string]any{
-			"endpoint_id": h.ep.ID, "url": h.ep.URL, "event_id": head.ID, "attempts": a.attempt,
+			"endpoint_id": h.ep.ID, "reason": "failing", "event_id": head.ID, "attempts": a.attempt,
 			"failing_since": failingSince.UTC(), "disabled_at": now.UTC(),
 		}})
 	})

@@ -16,44 +16,78 @@ import (
 // to; an attempt that meets it is a failed attempt like any other.
 var ErrRefusedAddress = errors.New("refused address")
 
-// refusedPrefixes are the ranges no webhook goes to unless the config
-// allows private targets: besides what netip classifies (loopback,
-// RFC 1918 and ULA private, link-local, multicast, unspecified), the
-// shared address space of carrier-grade NAT, "this network", the IETF
-// protocol assignments, the benchmarking range, the reserved class E,
-// and NAT64's and 6to4's ways of embedding any IPv4 address (checked
-// again on the address they carry).
-var refusedPrefixes = []netip.Prefix{
+// refused4 are the IPv4 ranges no webhook goes to unless the config
+// allows private targets, besides what netip classifies (loopback,
+// RFC 1918 private, link-local, multicast, unspecified, broadcast): "this
+// network", the shared address space of carrier-grade NAT, the IETF
+// protocol assignments, the documentation ranges, the 6to4 relay
+// anycast, the benchmarking range and the reserved class E.
+var refused4 = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
 	netip.MustParsePrefix("100.64.0.0/10"),
 	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("192.88.99.0/24"),
 	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
 	netip.MustParsePrefix("240.0.0.0/4"),
 }
 
+// IPv6 is judged by an allow-list: only global unicast (2000::/3) is
+// sent to, less its special ranges, and the well-known NAT64 prefix,
+// judged on the IPv4 address it carries. Everything else is refused:
+// loopback, unspecified, ULA, link- and site-local, multicast, the
+// IPv4-compatible (::/96) and SIIT (::ffff:0:0/96) forms, the
+// local-use NAT64 prefix 64:ff9b:1::/48 (RFC 8215), whose translator
+// may reach a private network, and whatever is allocated later.
+var (
+	global6 = netip.MustParsePrefix("2000::/3")
+	nat64   = netip.MustParsePrefix("64:ff9b::/96")
+	sixToF  = netip.MustParsePrefix("2002::/16")
+	// refused6 are ranges of 2000::/3 that are not plain global
+	// unicast: the IETF protocol assignments (Teredo 2001::/32
+	// among them, whose address hides an IPv4 one), the
+	// documentation ranges.
+	refused6 = []netip.Prefix{
+		netip.MustParsePrefix("2001::/23"),
+		netip.MustParsePrefix("2001:db8::/32"),
+		netip.MustParsePrefix("3fff::/20"),
+	}
+)
+
 // Refused reports whether a webhook may not be sent to addr. The cloud
 // metadata address 169.254.169.254 is link-local, AWS's fd00:ec2::254 a
-// ULA.
+// ULA. An IPv6 address that carries an IPv4 one a translator or tunnel
+// reaches (mapped, NAT64, 6to4) is judged on the IPv4 address.
 func Refused(addr netip.Addr) bool {
 	addr = addr.Unmap()
-	if !addr.IsValid() || addr.IsLoopback() || addr.IsPrivate() || addr.IsLinkLocalUnicast() || addr.IsLinkLocalMulticast() ||
-		addr.IsInterfaceLocalMulticast() || addr.IsMulticast() || addr.IsUnspecified() {
+	if !addr.IsValid() {
 		return true
 	}
-	for _, p := range refusedPrefixes {
-		if p.Contains(addr) {
+	if addr.Is4() {
+		if !addr.IsGlobalUnicast() || addr.IsPrivate() {
 			return true
 		}
-	}
-	if addr.Is6() {
-		b := addr.As16()
-		// NAT64 (64:ff9b::/96) carries an IPv4 address in its last 4
-		// bytes, 6to4 (2002::/16) in bytes 2..5.
-		if netip.MustParsePrefix("64:ff9b::/96").Contains(addr) {
-			return Refused(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+		for _, p := range refused4 {
+			if p.Contains(addr) {
+				return true
+			}
 		}
-		if netip.MustParsePrefix("2002::/16").Contains(addr) {
-			return Refused(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+		return false
+	}
+	b := addr.As16()
+	switch {
+	case nat64.Contains(addr):
+		return Refused(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+	case !global6.Contains(addr) || addr.Zone() != "":
+		return true
+	case sixToF.Contains(addr):
+		return Refused(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+	}
+	for _, p := range refused6 {
+		if p.Contains(addr) {
+			return true
 		}
 	}
 	return false

@@ -13,6 +13,8 @@ import (
 	"github.com/razao/razao/outgoing"
 )
 
+// Only global unicast addresses are sent to, and an IPv4 address carried
+// in an IPv6 one is judged itself.
 func TestRefusedAddresses(t *testing.T) {
 	t.Parallel()
 	for addr, refused := range map[string]bool{
@@ -21,6 +23,12 @@ func TestRefusedAddresses(t *testing.T) {
 		"100.64.0.1": true, "224.0.0.1": true, "ff02::1": true, "::ffff:127.0.0.1": true, "::ffff:10.0.0.1": true,
 		"64:ff9b::a9fe:a9fe": true, "2002:7f00:1::1": true, "255.255.255.255": true, "198.18.0.1": true,
 		"93.184.216.34": false, "8.8.8.8": false, "2606:4700::1111": false, "100.128.0.1": false, "64:ff9b::808:808": false,
+		// IPv4 embedded in forms a translator or tunnel reaches, and
+		// the ranges outside global unicast.
+		"::ffff:0:a9fe:a9fe": true, "::ffff:0:808:808": true, "64:ff9b:1::a9fe:a9fe": true, "64:ff9b:1::808:808": true,
+		"::a9fe:a9fe": true, "::808:808": true, "fec0::1": true, "2001::a9fe:a9fe": true, "2001:0:4136:e378:8000:63bf:3fff:fdd2": true,
+		"2001:db8::1": true, "3fff::1": true, "2002:a9fe:a9fe::1": true, "2002:808:808::1": false, "4000::1": true,
+		"192.0.2.1": true, "203.0.113.9": true, "198.51.100.1": true, "fe80::1%eth0": true, "2a00:1450:4001:80b::200e": false,
 	} {
 		if got := outgoing.Refused(netip.MustParseAddr(addr)); got != refused {
 			t.Errorf("Refused(%s) = %v, want %v", addr, got, refused)

@@ -120,6 +120,7 @@ type delivery struct {
 		Topic string `json:"topic"`
 	}
 	Answer int
+	At     time.Time // when it arrived
 }
 
 // receiver is an app's webhook handler: it verifies every request with
@@ -167,7 +168,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 			r.bad = append(r.bad, "verify: "+err.Error())
 		}
 	}
-	d := delivery{ID: req.Header.Get("webhook-id"), Header: req.Header.Clone(), Body: body}
+	d := delivery{ID: req.Header.Get("webhook-id"), Header: req.Header.Clone(), Body: body, At: time.Now()}
 	json.Unmarshal(body, &d.Event)
 	d.Answer = r.answer(len(r.got) + 1)
 	r.got = append(r.got, d)

@@ -38,6 +38,10 @@ var (
 	ErrRefusedTarget = kind.New(kind.Invalid, "refused-target", "Refused target address", "the URL's address is not allowed").Precisely()
 	// ErrNoKey: a secret is sealed but razao was given no key to open it.
 	ErrNoKey = errors.New("webhook secret is sealed and no webhooks key is configured")
+	// ErrKeyRequired: a secret would be stored in the clear by a process
+	// without the key while stored secrets are sealed (see
+	// Service.sealNew). A misconfigured process, not a bad request.
+	ErrKeyRequired = errors.New("webhook secrets are stored sealed: configure the webhooks key (webhooks.secrets_key_env) to create or rotate one")
 )
 
 // Bounds of an endpoint's fields (ck_webhook_endpoints_*).

@@ -43,6 +43,11 @@ RETURNING ` + endpointColumns
 
 const deleteEndpointSQL = `DELETE FROM webhook_endpoints WHERE id = $1`
 
+// anySealedSQL tells whether any stored secret is sealed (its first
+// byte storedSealed); substring, not get_byte, so no value errs.
+const anySealedSQL = `SELECT EXISTS (SELECT 1 FROM webhook_endpoints
+WHERE substring(secret FROM 1 FOR 1) = '\x01'::bytea OR substring(previous_secret FROM 1 FOR 1) = '\x01'::bytea)`
+
 // rotateSQL keeps the current secret as the previous one until $3: an
 // earlier previous secret, if its overlap was still running, ends now.
 const rotateSQL = `
@@ -79,11 +84,13 @@ WHERE endpoint_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`
 // claimSQL leases up to $3 due endpoints to this replica for $4. SKIP
 // LOCKED: replicas claiming at once take different endpoints. The lease
 // outlives this transaction (see sql/0051 on why no lock is held across
-// the HTTP calls).
+// the HTTP calls). A lease is timed by the database's clock, one for
+// every replica: a replica whose clock runs ahead cannot take over a
+// lease still running.
 const claimSQL = `
-UPDATE webhook_endpoints e SET lease_token = $1, lease_until = $2::timestamptz + $4::interval
+UPDATE webhook_endpoints e SET lease_token = $1, lease_until = now() + $4::interval
 FROM (SELECT id FROM webhook_endpoints
-      WHERE enabled AND next_at <= $2 AND (lease_until IS NULL OR lease_until < $2)
+      WHERE enabled AND next_at <= $2 AND (lease_until IS NULL OR lease_until < now())
       ORDER BY next_at, id LIMIT $3 FOR UPDATE SKIP LOCKED) c
 WHERE e.id = c.id
 RETURNING e.id`
@@ -97,13 +104,25 @@ FROM webhook_endpoints WHERE id = $1 AND lease_token = $2`
 // progressSQL moves the cursor past what was delivered (or skipped) and
 // renews the lease, while it is still this one's; the answer is the
 // endpoint as it now is, for a change of URL, topics or secret, or a
-// disablement, made meanwhile.
+// disablement, made meanwhile. The head's failures (their count, the
+// first one's time) are forgotten only when the cursor moved, past the
+// head: a save that moves nothing (a replay delivered, a failure about
+// to be recorded) keeps them.
 const progressSQL = `
-UPDATE webhook_endpoints SET after_xid = $3::xid8, after_id = $4, attempt = 0, head_event_id = NULL, failing_since = NULL,
-	next_at = $5, lease_until = $5::timestamptz + $6::interval
+UPDATE webhook_endpoints SET after_xid = $3::xid8, after_id = $4,
+	attempt = CASE WHEN after_xid = $3::xid8 AND after_id = $4 THEN attempt ELSE 0 END,
+	head_event_id = CASE WHEN after_xid = $3::xid8 AND after_id = $4 THEN head_event_id END,
+	failing_since = CASE WHEN after_xid = $3::xid8 AND after_id = $4 THEN failing_since END,
+	next_at = $5, lease_until = now() + $6::interval
 WHERE id = $1 AND lease_token = $2
 RETURNING id, url, topics, enabled, secret, previous_secret, previous_until, after_xid::text AS after_xid,
 	after_id, attempt, head_event_id, failing_since`
+
+// renewSQL renews the lease for $3, while it is still this one's, and
+// reads what an operator may have changed meanwhile.
+const renewSQL = `UPDATE webhook_endpoints SET lease_until = now() + $3::interval
+WHERE id = $1 AND lease_token = $2
+RETURNING url, topics, enabled, secret, previous_secret, previous_until`
 
 // endpointExistsSQL tells a deleted endpoint from a lease taken over.
 const endpointExistsSQL = `SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = $1)`
@@ -119,10 +138,15 @@ FROM webhook_replays r JOIN outbox o ON o.id = r.event_id
 WHERE r.endpoint_id = $1 ORDER BY r.event_xid, r.event_id LIMIT 1`
 
 // failSQL records a failed attempt on the head: the next try at $5, the
-// lease given back. With $6 the endpoint is disabled instead.
+// lease given back. With $6 the endpoint is disabled instead. A failure
+// never enables anything: an operator may have disabled the endpoint
+// while the attempt was in flight (the lease does not hold off the
+// operator), and that disablement, its reason and date stay.
 const failSQL = `
 UPDATE webhook_endpoints SET attempt = $3, head_event_id = $4, next_at = $5, failing_since = coalesce(failing_since, $7),
-	enabled = NOT $6, disabled_reason = CASE WHEN $6 THEN 'failing' END, disabled_at = CASE WHEN $6 THEN $7::timestamptz END,
+	enabled = enabled AND NOT $6,
+	disabled_reason = CASE WHEN enabled AND $6 THEN 'failing' ELSE disabled_reason END,
+	disabled_at = CASE WHEN enabled AND $6 THEN $7::timestamptz ELSE disabled_at END,
 	lease_token = NULL, lease_until = NULL
 WHERE id = $1 AND lease_token = $2`
 
