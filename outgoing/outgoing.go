@@ -41,7 +41,10 @@ var (
 	// ErrKeyRequired: a secret would be stored in the clear by a process
 	// without the key while stored secrets are sealed (see
 	// Service.sealNew). A misconfigured process, not a bad request.
-	ErrKeyRequired = errors.New("webhook secrets are stored sealed: configure the webhooks key (webhooks.secrets_key_env) to create or rotate one")
+	// The API answers it 503: nothing changed, and the same request
+	// succeeds once the key is configured.
+	ErrKeyRequired = kind.New(kind.Unavailable, "webhooks-key-required", "Webhooks key required",
+		"webhook secrets are stored sealed: configure the webhooks key (webhooks.secrets_key_env) to create or rotate one")
 )
 
 // Bounds of an endpoint's fields (ck_webhook_endpoints_*).

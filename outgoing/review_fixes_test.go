@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/razao/razao/events"
+	"github.com/razao/razao/internal/kind"
 	"github.com/razao/razao/outgoing"
 )
 
@@ -352,6 +353,8 @@ func TestNoSecretStoredInTheClearOnceOneIsSealed(t *testing.T) {
 	keyless.Config.Key = nil
 	if _, err := keyless.Create(context.Background(), outgoing.NewEndpoint{URL: "http://127.0.0.1:9/clear"}); !errors.Is(err, outgoing.ErrKeyRequired) {
 		t.Errorf("create without the key: %v, want ErrKeyRequired", err)
+	} else if k, ok := kind.Of(err); !ok || k.Kind != kind.Unavailable {
+		t.Errorf("create without the key: %v is not an Unavailable refusal (the API would answer 500)", err)
 	}
 	if _, err := keyless.Rotate(context.Background(), sealed.ID, 0); !errors.Is(err, outgoing.ErrKeyRequired) {
 		t.Errorf("rotate without the key: %v, want ErrKeyRequired", err)
