@@ -6,32 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/razao/razao/money"
 	"github.com/razao/razao/periods"
 )
 
-// brl formats centavos as Brazilians write money: R$ 1.234,56, a minus
-// sign before the symbol for a negative amount. Every int64 is formatted,
-// the most negative included (its absolute value does not fit int64, so
-// the digits are taken from the unsigned value).
-func brl(centavos int64) string {
-	neg := centavos < 0
-	u := uint64(centavos)
-	if neg {
-		u = -u
-	}
-	digits := strconv.FormatUint(u/100, 10)
-	var b strings.Builder
-	if neg {
-		b.WriteString("−")
-	}
-	b.WriteString("R$ ")
-	b.WriteString(groupThousands(digits))
-	b.WriteByte(',')
-	cents := u % 100
-	b.WriteByte(byte('0' + cents/10))
-	b.WriteByte(byte('0' + cents%10))
-	return b.String()
-}
+// brl formats centavos as Brazilians write money (money.FormatBRL).
+var brl = money.FormatBRL
 
 // dc writes a signed balance (debit positive, as the reports give it) as
 // Brazilian balancetes do: its size with D for a debit (devedor) balance
@@ -47,31 +27,12 @@ func dc(centavos int64) string {
 	return brl(0)
 }
 
-// groupThousands puts a dot between each group of three digits.
-func groupThousands(digits string) string {
-	if len(digits) <= 3 {
-		return digits
-	}
-	var b strings.Builder
-	head := len(digits) % 3
-	if head > 0 {
-		b.WriteString(digits[:head])
-	}
-	for i := head; i < len(digits); i += 3 {
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(digits[i : i+3])
-	}
-	return b.String()
-}
-
 // count formats a whole number with Brazilian thousands dots.
 func count(n int64) string {
 	if n < 0 {
-		return "−" + groupThousands(strconv.FormatUint(uint64(-n), 10))
+		return "−" + money.GroupThousands(strconv.FormatUint(uint64(-n), 10))
 	}
-	return groupThousands(strconv.FormatInt(n, 10))
+	return money.GroupThousands(strconv.FormatInt(n, 10))
 }
 
 // monthNames are the abbreviations Brazilian finance writes months with.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/razao/razao/money"
@@ -300,7 +299,7 @@ func (s Said) Portuguese() string {
 		switch v := a.(type) {
 		case int64:
 			if sy.args[i] == amount {
-				args[i] = brl(v)
+				args[i] = money.FormatBRL(v)
 			} else {
 				args[i] = strconv.FormatInt(v, 10)
 			}
@@ -316,7 +315,7 @@ func (s Said) Portuguese() string {
 		case time.Duration:
 			args[i] = ptDuration(v)
 		case money.Parts:
-			args[i] = ptParts(v)
+			args[i] = v.Spell(money.FormatBRL)
 		case Figures:
 			args[i] = v.portuguese()
 		default:
@@ -343,58 +342,12 @@ func (f Figures) english() string {
 func (f Figures) portuguese() string {
 	s := "sem valor"
 	if f.Amount != nil {
-		s = brl(*f.Amount)
+		s = money.FormatBRL(*f.Amount)
 	}
 	if f.Fee != nil {
-		s += " (tarifa " + brl(*f.Fee) + ")"
+		s += " (tarifa " + money.FormatBRL(*f.Fee) + ")"
 	}
 	return s
-}
-
-// brl writes centavos as Brazilians write money: R$ 1.234,56, a minus
-// sign before the symbol for a negative amount (the console's brl).
-func brl(centavos int64) string {
-	r := money.FormatReais(centavos, ',')
-	sign := ""
-	if strings.HasPrefix(r, "-") {
-		sign, r = "−", r[1:]
-	}
-	whole, cents, _ := strings.Cut(r, ",")
-	var b strings.Builder
-	for i, d := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteByte('.')
-		}
-		b.WriteRune(d)
-	}
-	return sign + "R$ " + b.String() + "," + cents
-}
-
-// ptParts writes a Pix's parts as money.Parts.String does, the amounts
-// in reais: original R$ 100,00 + juros R$ 2,00 − desconto R$ 1,00.
-func ptParts(p money.Parts) string {
-	var b strings.Builder
-	for _, t := range []struct {
-		name string
-		v    int64
-		sign string
-	}{
-		{"original", p.Original, "+"}, {"saque", p.Withdrawal, "+"}, {"troco", p.Change, "+"},
-		{"juros", p.Interest, "+"}, {"multa", p.Fine, "+"},
-		{"abatimento", p.Rebate, "−"}, {"desconto", p.Discount, "−"},
-	} {
-		if t.v == 0 && t.name != "original" {
-			continue
-		}
-		switch {
-		case b.Len() > 0:
-			fmt.Fprintf(&b, " %s ", t.sign)
-		case t.sign == "−":
-			b.WriteString("− ")
-		}
-		fmt.Fprintf(&b, "%s %s", t.name, brl(t.v))
-	}
-	return b.String()
 }
 
 // ptDuration writes a limit as a person would: 3 dias, 36 h, else as Go

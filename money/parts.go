@@ -41,6 +41,13 @@ func (p Parts) CashOut() int64 { return p.Withdrawal + p.Change }
 // String spells p out in reais, the parts present only: "original 80.00 +
 // troco 20.00", in the Pix API's own words, for a divergence's detail.
 func (p Parts) String() string {
+	return p.Spell(func(c int64) string { return FormatReais(c, '.') })
+}
+
+// Spell writes the parts present, in the Pix API's words and order, each
+// amount as amount writes it: original first (always), then saque, troco,
+// juros and multa added, abatimento and desconto taken off.
+func (p Parts) Spell(amount func(int64) string) string {
 	var b strings.Builder
 	for _, t := range []struct {
 		name string
@@ -60,7 +67,7 @@ func (p Parts) String() string {
 		case t.sign == "−":
 			b.WriteString("− ")
 		}
-		fmt.Fprintf(&b, "%s %s", t.name, FormatReais(t.v, '.'))
+		fmt.Fprintf(&b, "%s %s", t.name, amount(t.v))
 	}
 	return b.String()
 }
