@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/periods"
@@ -71,16 +72,7 @@ func Build(b testing.TB, db *sqlx.DB, benchSales, benchPartners int) {
 	step("disable triggers", `ALTER TABLE posting_sets DISABLE TRIGGER USER; ALTER TABLE postings DISABLE TRIGGER USER`)
 	// Secondary indexes are built once after the load (a sorted build)
 	// rather than maintained row by row, from their own definitions.
-	var indexes []struct {
-		Name string `db:"indexname"`
-		Def  string `db:"indexdef"`
-	}
-	if err := db.Select(&indexes, `SELECT i.indexname, i.indexdef FROM pg_indexes i
-		WHERE i.schemaname = current_schema() AND i.tablename IN ('posting_sets', 'postings')
-		AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = (quote_ident(i.indexname))::regclass)
-		ORDER BY 1`); err != nil {
-		b.Fatal(err)
-	}
+	indexes := secondaryIndexes(b, db, "posting_sets", "postings")
 	for _, ix := range indexes {
 		step("drop "+ix.Name, `DROP INDEX `+ix.Name)
 	}
@@ -186,4 +178,25 @@ func Build(b testing.TB, db *sqlx.DB, benchSales, benchPartners int) {
 	}
 	b.Logf("bench ledger: %d sets, %d postings (%s: %d, %s: %d) built in %v",
 		st.Sets, st.Postings, SmallMonth, st.Small, LastMonth, st.Large, time.Since(start).Round(time.Second))
+}
+
+// index is a secondary index as pg_indexes defines it.
+type index struct {
+	Name string `db:"indexname"`
+	Def  string `db:"indexdef"`
+}
+
+// secondaryIndexes are the indexes of tables that back no constraint:
+// those a bulk load drops first and builds after from their own
+// definitions (a sorted build instead of one insert per row).
+func secondaryIndexes(tb testing.TB, db *sqlx.DB, tables ...string) []index {
+	tb.Helper()
+	var indexes []index
+	if err := db.Select(&indexes, `SELECT i.indexname, i.indexdef FROM pg_indexes i
+		WHERE i.schemaname = current_schema() AND i.tablename = ANY($1)
+		AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = (quote_ident(i.indexname))::regclass)
+		ORDER BY 1`, pq.StringArray(tables)); err != nil {
+		tb.Fatalf("benchledger: secondary indexes of %v: %v", tables, err)
+	}
+	return indexes
 }

@@ -53,16 +53,7 @@ func Charges(tb testing.TB, db *sqlx.DB, n int) {
 		tb.Fatalf("bench charges: charges not empty (%v)", err)
 	}
 	step("session", `SET synchronous_commit = off; SET maintenance_work_mem = '512MB'; SET work_mem = '64MB'`)
-	var indexes []struct {
-		Name string `db:"indexname"`
-		Def  string `db:"indexdef"`
-	}
-	if err := db.Select(&indexes, `SELECT i.indexname, i.indexdef FROM pg_indexes i
-		WHERE i.schemaname = current_schema() AND i.tablename IN ('charges', 'inbox')
-		AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = (quote_ident(i.indexname))::regclass)
-		ORDER BY 1`); err != nil {
-		tb.Fatal(err)
-	}
+	indexes := secondaryIndexes(tb, db, "charges", "inbox")
 	for _, ix := range indexes {
 		step("drop "+ix.Name, `DROP INDEX `+ix.Name)
 	}
