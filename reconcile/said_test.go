@@ -16,24 +16,7 @@ import (
 func TestReconciliationDivergencesStoreTheirDetailsKind(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	for _, c := range []string{"paid1", "short", "phantom"} {
-		e.charge(c, 10000, "")
-	}
-	e.charge("ab-1", 10000, "")
-	paid := pixItem{E2E: e2e(1), Txid: "paid1", Valor: "100.00", Horario: at(5)}
-	phantom := pixItem{E2E: e2e(9), Txid: "phantom", Valor: "100.00", Horario: at(6)}
-	for _, it := range []pixItem{paid, phantom} {
-		if code, st := e.postPix(it); code != 200 || st != "accepted" {
-			t.Fatalf("webhook: %d %s", code, st)
-		}
-	}
-	e.psp.add(paid,
-		pixItem{E2E: e2e(2), Txid: "short", Valor: "99.00", Horario: at(30)},
-		pixItem{E2E: e2e(3), Txid: "nosuch", Valor: "1.00", Horario: at(40)})
-	csv := "id,externalId,amount,fee,paidAt\nch_1,ab-1,10000,80," + at(1).Format(time.RFC3339) + "\n"
-	if run := e.runCSV("abacate", csv); run.Booked != 1 {
-		t.Fatalf("abacate's first run %+v", run)
-	}
+	csv := divergentScene(t, e)
 	csv = strings.Replace(csv, ",80,", ",99,", 1) + "ch_2,ab-2,not-a-number,0," + at(2).Format(time.RFC3339) + "\n"
 	e.runPix(winFrom, winTo)
 	e.runCSV("abacate", csv)
