@@ -128,14 +128,7 @@ func TestAnOlderBinaryAppliesNothingOntoANewerSchemaThatLacksItsHistory(t *testi
 	t.Parallel()
 	ctx := context.Background()
 	db := emptyDatabase(t)
-	ms, err := razao.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := razao.Functions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms, fs := embedded(t)
 	if _, err := razao.MigrateWith(ctx, db, ms[:3], nil); err != nil {
 		t.Fatal(err)
 	}
@@ -156,19 +149,13 @@ func TestAContractMigrationRaisesTheFloorItDeclares(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	ms, err := razao.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := razao.Functions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms, fs := embedded(t)
 	last := ms[len(ms)-1]
 	expand := razao.Migration{Version: 9000, Name: "9000_expand.sql", SQL: "-- adds what 9001 lets go of\nCREATE TABLE t9000 (id int)"}
 	contract := razao.Migration{Version: 9001, Name: "9001_contract.sql",
 		SQL: "-- drops what binaries before 9000 used\n-- razao: contract 9000\nDROP TABLE t9000"}
 	for _, m := range []*razao.Migration{&expand, &contract} {
+		var err error
 		if m.OldestBinary, err = razao.ParseContract(*m); err != nil {
 			t.Fatal(err)
 		}
@@ -284,14 +271,7 @@ func TestAFunctionIsNotPutBackOverANewerReleases(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	ctx := context.Background()
-	ms, err := razao.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := razao.Functions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms, fs := embedded(t)
 	f := fs[0]
 	// What a newer release's migrator leaves: its migration recorded, and
 	// its own body (here, its mark) on the function.

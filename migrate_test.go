@@ -354,14 +354,7 @@ func TestAMigrationGetsTheNewFunctionItNames(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := emptyDatabase(t)
-	ms, err := razao.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, err := razao.Functions()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms, fs := embedded(t)
 	file := func(body string) razao.Function {
 		f, err := razao.ParseFunction("t_refuse", "-- Refuses every row of t.\nCREATE OR REPLACE FUNCTION t_refuse()\n RETURNS trigger\n LANGUAGE plpgsql\nAS $function$"+body+"$function$;\n")
 		if err != nil {
@@ -440,4 +433,18 @@ func TestFunctionFilesPinTheLedgersOwnSchema(t *testing.T) {
 		r.WriteTo(&b)
 		t.Errorf("verify of a ledger in schema ledger:\n%s", b.String())
 	}
+}
+
+// embedded returns the binary's migrations and function files.
+func embedded(t *testing.T) ([]razao.Migration, []razao.Function) {
+	t.Helper()
+	ms, err := razao.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := razao.Functions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms, fs
 }
