@@ -67,6 +67,7 @@ type options struct {
 	fanoutKBPerS    int
 	streamsPerToken int
 	subscribers     int // webhooks: endpoints subscribed to every event
+	rate            int // distinct, webhooks: payments offered a second (0: as fast as -c allows)
 	bcbItems        int
 	bcbEndpoint     string
 }
@@ -101,6 +102,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.fanoutKBPerS, "fanout-kb-per-s", 0, "fanout: kB a second to each connection (0: what a stream received in the sse scenario of this run; max 100000)")
 	fs.IntVar(&o.streamsPerToken, "streams-per-token", 8, "sse: streams per read token (razao's per-token limit)")
 	fs.IntVar(&o.subscribers, "subscribers", 10, "webhooks: endpoints subscribed to every event, 1 to 100")
+	fs.IntVar(&o.rate, "rate", 0, "the payment scenarios (distinct, flood, sse, mixed, webhooks): deliveries offered a second, on a schedule kept whatever the answers (0: as fast as -c allows; max 100000)")
 	fs.IntVar(&o.bcbItems, "bcb-items", 2000, "bcb-memory: Pix items in the one callback (max 5000)")
 	fs.StringVar(&o.bcbEndpoint, "bcb-endpoint", "bcbpix", "bcb-memory: name of razao's bcb-pix endpoint")
 	if err := fs.Parse(args); err != nil {
@@ -130,6 +132,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-streams must be 1..1000")
 	case o.fanoutKBPerS < 0 || o.fanoutKBPerS > 100_000:
 		return o, fmt.Errorf("-fanout-kb-per-s must be 0..100000")
+	case o.rate < 0 || o.rate > 100_000:
+		return o, fmt.Errorf("-rate must be 0..100000")
 	case o.subscribers < 1 || o.subscribers > 100:
 		return o, fmt.Errorf("-subscribers must be 1 to 100")
 	case o.streamsPerToken < 1:

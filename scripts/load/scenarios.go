@@ -26,6 +26,9 @@ func (l *loader) fire(ctx context.Context, res *result, jobs []job, c int) ([]re
 	start := time.Now()
 	res.started = start
 	forEach(ctx, len(jobs), c, func(ctx context.Context, i int) {
+		if !l.onSchedule(ctx, start, i) {
+			return
+		}
 		d := jobs[i].build(time.Now())
 		rp := l.do(ctx, l.client, http.MethodPost, d.path, d.body, d.header)
 		if ctx.Err() != nil && rp.err != nil {
@@ -41,6 +44,31 @@ func (l *loader) fire(ctx context.Context, res *result, jobs []job, c int) ([]re
 		res.Incomplete = true
 	}
 	return replies, sent
+}
+
+// onSchedule waits for job i's time under -rate: the i-th payment is
+// offered i/rate seconds after start, whenever the earlier ones were
+// answered (an open load: a razao that falls behind meets a queue, as it
+// would from a PSP, instead of a slower client). At most -c are in flight,
+// so a razao far behind sees the -c oldest late payments at once. False:
+// ctx ended first.
+func (l *loader) onSchedule(ctx context.Context, start time.Time, i int) bool {
+	if l.opt.rate <= 0 {
+		return true
+	}
+	at := start.Add(time.Duration(int64(i) * int64(time.Second) / int64(l.opt.rate)))
+	wait := time.Until(at)
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 func partner(i int) string { return "load-p" + strconv.Itoa(i%8) }
