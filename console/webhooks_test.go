@@ -103,7 +103,7 @@ type hooks struct {
 // disabled and the healthy one has the event.
 func withWebhooks(t *testing.T, f *fixture) *hooks {
 	t.Helper()
-	cfg := outgoing.Config{AllowPrivateTargets: true, Schedule: []time.Duration{5 * time.Millisecond, 5 * time.Millisecond},
+	cfg := outgoing.Config{AllowPrivateTargets: true, AllowHTTPTargets: true, Schedule: []time.Duration{5 * time.Millisecond, 5 * time.Millisecond},
 		Jitter: -1, Interval: 50 * time.Millisecond}
 	h := &hooks{svc: outgoing.Service{DB: f.db, Config: cfg}, bad: newHookReceiver(t, true), good: newHookReceiver(t, false)}
 	ctx := context.Background()
@@ -379,7 +379,7 @@ func TestWebhookActionsAreAdminFormsThatCallTheService(t *testing.T) {
 func TestWebhookAttemptsArePagedNewestFirst(t *testing.T) {
 	t.Parallel()
 	f := newBareFixture(t)
-	svc := outgoing.Service{DB: f.db, Config: outgoing.Config{AllowPrivateTargets: true}}
+	svc := outgoing.Service{DB: f.db, Config: outgoing.Config{AllowPrivateTargets: true, AllowHTTPTargets: true}}
 	e, err := svc.Create(context.Background(), outgoing.NewEndpoint{URL: "http://127.0.0.1:9/hooks"})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
@@ -85,9 +86,9 @@ type Dispatcher struct {
 	// outbox event (an endpoint disabled), to announce it (events.Notifier).
 	OnCommit func()
 
+	tail    *tail
 	cacheMu sync.Mutex
-	cache   map[string][]events.Event // see read
-	bodies  map[int64][]byte          // see body
+	bodies  map[int64][]byte // see body
 
 	kick   chan struct{}
 	wakeMu sync.Mutex
@@ -119,6 +120,7 @@ func NewDispatcher(db *sqlx.DB, cfg Config, log *slog.Logger, now func() time.Ti
 		MaxIdleConnsPerHost:    2,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
+		TLSClientConfig:        &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12},
 	}
 	d := &Dispatcher{
 		db: db, cfg: cfg, log: log, now: now,
@@ -135,6 +137,7 @@ func NewDispatcher(db *sqlx.DB, cfg Config, log *slog.Logger, now func() time.Ti
 		// long before it runs out, and a crashed replica's endpoints are
 		// taken over within it.
 		lease:  3 * (cfg.Timeout + flushAfter),
+		tail:   newTail(db),
 		kick:   make(chan struct{}, 1),
 		wakeCh: make(chan struct{}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -160,7 +163,7 @@ func NewDispatcher(db *sqlx.DB, cfg Config, log *slog.Logger, now func() time.Ti
 
 // Collectors are the dispatcher's metrics, for a registry.
 func (d *Dispatcher) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{d.attempts, d.lag, d.disabled, statesCollector{db: d.db}}
+	return []prometheus.Collector{d.attempts, d.lag, d.disabled, d.tail.reads, statesCollector{db: d.db}}
 }
 
 // Listen makes Run wake on every outbox notification of the database at
@@ -240,38 +243,6 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		}
 	}
 }
-
-// read is events.Since(cursor), shared by the holders at one cursor:
-// endpoints that keep up all stand at the same place, and each read
-// computes the outbox's horizon. A batch read once stays true: Since
-// returns only events no later commit can put a row between, so a batch
-// remembered for a cursor is, later too, the start of what follows it
-// (an empty read is not remembered: events may have come since).
-func (d *Dispatcher) read(ctx context.Context, cursor string) ([]events.Event, error) {
-	d.cacheMu.Lock()
-	if b, ok := d.cache[cursor]; ok {
-		d.cacheMu.Unlock()
-		return b, nil
-	}
-	d.cacheMu.Unlock()
-	b, err := events.Since(ctx, d.db, cursor, batchSize)
-	if err != nil || len(b) == 0 {
-		return b, err
-	}
-	d.cacheMu.Lock()
-	defer d.cacheMu.Unlock()
-	if d.cache == nil || len(d.cache) >= maxCachedReads {
-		// Dropped whole: holders far apart re-read, holders together
-		// fill it again at once.
-		d.cache = map[string][]events.Event{}
-	}
-	d.cache[cursor] = b
-	return b, nil
-}
-
-// maxCachedReads bounds the batches read remembers (each at most
-// batchSize events).
-const maxCachedReads = 64
 
 // listen turns the outbox's notifications into kicks.
 func (d *Dispatcher) listen(ctx context.Context) {
@@ -387,6 +358,10 @@ func (h *holder) signers() ([]*standardwebhooks.Webhook, error) {
 	return sigs, nil
 }
 
+// maxBodies bounds the bodies body remembers: twice the tail, so that the
+// endpoints keeping up find every body made.
+const maxBodies = 2 * maxTail
+
 // body is ev as sent: the same JSON as the event stream's data, encoded
 // once for every endpoint.
 func (d *Dispatcher) body(ev events.Event) []byte {
@@ -401,7 +376,7 @@ func (d *Dispatcher) body(ev events.Event) []byte {
 		return nil
 	}
 	d.cacheMu.Lock()
-	if d.bodies == nil || len(d.bodies) >= maxCachedReads*batchSize {
+	if d.bodies == nil || len(d.bodies) >= maxBodies {
 		d.bodies = map[int64][]byte{}
 	}
 	d.bodies[ev.ID] = b
@@ -504,7 +479,6 @@ func (h *holder) run(ctx context.Context) error {
 	began := time.Now()
 	var batch []events.Event
 	replays := true // look for replays at the start and after every save
-	lastRead := time.Time{}
 	idleSince := time.Time{}
 	woken := d.woken()
 	for {
@@ -515,21 +489,19 @@ func (h *holder) run(ctx context.Context) error {
 			return h.release(context.WithoutCancel(ctx))
 		}
 		if len(batch) == 0 {
-			if wait := minReadGap - time.Since(lastRead); wait > 0 {
-				time.Sleep(wait)
-			}
 			woken = d.woken()
 			var err error
-			batch, err = d.read(ctx, h.cursor)
-			lastRead = time.Now()
+			var due bool
+			batch, due, err = d.tail.next(ctx, h.ep.ID, h.cursor)
 			if err != nil {
 				return err
 			}
 			h.reads++
-			// Replays go ahead of the next new event: looked for after
-			// each read of the outbox (so a replay asked for before an
-			// event committed goes before it), not before every event.
-			replays = true
+			// Replays go ahead of the next new event: looked for when the
+			// tail read after the batch says one waits (so a replay asked
+			// for before an event committed goes before it), not before
+			// every event.
+			replays = replays || due
 		}
 		var head events.Event
 		isReplay := false
@@ -904,6 +876,10 @@ func (d *Dispatcher) send(ctx context.Context, epID int64, url string, ev events
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		a.err = "request: " + err.Error()
+		return a
+	}
+	if err := d.cfg.checkScheme(req.URL.Scheme); err != nil {
+		a.err = err.Error()
 		return a
 	}
 	req.Header.Set("Content-Type", "application/json")

@@ -152,6 +152,9 @@ func (s Service) checkURL(ctx context.Context, raw string) error {
 	if err != nil {
 		return err
 	}
+	if err := s.Config.checkScheme(u.Scheme); err != nil {
+		return err
+	}
 	return s.guard().Check(ctx, u)
 }
 

@@ -124,6 +124,7 @@ func insertUnchecked(t *testing.T, b *bundle, url string) int64 {
 	t.Helper()
 	dev := b.svc
 	dev.Config.AllowPrivateTargets = true
+	dev.Config.AllowHTTPTargets = true
 	e, err := dev.Create(context.Background(), outgoing.NewEndpoint{URL: url})
 	if err != nil {
 		t.Fatal(err)

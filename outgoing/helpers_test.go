@@ -39,7 +39,7 @@ type bundle struct {
 func setup(t *testing.T, mod ...func(*outgoing.Config)) *bundle {
 	t.Helper()
 	db, url := pgtest.NewWithURL(t)
-	cfg := outgoing.Config{AllowPrivateTargets: true, Schedule: fastSchedule, Jitter: -1, Interval: 50 * time.Millisecond,
+	cfg := outgoing.Config{AllowPrivateTargets: true, AllowHTTPTargets: true, Schedule: fastSchedule, Jitter: -1, Interval: 50 * time.Millisecond,
 		Timeout: 10 * time.Second}
 	for _, m := range mod {
 		m(&cfg)
@@ -144,6 +144,19 @@ func newReceiver(t *testing.T, answer func(n int) int) *receiver {
 		r.answer = func(int) int { return http.StatusOK }
 	}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// newTLSReceiver is newReceiver over https, with a certificate of
+// httptest's own authority (r.srv.Certificate()).
+func newTLSReceiver(t *testing.T, answer func(n int) int) *receiver {
+	t.Helper()
+	r := &receiver{t: t, answer: answer, changed: make(chan struct{}, 1)}
+	if r.answer == nil {
+		r.answer = func(int) int { return http.StatusOK }
+	}
+	r.srv = httptest.NewTLSServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.srv.Close)
 	return r
 }

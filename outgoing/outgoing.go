@@ -15,6 +15,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -37,6 +38,9 @@ var (
 	// does not send to: loopback, private, link-local, metadata...
 	ErrRefusedTarget = kind.New(kind.Invalid, "refused-target", "Refused target address", "the URL's address is not allowed").Precisely()
 	// ErrNoKey: a secret is sealed but razao was given no key to open it.
+	// ErrPlainHTTP: the URL is http:// and plain http is not allowed.
+	ErrPlainHTTP = kind.New(kind.Invalid, "refused-target", "Refused target address",
+		"the URL must be https (plain http is allowed only with webhooks.allow_http_targets)").Precisely()
 	ErrNoKey = errors.New("webhook secret is sealed and no webhooks key is configured")
 	// ErrKeyRequired: a secret would be stored in the clear by a process
 	// without the key while stored secrets are sealed (see
@@ -73,6 +77,15 @@ type Config struct {
 	// AllowPrivateTargets lets endpoints reach loopback, private and
 	// link-local addresses: for development only.
 	AllowPrivateTargets bool
+	// AllowHTTPTargets lets endpoints be plain http:// URLs. Without it
+	// only https is taken: the signature proves who sent an event, not
+	// who read it, and an event names charges, amounts and the access
+	// granted. For development and for a network that encrypts below
+	// HTTP.
+	AllowHTTPTargets bool
+	// RootCAs are the authorities trusted for https endpoints (nil: the
+	// system's).
+	RootCAs *x509.CertPool
 	// Key, 32 bytes, seals the signing secrets (AES-256-GCM) so that the
 	// database alone does not yield them. Nil stores them as they are.
 	Key []byte
@@ -226,4 +239,14 @@ func newGCM(key []byte) (cipher.AEAD, error) {
 		return nil, fmt.Errorf("webhooks key: %w", err)
 	}
 	return cipher.NewGCM(block)
+}
+
+// checkScheme refuses plain http unless AllowHTTPTargets: checked when an
+// endpoint is saved and again before every attempt, so an endpoint saved
+// while it was allowed is not sent to once it no longer is.
+func (c Config) checkScheme(scheme string) error {
+	if scheme == "http" && !c.AllowHTTPTargets {
+		return ErrPlainHTTP
+	}
+	return nil
 }

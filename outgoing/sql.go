@@ -164,3 +164,8 @@ SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::bool
 // time so that one statement never holds a long lock or a long
 // transaction.
 const purgeAttemptsSQL = `DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE at < $1 LIMIT 5000)`
+
+// pendingReplaysSQL: the endpoints with a replay waiting (one index probe
+// per endpoint, however many replays wait).
+const pendingReplaysSQL = `SELECT e.id FROM webhook_endpoints e
+WHERE EXISTS (SELECT 1 FROM webhook_replays r WHERE r.endpoint_id = e.id)`

@@ -23,6 +23,9 @@ type webhooksConfig struct {
 	// AllowPrivateTargets lets endpoints reach loopback, private,
 	// link-local and metadata addresses: development only.
 	AllowPrivateTargets bool `yaml:"allow_private_targets"`
+	// AllowHTTPTargets lets endpoints be plain http:// URLs (default:
+	// https only).
+	AllowHTTPTargets bool `yaml:"allow_http_targets"`
 	// SecretsKeyEnv names the environment variable holding the key that
 	// seals the endpoints' secrets (base64 of 32 random bytes). Without
 	// it the secrets are stored as they are.
@@ -45,7 +48,7 @@ type webhooksConfig struct {
 // build checks the section and reads the key it names. Errors name the
 // variable, never its value.
 func (c webhooksConfig) build(getenv func(string) string) (outgoing.Config, error) {
-	cfg := outgoing.Config{AllowPrivateTargets: c.AllowPrivateTargets, RotationOverlap: c.RotationOverlap, Timeout: c.Timeout,
+	cfg := outgoing.Config{AllowPrivateTargets: c.AllowPrivateTargets, AllowHTTPTargets: c.AllowHTTPTargets, RotationOverlap: c.RotationOverlap, Timeout: c.Timeout,
 		MaxConcurrent: c.MaxConcurrent, AttemptsRetention: c.AttemptsRetention, MaxPerSecond: c.MaxDeliveriesPerSecond}
 	if c.SecretsKeyEnv != "" {
 		v := getenv(c.SecretsKeyEnv)

@@ -92,10 +92,10 @@ func TestWebhooksSurviveKill9(t *testing.T) {
 	cfgPath := filepath.Join(dir, "razao.yaml")
 	// A short attempt timeout makes the lease the killed process leaves
 	// behind run out in 9 s (3 × (timeout + 1 s)).
-	if err := os.WriteFile(cfgPath, []byte("webhooks:\n  allow_private_targets: true\n  timeout: 2s\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte("webhooks:\n  allow_private_targets: true\n  allow_http_targets: true\n  timeout: 2s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	svc := outgoing.Service{DB: db, Config: outgoing.Config{AllowPrivateTargets: true}}
+	svc := outgoing.Service{DB: db, Config: outgoing.Config{AllowPrivateTargets: true, AllowHTTPTargets: true}}
 	var rcvs []*crashReceiver
 	for range 2 {
 		rcv := &crashReceiver{}

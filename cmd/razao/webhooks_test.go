@@ -26,12 +26,12 @@ func TestWebhooksCommand(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "razao.yaml")
-	os.WriteFile(cfg, []byte("webhooks:\n  allow_private_targets: true\n  secrets_key_env: RAZAO_TEST_WEBHOOKS_KEY_UNSET\n"), 0o600)
+	os.WriteFile(cfg, []byte("webhooks:\n  allow_private_targets: true\n  allow_http_targets: true\n  secrets_key_env: RAZAO_TEST_WEBHOOKS_KEY_UNSET\n"), 0o600)
 	if code, out := runCmd(t, "webhooks", "create", "-database-url", url, "-config", cfg, "-url", "http://127.0.0.1:9/hook"); code == 0 ||
 		!strings.Contains(out, "RAZAO_TEST_WEBHOOKS_KEY_UNSET") {
 		t.Fatalf("an unset key variable: exit %d\n%s", code, out)
 	}
-	os.WriteFile(cfg, []byte("webhooks:\n  allow_private_targets: true\n"), 0o600)
+	os.WriteFile(cfg, []byte("webhooks:\n  allow_private_targets: true\n  allow_http_targets: true\n"), 0o600)
 	code, out = runCmd(t, "webhooks", "create", "-database-url", url, "-config", cfg, "-url", "http://127.0.0.1:9/hook",
 		"-topic", "charge.paid", "-topic", "charge.refunded", "-description", "loja")
 	var e outgoing.Endpoint
@@ -76,7 +76,7 @@ func TestWebhooksCommand(t *testing.T) {
 	// Not t.Setenv, which a parallel test may not call: a name of its own.
 	os.Setenv("RAZAO_TEST_WEBHOOKS_KEY", key)
 	t.Cleanup(func() { os.Unsetenv("RAZAO_TEST_WEBHOOKS_KEY") })
-	os.WriteFile(cfg, []byte("webhooks:\n  allow_private_targets: true\n  secrets_key_env: RAZAO_TEST_WEBHOOKS_KEY\n"), 0o600)
+	os.WriteFile(cfg, []byte("webhooks:\n  allow_private_targets: true\n  allow_http_targets: true\n  secrets_key_env: RAZAO_TEST_WEBHOOKS_KEY\n"), 0o600)
 	code, out = runCmd(t, "webhooks", "create", "-database-url", url, "-config", cfg, "-url", "http://127.0.0.1:9/hook")
 	if code != 0 || json.Unmarshal([]byte(out), &e) != nil {
 		t.Fatalf("create sealed: exit %d\n%s", code, out)

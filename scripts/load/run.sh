@@ -178,7 +178,7 @@ awk '{ print } /^endpoints:$/ {
 }' scripts/dev.yaml >"$WORK/load.yaml"
 # The webhooks scenario's receivers are on 127.0.0.1, which razao refuses
 # to send to unless told otherwise.
-grep -q '^webhooks:' "$WORK/load.yaml" || printf 'webhooks:\n  allow_private_targets: true   # the webhooks scenario of scripts/load\n' >>"$WORK/load.yaml"
+grep -q '^webhooks:' "$WORK/load.yaml" || printf 'webhooks:\n  allow_private_targets: true   # the webhooks scenario of scripts/load\n  allow_http_targets: true\n' >>"$WORK/load.yaml"
 # RAZAO_ALLOW_ROOT: the load runs on a development machine, often as root.
 DATABASE_URL=$LOAD_URL RAZAO_CONFIG=$WORK/load.yaml RAZAO_LISTEN=127.0.0.1:0 RAZAO_ADMIN_LISTEN=127.0.0.1:0 RAZAO_ALLOW_ROOT=1 \
 	bin/razao serve -migrate=false >"$OUTDIR/serve.out" 2>"$OUTDIR/serve.log" &

@@ -29,7 +29,7 @@ const webhookCatchUp = 120 * time.Second
 // (inside the transaction that commits it) to the receiver's 200, over
 // every delivery of the run's events, and the payments' confirmed/s to
 // set beside distinct's. razao must serve with
-// webhooks.allow_private_targets: true (run.sh adds it), the receivers
+// webhooks.allow_private_targets and allow_http_targets (run.sh adds them), the receivers
 // being on 127.0.0.1. The endpoints are deleted at the end.
 func (l *loader) webhooks(ctx context.Context) *result {
 	if l.db == nil {
@@ -38,7 +38,7 @@ func (l *loader) webhooks(ctx context.Context) *result {
 		return res
 	}
 	return l.payments(ctx, "webhooks", func(ctx context.Context, res *result) func() {
-		svc := outgoing.Service{DB: sqlx.NewDb(l.db, "postgres"), Config: outgoing.Config{AllowPrivateTargets: true}}
+		svc := outgoing.Service{DB: sqlx.NewDb(l.db, "postgres"), Config: outgoing.Config{AllowPrivateTargets: true, AllowHTTPTargets: true}}
 		prefix := l.runID + "-" + short("webhooks") + "-"
 		var mu sync.Mutex
 		var lags []time.Duration
