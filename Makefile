@@ -26,7 +26,7 @@ bench: ## run the Go benchmarks (pre-loads the ledger first; takes a few minutes
 	go test -run '^$$' -bench . -benchtime 5s -timeout 30m ./...
 
 .PHONY: load
-load: ## load test over loopback: fresh DB, pre-load, 8 scenarios (plain, flood, 1,000 streams, their fan-out alone, storm, mixed, 10 webhook subscribers, bcb-pix memory), pgbench ceiling, 3 sse and 5 pgbench alternating rounds (~15 min)
+load: ## load test over loopback: fresh DB, pre-load, 8 scenarios (plain, flood, 1,000 streams, their fan-out alone, storm, mixed, 10 webhook subscribers, bcb-pix memory), pgbench ceiling, 3 sse, 2 webhook (1,000/s, 10 subscribers, plain and capped) and 5 pgbench alternating rounds (~22 min)
 	@bash scripts/load/run.sh
 
 .PHONY: versus

@@ -12,7 +12,8 @@
 # Knobs (environment): N=6000 C=8 STORM=1000 DURATION=300s SCHEME=standard
 # PRELOAD=200000 PGBENCH_CLIENTS=8 PGBENCH_SECONDS=15 ROUNDS=5 SSE_ROUNDS=3 OUT=<dir for logs and
 # JSON; default a temporary dir, removed at exit> KEEP_DB=0 STREAMS=1000
-# FLOOD_C=8 BCB_ITEMS=2000.
+# FLOOD_C=8 BCB_ITEMS=2000 WEBHOOK_RATE=1000 WEBHOOK_SECONDS=20
+# WEBHOOK_ROUNDS=2 WEBHOOK_SUBSCRIBERS=10 WEBHOOK_CAP=4000.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/usr/local/go/bin:$PATH:/usr/lib/postgresql/15/bin"
@@ -31,6 +32,11 @@ KEEP_DB=${KEEP_DB:-0}
 STREAMS=${STREAMS:-1000}
 FLOOD_C=${FLOOD_C:-8}
 BCB_ITEMS=${BCB_ITEMS:-2000}
+WEBHOOK_RATE=${WEBHOOK_RATE:-1000}
+WEBHOOK_SECONDS=${WEBHOOK_SECONDS:-20}
+WEBHOOK_ROUNDS=${WEBHOOK_ROUNDS:-2}
+WEBHOOK_SUBSCRIBERS=${WEBHOOK_SUBSCRIBERS:-10}
+WEBHOOK_CAP=${WEBHOOK_CAP:-4000}
 
 # shellcheck source=scripts/load/local.sh
 source scripts/load/local.sh
@@ -44,6 +50,11 @@ int_in ROUNDS "$ROUNDS" 0 10
 int_in SSE_ROUNDS "$SSE_ROUNDS" 0 10
 int_in STREAMS "$STREAMS" 1 1000
 int_in FLOOD_C "$FLOOD_C" 1 64
+int_in WEBHOOK_RATE "$WEBHOOK_RATE" 1 5000
+int_in WEBHOOK_SECONDS "$WEBHOOK_SECONDS" 1 20
+int_in WEBHOOK_ROUNDS "$WEBHOOK_ROUNDS" 0 10
+int_in WEBHOOK_SUBSCRIBERS "$WEBHOOK_SUBSCRIBERS" 1 100
+int_in WEBHOOK_CAP "$WEBHOOK_CAP" 1 1000000
 int_in BCB_ITEMS "$BCB_ITEMS" 1 5000
 [[ $DURATION =~ ^[0-9]+[sm]$ ]] || die "DURATION=$DURATION must look like 300s or 5m"
 dur_s=${DURATION%?}
@@ -179,20 +190,25 @@ awk '{ print } /^endpoints:$/ {
 # The webhooks scenario's receivers are on 127.0.0.1, which razao refuses
 # to send to unless told otherwise.
 grep -q '^webhooks:' "$WORK/load.yaml" || printf 'webhooks:\n  allow_private_targets: true   # the webhooks scenario of scripts/load\n  allow_http_targets: true\n' >>"$WORK/load.yaml"
-# RAZAO_ALLOW_ROOT: the load runs on a development machine, often as root.
-DATABASE_URL=$LOAD_URL RAZAO_CONFIG=$WORK/load.yaml RAZAO_LISTEN=127.0.0.1:0 RAZAO_ADMIN_LISTEN=127.0.0.1:0 RAZAO_ALLOW_ROOT=1 \
-	bin/razao serve -migrate=false >"$OUTDIR/serve.out" 2>"$OUTDIR/serve.log" &
-SERVER_PID=$!
-URL=""
-for _ in $(seq 1 60); do
-	# The listening line is in the JSON log stream (stderr).
-	URL=$(grep '"msg":"razao listening"' "$OUTDIR/serve.log" 2>/dev/null | grep -o 'http://127\.0\.0\.1:[0-9]*' | head -1 || true)
-	[[ -n $URL ]] && break
-	kill -0 "$SERVER_PID" 2>/dev/null || { cat "$OUTDIR/serve.log" >&2; die "razao serve exited"; }
-	sleep 0.5
-done
-[[ -n $URL ]] || die "razao serve did not report its address within 30 s"
-echo "razao (pid $SERVER_PID) serving at $URL"
+# start_server CONFIG: razao serve with CONFIG on a free loopback port;
+# sets SERVER_PID and URL. RAZAO_ALLOW_ROOT: the load runs on a
+# development machine, often as root.
+start_server() {
+	DATABASE_URL=$LOAD_URL RAZAO_CONFIG=$1 RAZAO_LISTEN=127.0.0.1:0 RAZAO_ADMIN_LISTEN=127.0.0.1:0 RAZAO_ALLOW_ROOT=1 \
+		bin/razao serve -migrate=false >>"$OUTDIR/serve.out" 2>"$OUTDIR/serve.log" &
+	SERVER_PID=$!
+	URL=""
+	for _ in $(seq 1 60); do
+		# The listening line is in the JSON log stream (stderr).
+		URL=$(grep '"msg":"razao listening"' "$OUTDIR/serve.log" 2>/dev/null | grep -o 'http://127\.0\.0\.1:[0-9]*' | head -1 || true)
+		[[ -n $URL ]] && break
+		kill -0 "$SERVER_PID" 2>/dev/null || { cat "$OUTDIR/serve.log" >&2; die "razao serve exited"; }
+		sleep 0.5
+	done
+	[[ -n $URL ]] || die "razao serve did not report its address within 30 s"
+	echo "razao (pid $SERVER_PID) serving at $URL"
+}
+start_server "$WORK/load.yaml"
 
 vacuum_if_off
 [[ $AUTOVACUUM == off ]] && echo "note: autovacuum is off on this server: the tables razao and pgbench write are vacuumed before each measurement, as autovacuum would"
@@ -224,6 +240,43 @@ for r in $(seq 1 "$SSE_ROUNDS"); do
 	d=$(grep '"scenario":"distinct"' "$OUTDIR/sse-round-$r.jsonl")
 	e=$(grep '"scenario":"sse"' "$OUTDIR/sse-round-$r.jsonl")
 	echo "$r $(jfield "$d" applied_per_s) $(jfield "$d" p99) $(jfield "$e" applied_per_s) $(jfield "$e" p99) $(jfield "$e" catch_up_s)" | tee -a "$OUTDIR/sse-rounds.txt"
+done
+
+# Webhook rounds: the issue's measure of razao's own webhooks, at an
+# offered WEBHOOK_RATE payments a second (an open load, -rate) for
+# WEBHOOK_SECONDS: distinct, then webhooks (WEBHOOK_SUBSCRIBERS receivers
+# of every event, two events a payment), then webhooks again on a razao
+# restarted with webhooks.max_deliveries_per_second: WEBHOOK_CAP (the
+# deliveries fall behind during the payments and catch up after, so the
+# intake keeps its rate on a machine the receivers share), one right after
+# the other, for ratios per round.
+: >"$OUTDIR/webhook-rounds.txt"
+wn=$((WEBHOOK_RATE * WEBHOOK_SECONDS))
+cp "$WORK/load.yaml" "$WORK/load-capped.yaml"
+awk -v cap="$WEBHOOK_CAP" '{ print } /^webhooks:$/ { print "  max_deliveries_per_second: " cap "   # the capped webhook rounds of scripts/load" }' \
+	"$WORK/load.yaml" >"$WORK/load-capped.yaml"
+restart_server() {
+	stop_server
+	mv "$OUTDIR/serve.log" "$OUTDIR/serve-$(date +%H%M%S).log"
+	start_server "$1"
+}
+for r in $(seq 1 "$WEBHOOK_ROUNDS"); do
+	step "webhook round $r of $WEBHOOK_ROUNDS: distinct, webhooks, webhooks capped at $WEBHOOK_CAP attempts/s ($wn payments at $WEBHOOK_RATE/s, $WEBHOOK_SUBSCRIBERS subscribers)"
+	for sc in distinct webhooks webhooks-capped; do
+		vacuum_if_off
+		[[ $sc == webhooks-capped ]] && restart_server "$WORK/load-capped.yaml"
+		RAZAO_API_TOKEN=$API_TOKEN timeout $((dur_s + 180)) "$WORK/load" -url "$URL" -scenario "${sc%-capped}" -n "$wn" -c "$C" -rate "$WEBHOOK_RATE" \
+			-subscribers "$WEBHOOK_SUBSCRIBERS" -scheme "$SCHEME" -duration "$DURATION" -json "$OUTDIR/webhook-round-$r-$sc.jsonl" \
+			-database-url "$LOAD_URL" -server-pid "$SERVER_PID" >"$OUTDIR/webhook-round-$r-$sc.txt" 2>&1 ||
+			{ tail -n 20 "$OUTDIR/webhook-round-$r-$sc.txt" >&2; die "webhook round $r: $sc failed"; }
+		[[ $sc == webhooks-capped ]] && restart_server "$WORK/load.yaml"
+	done
+	d=$(cat "$OUTDIR/webhook-round-$r-distinct.jsonl")
+	for sc in webhooks webhooks-capped; do
+		w=$(cat "$OUTDIR/webhook-round-$r-$sc.jsonl")
+		echo "$r $sc $(jfield "$d" applied_per_s) $(jfield "$w" applied_per_s) $(jfield "$d" p99) $(jfield "$w" p99) $(jfield "$w" webhook_lag_p50_ms) $(jfield "$w" webhook_lag_p99_ms) $(jfield "$w" webhook_catch_up_s)" |
+			tee -a "$OUTDIR/webhook-rounds.txt"
+	done
 done
 
 step "pgbench: scratch bench_* tables (copies of the tables, no ledger triggers)"
@@ -323,6 +376,11 @@ if [[ -n ${distinct_acc:-} ]]; then
 fi
 [[ -z ${sse_line:-} ]] || { echo; echo "$sse_line"; }
 [[ -z ${webhooks_line:-} ]] || { echo; echo "$webhooks_line"; }
+if [[ -s $OUTDIR/webhook-rounds.txt ]]; then
+	echo
+	echo "webhook rounds: $WEBHOOK_SUBSCRIBERS subscribers of every event, payments offered at $WEBHOOK_RATE/s (target: confirmed/s within 10 % of distinct's):"
+	awk '{ printf "  round %s %-15s confirmed %7.1f/s (distinct %7.1f/s, ratio %.2f)  answer p99 %7.2f ms (distinct %6.2f)  commit to 200: p50 %8.1f ms, p99 %8.1f ms; all %s s after the last payment\n", $1, $2, $4, $3, ($3 > 0 ? $4 / $3 : 0), $6, $5, $7, $8, $9 }' "$OUTDIR/webhook-rounds.txt"
+fi
 [[ -z ${bcb_line:-} ]] || { echo; echo "$bcb_line"; }
 echo
 printf 'pgbench (a) posting tx          %10s tx/s\n' "$tps_a"
