@@ -16,13 +16,17 @@ import (
 // razao webhooks creates an endpoint and prints its secret once; list and
 // show never do; rotate prints the new one; disable, enable, replay,
 // attempts and delete act on it. A private target is refused unless the
-// config allows it, and with secrets_key_env the secret is sealed.
+// config allows it, so is plain http, and with secrets_key_env the secret is sealed.
 func TestWebhooksCommand(t *testing.T) {
 	t.Parallel()
 	db, url := pgtest.NewWithURL(t)
-	code, out := runCmd(t, "webhooks", "create", "-database-url", url, "-url", "http://127.0.0.1:9/hook")
+	code, out := runCmd(t, "webhooks", "create", "-database-url", url, "-url", "https://127.0.0.1:9/hook")
 	if code == 0 || !strings.Contains(out, "not allowed") {
 		t.Fatalf("a loopback target: exit %d\n%s", code, out)
+	}
+	code, out = runCmd(t, "webhooks", "create", "-database-url", url, "-url", "http://app.example/hook")
+	if code == 0 || !strings.Contains(out, "must be https") {
+		t.Fatalf("a plain http target: exit %d\n%s", code, out)
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "razao.yaml")
