@@ -19,39 +19,32 @@ import (
 // incremental run leave the closed months' sets unread one by one.
 //
 // The digest is order-free, so it is one pass over each table grouped by
-// month, with no sort and no join: each row's columns, each quoted
-// (quote_nullable, so a NULL, an empty text and a '|' inside one read
-// apart) in a fixed text form (dates and times in UTC, whatever the
-// session's DateStyle and TimeZone), hashed with md5; the month's digest
-// is the md5 of its counts and of the sums of its rows' hashes (two
-// 64-bit halves each, summed in numeric). The columns are named, not the
-// row: a column added by a later migration leaves the seals as they were.
-const setDigest = `md5(concat_ws('|', quote_nullable(id::text), quote_nullable(kind), quote_nullable(idempotency_key),
-	quote_nullable(amount::text), quote_nullable(currency::text), quote_nullable(to_char(competence, 'YYYY-MM-DD')),
-	quote_nullable(to_char(competence_month, 'YYYY-MM-DD')),
-	quote_nullable(to_char(event_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')), quote_nullable(charge_id),
-	quote_nullable(refund_id), quote_nullable(partner), quote_nullable(inbox_id::text), quote_nullable(description),
-	quote_nullable(content_hash), quote_nullable(created_xid::text),
-	quote_nullable(to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')), quote_nullable(return_id),
-	quote_nullable(refund_nature), quote_nullable(reverses::text)))`
-
-const postingDigest = `md5(concat_ws('|', quote_nullable(id::text), quote_nullable(posting_set_id::text),
-	quote_nullable(account_id::text), quote_nullable(currency::text), quote_nullable(amount::text),
-	quote_nullable(to_char(competence_month, 'YYYY-MM-DD'))))`
+// month, with no sort and no join: each row's columns hashed by their
+// types' own hash functions (hash_record_extended: no text is built, so
+// neither DateStyle nor TimeZone matters, and a NULL hashes apart from
+// any value), summed per month, with the count; the month's digest is
+// the md5 of the two tables' counts and sums. The columns are named, not
+// the row: a column added by a later migration leaves the seals as they
+// were. The hash finds an edit; it is no signature (an owner can rewrite
+// the seals table itself: the digest of a run can be kept elsewhere, and
+// a full run does not trust the seals).
+const (
+	setColumns = `id, kind, idempotency_key, amount, currency, competence, competence_month, event_at, charge_id,
+		refund_id, partner, inbox_id, description, content_hash, created_xid, created_at, return_id, refund_nature, reverses`
+	postingColumns = `id, posting_set_id, account_id, currency, amount, competence_month`
+)
 
 // sealsQuery returns, per month up to $1, its sets, postings and digest.
 var sealsQuery = `
 	WITH s AS (
-		SELECT competence_month AS month, count(*) AS n,
-			sum(('x' || substr(h, 1, 16))::bit(64)::bigint::numeric) AS lo, sum(('x' || substr(h, 17, 16))::bit(64)::bigint::numeric) AS hi
-		FROM (SELECT competence_month, ` + setDigest + ` AS h FROM posting_sets WHERE competence_month <= $1::date) r GROUP BY 1
+		SELECT competence_month AS month, count(*) AS n, sum(hash_record_extended(ROW(` + setColumns + `), 0)) AS h
+		FROM posting_sets WHERE competence_month <= $1::date GROUP BY 1
 	), p AS (
-		SELECT competence_month AS month, count(*) AS n,
-			sum(('x' || substr(h, 1, 16))::bit(64)::bigint::numeric) AS lo, sum(('x' || substr(h, 17, 16))::bit(64)::bigint::numeric) AS hi
-		FROM (SELECT competence_month, ` + postingDigest + ` AS h FROM postings WHERE competence_month <= $1::date) r GROUP BY 1
+		SELECT competence_month AS month, count(*) AS n, sum(hash_record_extended(ROW(` + postingColumns + `), 0)) AS h
+		FROM postings WHERE competence_month <= $1::date GROUP BY 1
 	)
 	SELECT coalesce(s.month, p.month) AS month, coalesce(s.n, 0) AS sets, coalesce(p.n, 0) AS postings,
-		md5(concat_ws('|', coalesce(s.n, 0), coalesce(s.lo, 0), coalesce(s.hi, 0), coalesce(p.n, 0), coalesce(p.lo, 0), coalesce(p.hi, 0))) AS digest
+		md5(concat_ws('|', coalesce(s.n, 0), coalesce(s.h, 0), coalesce(p.n, 0), coalesce(p.h, 0))) AS digest
 	FROM s FULL JOIN p ON p.month = s.month ORDER BY 1`
 
 // seal is a month's digest.
