@@ -92,8 +92,8 @@ func TestIncrementalVerifyWithNoCleanRunRunsInFull(t *testing.T) {
 // clean run: a set's description (no figure moves), a posting moved to
 // another set of the same account and month (every account's month
 // figures, and so the snapshot, unchanged), and a set forged into the
-// month. The incremental run reads none of August's sets one by one,
-// but its seal no longer matches.
+// month. The incremental run reads none of August's sets one by one, but
+// its seal no longer matches; a full run says so too.
 func TestIncrementalVerifyFindsAClosedMonthEditedAfterItsSeal(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -119,6 +119,9 @@ func TestIncrementalVerifyFindsAClosedMonthEditedAfterItsSeal(t *testing.T) {
 			if r.Mode != verify.ModeIncremental || r.From != "2026-09" {
 				t.Errorf("not an incremental run from 2026-09: %+v", r)
 			}
+			// A full run holds the month to its seal too.
+			r, out = verifyText(t, db)
+			assertNamed(t, r, out, "month 2026-08: its sets and postings are not those verify run")
 		})
 	}
 }
