@@ -92,7 +92,7 @@ func TestIncrementalVerifyWithNoCleanRunRunsInFull(t *testing.T) {
 // clean run: a set's description (no figure moves), a posting moved to
 // another set of the same account and month (every account's month
 // figures, and so the snapshot, unchanged), and a set forged into the
-// month. The incremental run reads none of August's sets one by one, but
+// month, and its snapshot edited. The incremental run reads none of August's sets one by one, but
 // its seal no longer matches; a full run says so too.
 func TestIncrementalVerifyFindsAClosedMonthEditedAfterItsSeal(t *testing.T) {
 	t.Parallel()
@@ -108,20 +108,24 @@ func TestIncrementalVerifyFindsAClosedMonthEditedAfterItsSeal(t *testing.T) {
 			VALUES (777777, 'adjustment', 'forged', 5, 'BRL', '2026-08-20', '2026-08-20T12:00:00Z', 'x')`,
 			`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
 			SELECT 777777, a.id, 'BRL', v, '2026-08-01' FROM (VALUES ('assets:cash', 5), ('income:revenue', -5)) x (code, v) JOIN accounts a ON a.code = x.code`}},
+		// An incremental run compares only the snapshots of months closed
+		// since the run it continues with their postings.
+		{"snapshot", []string{`UPDATE trial_balance_snapshots SET debits = debits + 1, closing = closing + 1
+			WHERE month = '2026-08-01' AND account_id = (SELECT id FROM accounts WHERE code = 'assets:cash')`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, db := seededWithAugustClosed(t)
-			asOwner(t, db, []string{"posting_sets", "postings"}, tc.edits...)
+			asOwner(t, db, []string{"posting_sets", "postings", "trial_balance_snapshots"}, tc.edits...)
 			r, out := incremental(t, db)
-			assertNamed(t, r, out, "FAIL  every closed month's sets and postings are those a clean run sealed",
-				"month 2026-08: its sets and postings are not those verify run")
+			assertNamed(t, r, out, "FAIL  every closed month's sets, postings and snapshot are those a clean run sealed",
+				"month 2026-08: its sets, postings and snapshot are not those verify run")
 			if r.Mode != verify.ModeIncremental || r.From != "2026-09" {
 				t.Errorf("not an incremental run from 2026-09: %+v", r)
 			}
 			// A full run holds the month to its seal too.
 			r, out = verifyText(t, db)
-			assertNamed(t, r, out, "month 2026-08: its sets and postings are not those verify run")
+			assertNamed(t, r, out, "month 2026-08: its sets, postings and snapshot are not those verify run")
 		})
 	}
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/razao/razao/periods"
 )
 
-// A closed month's seal is a digest of its posting sets and postings,
+// A closed month's seal is a digest of its posting sets and postings (and
+// of its snapshot, the figures its reports read),
 // recorded (verify_month_seals, sql/0057) by the first clean run that saw
 // the month closed, which had checked each of its sets. Every later run
 // recomputes the digest of every sealed month and names one that
@@ -32,6 +33,12 @@ const (
 	setColumns = `id, kind, idempotency_key, amount, currency, competence, competence_month, event_at, charge_id,
 		refund_id, partner, inbox_id, description, content_hash, created_xid, created_at, return_id, refund_nature, reverses`
 	postingColumns = `id, posting_set_id, account_id, currency, amount, competence_month`
+	// A closed month's snapshot: its reports read it, and an incremental
+	// run compares only the snapshots of months closed since the run it
+	// continues with their postings (checkSnapshots).
+	snapshotColumns = `month, currency, sales, sales_count, refunds, refunds_count, commission, psp_fees, other, lines,
+		created_xid, created_at, interest, fines, rebates, discounts, med_returns`
+	balanceColumns = `month, account_id, opening, debits, credits, closing`
 )
 
 // sealsQuery returns, per month up to $1, its sets, postings and digest.
@@ -42,10 +49,20 @@ var sealsQuery = `
 	), p AS (
 		SELECT competence_month AS month, count(*) AS n, sum(hash_record_extended(ROW(` + postingColumns + `), 0)) AS h
 		FROM postings WHERE competence_month <= $1::date GROUP BY 1
+	), m AS (
+		SELECT month, count(*) AS n, sum(hash_record_extended(ROW(` + snapshotColumns + `), 0)) AS h
+		FROM month_snapshots WHERE month <= $1::date GROUP BY 1
+	), b AS (
+		SELECT month, count(*) AS n, sum(hash_record_extended(ROW(` + balanceColumns + `), 0)) AS h
+		FROM trial_balance_snapshots WHERE month <= $1::date GROUP BY 1
+	), months AS (
+		SELECT month FROM s UNION SELECT month FROM p UNION SELECT month FROM m UNION SELECT month FROM b
 	)
-	SELECT coalesce(s.month, p.month) AS month, coalesce(s.n, 0) AS sets, coalesce(p.n, 0) AS postings,
-		md5(concat_ws('|', coalesce(s.n, 0), coalesce(s.h, 0), coalesce(p.n, 0), coalesce(p.h, 0))) AS digest
-	FROM s FULL JOIN p ON p.month = s.month ORDER BY 1`
+	SELECT x.month, coalesce(s.n, 0) AS sets, coalesce(p.n, 0) AS postings,
+		md5(concat_ws('|', coalesce(s.n, 0), coalesce(s.h, 0), coalesce(p.n, 0), coalesce(p.h, 0),
+			coalesce(m.n, 0), coalesce(m.h, 0), coalesce(b.n, 0), coalesce(b.h, 0))) AS digest
+	FROM months x LEFT JOIN s ON s.month = x.month LEFT JOIN p ON p.month = x.month
+		LEFT JOIN m ON m.month = x.month LEFT JOIN b ON b.month = x.month ORDER BY 1`
 
 // seal is a month's digest.
 type seal struct {
@@ -100,7 +117,7 @@ func checkSeals(ctx context.Context, tx *sqlx.Tx, lastClosed *periods.Month, w w
 		case sealed:
 			out.checked++
 			if s.Digest != n.Digest {
-				out.breaches = append(out.breaches, fmt.Sprintf("month %s: its sets and postings are not those verify run %d sealed (%d sets, %d postings then; %d, %d now)",
+				out.breaches = append(out.breaches, fmt.Sprintf("month %s: its sets, postings and snapshot are not those verify run %d sealed (%d sets, %d postings then; %d, %d now)",
 					m, s.RunID, s.Sets, s.Postings, n.Sets, n.Postings))
 			}
 		case !w.full && m.Before(w.from):
@@ -114,7 +131,7 @@ func checkSeals(ctx context.Context, tx *sqlx.Tx, lastClosed *periods.Month, w w
 		m := periods.MonthOf(s.Month.UTC())
 		if lastClosed != nil && !lastClosed.Before(m) && !found[m] {
 			out.checked++
-			out.breaches = append(out.breaches, fmt.Sprintf("month %s: its sets and postings are not those verify run %d sealed (%d sets, %d postings then; none now)",
+			out.breaches = append(out.breaches, fmt.Sprintf("month %s: its sets, postings and snapshot are not those verify run %d sealed (%d sets, %d postings then; none now)",
 				m, s.RunID, s.Sets, s.Postings))
 		}
 	}

@@ -156,8 +156,8 @@ func runChecks(ctx context.Context, db *sqlx.DB, want wantSchema, incremental bo
 		return Report{}, rec, fmt.Errorf("verify: %w", err)
 	}
 	r.MonthsSealed, rec.fresh = seals.checked, seals.fresh
-	r.Checks = append(r.Checks, listCheck("every closed month's sets and postings are those a clean run sealed", seals.breaches))
-	snapshots, err := snapshotCheck(ctx, tx)
+	r.Checks = append(r.Checks, listCheck("every closed month's sets, postings and snapshot are those a clean run sealed", seals.breaches))
+	snapshots, err := snapshotCheck(ctx, tx, w)
 	if err != nil && r.OK() {
 		return Report{}, rec, err
 	}
@@ -179,8 +179,17 @@ func monthSumsCheck(ctx context.Context, tx *sqlx.Tx, w window) (Check, error) {
 
 // snapshotCheck compares every closed month's snapshot with its postings
 // (CheckSnapshots).
-func snapshotCheck(ctx context.Context, tx *sqlx.Tx) (Check, error) {
-	return mismatchCheck(ctx, tx, "closed months' snapshots equal their postings", "snapshot", CheckSnapshots)
+func snapshotCheck(ctx context.Context, tx *sqlx.Tx, w window) (Check, error) {
+	return mismatchCheck(ctx, tx, "closed months' snapshots equal their postings", "snapshot",
+		func(ctx context.Context, q sqlx.QueryerContext) ([]Mismatch, error) {
+			var out []Mismatch
+			err := read(ctx, q, func(q sqlx.QueryerContext) error {
+				var err error
+				out, err = checkSnapshots(ctx, q, w)
+				return err
+			})
+			return out, err
+		})
 }
 
 // mismatchCheck runs a comparison of stored figures with the postings as
