@@ -44,7 +44,7 @@ type Report struct {
 	// FullOnly names the checks an incremental run leaves to a full run.
 	FullOnly []string
 	// Run is the run's id in verify_runs; 0 when it was not recorded (a
-	// read-only database).
+	// read-only database, or a run stopped by row-level security).
 	Run    int64
 	Checks []Check
 }
@@ -87,7 +87,7 @@ func (r Report) WriteTo(w io.Writer) (int64, error) {
 		fmt.Fprintf(&b, "  --    %s (left to a full run)\n", name)
 	}
 	if r.Run == 0 {
-		b.WriteString("run not recorded (read-only database)\n")
+		b.WriteString("run not recorded (a read-only database, or verify stopped before reading the ledger)\n")
 	}
 	if r.OK() {
 		b.WriteString("ledger is clean\n")
