@@ -8,8 +8,11 @@ import (
 	"testing"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/razao/razao/internal/ledgertest"
+	"github.com/razao/razao/internal/pgtest"
+	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
 	"github.com/razao/razao/verify"
 )
@@ -216,4 +219,38 @@ func TestIncrementalVerifyContinuesOnlyACleanRunAndMissesNoSeal(t *testing.T) {
 	db.MustExec(`DELETE FROM verify_month_seals`)
 	r, out = incremental(t, db)
 	assertNamed(t, r, out, "month 2026-08: closed before the run this one continues, but has no seal")
+}
+
+// On a read-only database (a standby; here one whose sessions default to
+// read-only) verify runs and is not recorded, and says so.
+func TestVerifyOnAReadOnlyDatabaseIsNotRecorded(t *testing.T) {
+	t.Parallel()
+	db, url := pgtest.NewWithURL(t)
+	cal, err := periods.NewCalendar(periods.DefaultTimeZone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedVerified(t, postings.New(db, cal), db)
+	var name string
+	if err := db.Get(&name, `SELECT current_database()`); err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`ALTER DATABASE ` + pq.QuoteIdentifier(name) + ` SET default_transaction_read_only = on`)
+	ro, err := sqlx.Open("postgres", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	r, err := verify.Run(context.Background(), ro)
+	if err != nil || !r.OK() || r.Run != 0 {
+		t.Fatalf("verify on a read-only database: %v, ok %v, run %d; want clean and not recorded", err, r.OK(), r.Run)
+	}
+	var b strings.Builder
+	r.WriteTo(&b)
+	if !strings.Contains(b.String(), "run not recorded") {
+		t.Errorf("report does not say the run was not recorded:\n%s", b.String())
+	}
+	if n := ledgertest.Count(t, db, `SELECT count(*) FROM verify_runs`); n != 0 {
+		t.Errorf("%d runs recorded", n)
+	}
 }
