@@ -48,7 +48,7 @@ func ledgerChecks() []sqlCheck {
 	}
 	return []sqlCheck{
 		{"every posting set has at least two postings", `
-		SELECT ` + setLabel + ` || ' has ' || count(p.id) || ' posting(s)' FROM posting_sets s LEFT JOIN postings p ON p.posting_set_id = s.id
+		SELECT ` + setLabel + ` || ' has ' || count(p.id) || ' posting(s)' FROM posting_sets s LEFT JOIN postings p ON p.posting_set_id = s.id AND p.competence_month >= {from}
 		WHERE s.competence_month >= {from}
 		GROUP BY s.id HAVING count(p.id) < 2 ORDER BY s.id`, nil, perSet},
 		{"every posting set balances per currency", `
