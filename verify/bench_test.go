@@ -30,9 +30,13 @@ func BenchmarkVerify(b *testing.B) {
 	ctx := context.Background()
 	// A full run first: it seals the closed months the incremental runs
 	// hold to their seals. An incremental run reads the months after the
-	// last one closed at that run (2025-10..12, 1.7 million postings: the
-	// sets no run saw yet are among them, however many) set by set, and
-	// every closed month once for its seal.
+	// last one closed at that run (2025-10..12: 631,146 sets, 1,648,293
+	// postings; the sets no run saw yet are among them, however many) set
+	// by set, and every closed month once for its seal. Measured on
+	// 2026-12-06 on two shared cores (load average 22-30): full 719 s,
+	// incremental 290 s, of which the per-set checks 270 s (on tables not
+	// partitioned, each still scans every posting for the window's), the
+	// 21 seals 12 s, the closed months' balances 4 s.
 	for _, c := range []struct {
 		name string
 		run  func(context.Context, *sqlx.DB) (verify.Report, error)
