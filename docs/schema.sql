@@ -342,6 +342,29 @@ CREATE TABLE trial_balance_snapshots (
     closing bigint NOT NULL
 );
 
+CREATE TABLE verify_month_seals (
+    month date NOT NULL,
+    sets bigint NOT NULL,
+    postings bigint NOT NULL,
+    digest text NOT NULL,
+    run_id bigint NOT NULL,
+    sealed_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
+CREATE TABLE verify_runs (
+    id bigint NOT NULL DEFAULT nextval('verify_runs_id_seq'::regclass),
+    mode text NOT NULL,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone NOT NULL DEFAULT now(),
+    snapshot pg_snapshot NOT NULL,
+    last_closed date,
+    from_month date,
+    sets_checked bigint NOT NULL,
+    new_sets bigint NOT NULL,
+    months_sealed integer NOT NULL,
+    breaches bigint NOT NULL
+);
+
 CREATE TABLE webhook_attempts (
     id bigint NOT NULL DEFAULT nextval('webhook_attempts_id_seq'::regclass),
     endpoint_id bigint NOT NULL,
@@ -519,6 +542,12 @@ ALTER TABLE trial_balance_snapshots ADD CONSTRAINT ck_trial_balance_snapshots_si
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT fk_trial_balance_snapshots_account FOREIGN KEY (account_id) REFERENCES accounts(id);
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT fk_trial_balance_snapshots_month FOREIGN KEY (month) REFERENCES month_snapshots(month);
 ALTER TABLE trial_balance_snapshots ADD CONSTRAINT pk_trial_balance_snapshots PRIMARY KEY (month, account_id);
+ALTER TABLE verify_month_seals ADD CONSTRAINT ck_verify_month_seals_first_day CHECK ((month = (date_trunc('month'::text, (month)::timestamp with time zone))::date));
+ALTER TABLE verify_month_seals ADD CONSTRAINT verify_month_seals_pkey PRIMARY KEY (month);
+ALTER TABLE verify_month_seals ADD CONSTRAINT verify_month_seals_run_id_fkey FOREIGN KEY (run_id) REFERENCES verify_runs(id);
+ALTER TABLE verify_runs ADD CONSTRAINT ck_verify_runs_counts CHECK (((sets_checked >= 0) AND (new_sets >= 0) AND (months_sealed >= 0) AND (breaches >= 0)));
+ALTER TABLE verify_runs ADD CONSTRAINT ck_verify_runs_mode CHECK ((mode = ANY (ARRAY['full'::text, 'incremental'::text])));
+ALTER TABLE verify_runs ADD CONSTRAINT verify_runs_pkey PRIMARY KEY (id);
 ALTER TABLE webhook_attempts ADD CONSTRAINT ck_webhook_attempts_outcome CHECK (((status IS NULL) <> (error IS NULL)));
 ALTER TABLE webhook_attempts ADD CONSTRAINT ck_webhook_attempts_response CHECK (((length(response) <= 4096) AND (length(error) <= 1000)));
 ALTER TABLE webhook_attempts ADD CONSTRAINT webhook_attempts_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES webhook_endpoints(id) ON DELETE CASCADE;
@@ -589,6 +618,7 @@ CREATE INDEX ix_reconciliation_runs_endpoint ON public.reconciliation_runs USING
 CREATE INDEX ix_reconciliation_runs_unfinished ON public.reconciliation_runs USING btree (lease_until) WHERE (status = 'running'::text);
 CREATE UNIQUE INDEX uq_reconciliation_runs_sweep ON public.reconciliation_runs USING btree (endpoint, window_to) WHERE sweep;
 CREATE UNIQUE INDEX uq_reconciliation_runs_window ON public.reconciliation_runs USING btree (endpoint, window_from, window_to, final) WHERE (scheduled AND (NOT sweep));
+CREATE INDEX ix_verify_runs_clean ON public.verify_runs USING btree (id DESC) WHERE (breaches = 0);
 CREATE INDEX ix_webhook_attempts_at ON public.webhook_attempts USING btree (at);
 CREATE INDEX ix_webhook_attempts_endpoint ON public.webhook_attempts USING btree (endpoint_id, id);
 CREATE INDEX ix_webhook_endpoints_due ON public.webhook_endpoints USING btree (next_at) WHERE enabled;

@@ -19,6 +19,8 @@ const setLabel = `('set ' || s.id || ' (' || s.kind || coalesce(' of charge ' ||
 type sqlCheck struct {
 	name, query string
 	args        []any
+	// scope says what an incremental run does with the check (scope.go).
+	scope scope
 }
 
 // ledgerChecks lists verify's SQL checks.
@@ -46,24 +48,25 @@ func ledgerChecks() []sqlCheck {
 	}
 	return []sqlCheck{
 		{"every posting set has at least two postings", `
-		SELECT ` + setLabel + ` || ' has ' || count(p.id) || ' posting(s)' FROM posting_sets s LEFT JOIN postings p ON p.posting_set_id = s.id
-		GROUP BY s.id HAVING count(p.id) < 2 ORDER BY s.id`, nil},
+		SELECT ` + setLabel + ` || ' has ' || count(p.id) || ' posting(s)' FROM posting_sets s LEFT JOIN postings p ON p.posting_set_id = s.id AND p.competence_month >= {from}
+		WHERE s.competence_month >= {from}
+		GROUP BY s.id HAVING count(p.id) < 2 ORDER BY s.id`, nil, perSet},
 		{"every posting set balances per currency", `
 		SELECT ` + setLabel + ` || ': its ' || b.currency || ' legs sum to ' || b.total
-		FROM (SELECT posting_set_id, currency, sum(amount) AS total FROM postings
+		FROM (SELECT posting_set_id, currency, sum(amount) AS total FROM postings WHERE competence_month >= {from}
 			GROUP BY posting_set_id, currency HAVING sum(amount) <> 0::numeric) b
-		JOIN posting_sets s ON s.id = b.posting_set_id ORDER BY s.id, b.currency`, nil},
+		JOIN posting_sets s ON s.id = b.posting_set_id ORDER BY s.id, b.currency`, nil, perSet},
 		{"all postings sum to zero per currency", `
-		SELECT currency || ' ' || sum(amount) FROM postings GROUP BY currency HAVING sum(amount) <> 0::numeric`, nil},
+		SELECT currency || ' ' || sum(amount) FROM postings GROUP BY currency HAVING sum(amount) <> 0::numeric`, nil, fullOnly},
 		{"no posting has a zero amount", `
-		SELECT 'posting ' || id FROM postings WHERE amount = 0`, nil},
+		SELECT 'posting ' || id FROM postings WHERE amount = 0 AND competence_month >= {from}`, nil, perSet},
 		{"every posting is on an existing account of its currency", `
 		SELECT 'posting ' || p.id FROM postings p LEFT JOIN ONLY accounts a ON a.id = p.account_id
-		WHERE a.id IS NULL OR a.currency <> p.currency`, nil},
+		WHERE (a.id IS NULL OR a.currency <> p.currency) AND p.competence_month >= {from}`, nil, perSet},
 		{"every posting is in an existing set, in its competence month", `
 		SELECT 'posting ' || p.id || CASE WHEN s.id IS NULL THEN ' of no set' ELSE ' in another month than its set' END
 		FROM postings p LEFT JOIN ONLY posting_sets s ON s.id = p.posting_set_id
-		WHERE s.id IS NULL OR p.competence_month <> s.competence_month`, nil},
+		WHERE (s.id IS NULL OR p.competence_month <> s.competence_month) AND p.competence_month >= {from}`, nil, perSet},
 		// A row of a table that inherits from a ledger table reads as one
 		// of its rows, yet none of the ledger's triggers ever saw it.
 		{"no table inherits from a ledger table", `
@@ -71,17 +74,17 @@ func ledgerChecks() []sqlCheck {
 		JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class pc ON pc.oid = i.inhparent
 		WHERE i.inhparent IN (SELECT to_regclass(t) FROM unnest(ARRAY['accounts', 'posting_sets', 'postings',
 			'closed_periods', 'month_snapshots', 'trial_balance_snapshots']) AS t)
-		ORDER BY 1`, nil},
+		ORDER BY 1`, nil, always},
 		{"at most one sale and one commission per charge", `
-		SELECT kind || ' of charge ' || charge_id FROM posting_sets WHERE kind IN ('sale', 'commission')
-		GROUP BY kind, charge_id HAVING count(*) > 1`, nil},
+		SELECT kind || ' of charge ' || charge_id FROM posting_sets WHERE kind IN ('sale', 'commission') AND ` + touched("charge_id") + `
+		GROUP BY kind, charge_id HAVING count(*) > 1`, nil, perSet},
 		{"no refund without a sale, refunds within their sale", `
 		SELECT 'charge ' || r.charge_id || ' refunded ' || sum(r.amount) || ' of ' || coalesce(max(s.amount), 0)
 		FROM posting_sets r LEFT JOIN posting_sets s ON s.kind = 'sale' AND s.charge_id = r.charge_id
-		WHERE r.kind = 'refund' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(s.amount), 0)::numeric`, nil},
+		WHERE r.kind = 'refund' AND ` + touched("r.charge_id") + ` GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(s.amount), 0)::numeric`, nil, perSet},
 		{"commission reversals within their commission", `
 		SELECT 'charge ' || r.charge_id FROM posting_sets r LEFT JOIN posting_sets c ON c.kind = 'commission' AND c.charge_id = r.charge_id
-		WHERE r.kind = 'commission_reversal' GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(c.amount), 0)::numeric`, nil},
+		WHERE r.kind = 'commission_reversal' AND ` + touched("r.charge_id") + ` GROUP BY r.charge_id HAVING sum(r.amount) > coalesce(max(c.amount), 0)::numeric`, nil, perSet},
 		// A reversal is of one refund (the refund set of its charge under
 		// its refund id, booked with it: postings.CommissionReversalSet) and
 		// of the partner the charge's commission went to.
@@ -93,21 +96,21 @@ func ledgerChecks() []sqlCheck {
 		FROM posting_sets s CROSS JOIN LATERAL (SELECT
 			EXISTS (SELECT 1 FROM posting_sets r WHERE r.kind = 'refund' AND r.charge_id = s.charge_id AND r.refund_id = s.refund_id) AS refunded,
 			(SELECT c.partner FROM posting_sets c WHERE c.kind = 'commission' AND c.charge_id = s.charge_id) AS partner) x
-		WHERE s.kind = 'commission_reversal' AND (NOT x.refunded OR s.partner IS DISTINCT FROM x.partner)
-		ORDER BY s.id`, nil},
+		WHERE s.kind = 'commission_reversal' AND s.competence_month >= {from} AND (NOT x.refunded OR s.partner IS DISTINCT FROM x.partner)
+		ORDER BY s.id`, nil, perSet},
 		// razao books a charge's sets only once it is registered.
 		{"every set of a charge is of a registered charge", `
 		SELECT ` + setLabel + ` || ' names charge ' || s.charge_id || ', which is not registered'
-		FROM posting_sets s WHERE s.charge_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.id = s.charge_id)
-		ORDER BY s.id`, nil},
+		FROM posting_sets s WHERE s.charge_id IS NOT NULL AND s.competence_month >= {from} AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.id = s.charge_id)
+		ORDER BY s.id`, nil, perSet},
 		{"a fully refunded charge reverses exactly its commission", `
 		SELECT 'charge ' || s.charge_id || ': commission ' || c.amount || ', reversed ' || coalesce(sum(r.amount), 0)
 		FROM posting_sets s
 		JOIN posting_sets c ON c.kind = 'commission' AND c.charge_id = s.charge_id
 		LEFT JOIN posting_sets r ON r.kind = 'commission_reversal' AND r.charge_id = s.charge_id
-		WHERE s.kind = 'sale'
+		WHERE s.kind = 'sale' AND ` + touched("s.charge_id") + `
 		  AND s.amount::numeric = (SELECT coalesce(sum(f.amount), 0::numeric) FROM posting_sets f WHERE f.kind = 'refund' AND f.charge_id = s.charge_id)
-		GROUP BY s.charge_id, c.amount HAVING coalesce(sum(r.amount), 0::numeric) <> c.amount::numeric`, nil},
+		GROUP BY s.charge_id, c.amount HAVING coalesce(sum(r.amount), 0::numeric) <> c.amount::numeric`, nil, perSet},
 		// A sale's amount is its debits: with a Pix's parts, the cash that
 		// came in plus the rebates and discounts it gave (postings.SaleOf),
 		// which did not come in.
@@ -137,7 +140,7 @@ func ledgerChecks() []sqlCheck {
 			(coalesce(e.total, 0) - coalesce(f.total, 0) + coalesce(adj.total, 0))
 		FROM currencies c LEFT JOIN cash ON cash.currency = c.currency LEFT JOIN events e ON e.currency = c.currency
 		LEFT JOIN fees f ON f.currency = c.currency LEFT JOIN adjustments adj ON adj.currency = c.currency
-		WHERE coalesce(cash.balance, 0) <> coalesce(e.total, 0) - coalesce(f.total, 0) + coalesce(adj.total, 0)`, nil},
+		WHERE coalesce(cash.balance, 0) <> coalesce(e.total, 0) - coalesce(f.total, 0) + coalesce(adj.total, 0)`, nil, fullOnly},
 		// Commit order, not created_at: created_at is the start of the set's
 		// transaction, which may begin before a close and commit after it (a
 		// correct set then looks late) or begin before it and write after it
@@ -176,15 +179,16 @@ func ledgerChecks() []sqlCheck {
 			' but was written after its close (set xid ' || s.created_xid || ' > close xid ' || x.close_xid || ')'
 		FROM posting_sets s
 		JOIN covering x ON s.competence_month <= x.month AND (x.after IS NULL OR s.competence_month > x.after)
-		WHERE s.created_xid > x.close_xid ORDER BY s.id`, nil},
+		WHERE s.created_xid > x.close_xid AND s.competence_month >= {from} ORDER BY s.id`, nil, perSet},
 		// What a set states it moves is what its legs move: legs appended to a
 		// committed set (past the sealed-set trigger) change its debits.
 		{"every posting set's amount is the sum of its debits in its currency", `
 		SELECT ` + setLabel + ` || ': amount ' || s.amount || ' but its ' || s.currency || ' debits sum to ' || coalesce(d.debits, 0)
 		FROM posting_sets s
-		LEFT JOIN (SELECT posting_set_id, currency, sum(amount) AS debits FROM postings WHERE amount > 0 GROUP BY 1, 2) d
+		LEFT JOIN (SELECT posting_set_id, currency, sum(amount) AS debits FROM postings
+			WHERE amount > 0 AND competence_month >= {from} GROUP BY 1, 2) d
 			ON d.posting_set_id = s.id AND d.currency = s.currency
-		WHERE coalesce(d.debits, 0::numeric) <> s.amount::numeric ORDER BY s.id`, nil},
+		WHERE coalesce(d.debits, 0::numeric) <> s.amount::numeric AND s.competence_month >= {from} ORDER BY s.id`, nil, perSet},
 		// Each kind but adjustment has the legs its template builds
 		// (templates.go), each once, in the set's currency, on the set's own
 		// partner's payable account: a balanced pair appended to a set, or a
@@ -205,7 +209,7 @@ func ledgerChecks() []sqlCheck {
 			LEFT JOIN fixed f ON f.kind = s.kind AND f.debit = (p.amount > 0) AND f.account_id = p.account_id
 			LEFT JOIN slots ps ON ps.code = $8 || $9 AND ps.kind = s.kind AND ps.debit = (p.amount > 0) AND p.account_id = pa.id
 			CROSS JOIN LATERAL (SELECT CASE WHEN p.currency = s.currency THEN coalesce(f.bit, ps.bit) END AS bit) b
-			WHERE s.kind IN (SELECT kind FROM shapes)
+			WHERE s.kind IN (SELECT kind FROM shapes) AND s.competence_month >= {from} AND p.competence_month >= {from}
 			GROUP BY s.id
 		), misfits AS (
 			SELECT id FROM fits f WHERE f.n <> f.matched OR f.total <> f.mask::numeric
@@ -220,7 +224,7 @@ func ledgerChecks() []sqlCheck {
 		FROM posting_sets s WHERE s.id IN (SELECT id FROM misfits) ORDER BY s.id`,
 			[]any{pq.Array(slotKinds), pq.Array(slotDebits), pq.Array(slotCodes), pq.Array(slotBits),
 				pq.Array(shapeKinds), pq.Array(shapeMasks), pq.Array(shapeTexts), payablePrefix, partnerPlaceholder,
-				pq.Array(descKinds), pq.Array(descTexts)}},
+				pq.Array(descKinds), pq.Array(descTexts)}, perSet},
 		// Reports, balances and exports carry money as int64: a balance or a
 		// month's movement beyond it cannot be shown. Summed in numeric, per
 		// account with its children rolled up (as the trial balance does), and
@@ -248,37 +252,37 @@ func ledgerChecks() []sqlCheck {
 			(2, 'credits in ' || to_char(f.month, 'YYYY-MM') || ' total', f.credits),
 			(3, 'balance at the end of ' || to_char(f.month, 'YYYY-MM') || ' is', f.balance)) AS v (n, what, amount)
 		WHERE v.amount NOT BETWEEN -9223372036854775808::numeric AND 9223372036854775807::numeric
-		ORDER BY f.code NULLS LAST, f.month, v.n`, nil},
+		ORDER BY f.code NULLS LAST, f.month, v.n`, nil, fullOnly},
 		// A charge's figures are what its sets book: refunds and commission
 		// shown to the selling app and used for the next refund's reversal.
 		{"every charge's refunded_amount is the sum of its refund sets", `
 		SELECT 'charge ' || c.id || ': refunded_amount ' || c.refunded_amount || ' but its refund sets total ' || coalesce(r.total, 0)
 		FROM charges c LEFT JOIN (SELECT charge_id, sum(amount) AS total FROM posting_sets WHERE kind = 'refund' GROUP BY charge_id) r
 			ON r.charge_id = c.id
-		WHERE c.refunded_amount::numeric <> coalesce(r.total, 0::numeric) ORDER BY c.id`, nil},
+		WHERE c.refunded_amount::numeric <> coalesce(r.total, 0::numeric) AND ` + touched("c.id") + ` ORDER BY c.id`, nil, perSet},
 		{"every paid charge's commission is its commission set's amount", `
 		SELECT 'charge ' || c.id || ': commission ' || c.commission || ' but ' ||
 			coalesce('its commission set ' || s.id || ' books ' || s.amount, 'it has no commission set')
 		FROM charges c LEFT JOIN posting_sets s ON s.kind = 'commission' AND s.charge_id = c.id
-		WHERE c.paid_amount IS NOT NULL AND c.commission <> coalesce(s.amount, 0) ORDER BY c.id`, nil},
+		WHERE c.paid_amount IS NOT NULL AND c.commission <> coalesce(s.amount, 0) AND ` + touched("c.id") + ` ORDER BY c.id`, nil, perSet},
 		// The snapshot's figures are compared with the postings
 		// (CheckSnapshots); its currency is the ledger's.
 		{"every closed month's snapshot is in the revenue account's currency", `
 		SELECT 'month ' || to_char(m.month, 'YYYY-MM') || ': its snapshot is in ' || m.currency || ', the revenue account in ' || a.currency
 		FROM month_snapshots m JOIN accounts a ON a.code = 'income:revenue'
-		WHERE m.currency <> a.currency ORDER BY m.month`, nil},
+		WHERE m.currency <> a.currency ORDER BY m.month`, nil, always},
 		// sql/0016's ceilings guard new rows (NOT VALID where an older row
 		// was beyond them): verify reports every row beyond them, and any
 		// of them gone.
 		{"every amount is within the ceiling of sql/0016, and its constraints stand", `
 		SELECT ` + setLabel + ` || ': amount ' || s.amount || ' is beyond the ceiling of ' || $1::bigint
-		FROM posting_sets s WHERE s.amount > $1::bigint
+		FROM posting_sets s WHERE s.amount > $1::bigint AND s.competence_month >= {from}
 		UNION ALL
 		SELECT 'posting ' || p.id || ' of set ' || p.posting_set_id || ': amount ' || p.amount || ' is beyond the ceiling of ' || $1::bigint
-		FROM postings p WHERE p.amount > $1::bigint OR p.amount < -$1::bigint
+		FROM postings p WHERE (p.amount > $1::bigint OR p.amount < -$1::bigint) AND p.competence_month >= {from}
 		UNION ALL
 		SELECT 'charge ' || c.id || ': amount ' || c.amount || ' is beyond the ceiling of ' || $1::bigint
-		FROM charges c WHERE c.amount > $1::bigint
+		FROM charges c WHERE c.amount > $1::bigint AND ` + touched("c.id") + `
 		UNION ALL
 		SELECT 'constraint ' || w.name || ' on ' || w.tab || coalesce(' is defined as ' || k.def || ', not ' || w.def, ' is missing')
 		FROM (VALUES ('posting_sets', 'ck_posting_sets_amount_ceiling', 'CHECK ((amount <= ''' || $1::bigint || '''::bigint))'),
@@ -288,7 +292,7 @@ func ledgerChecks() []sqlCheck {
 		LEFT JOIN LATERAL (SELECT pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
 			WHERE c.conname = w.name AND c.conrelid = w.tab::regclass::oid) k ON true
 		WHERE k.def IS NULL OR k.def NOT IN (w.def, w.def || ' NOT VALID')`,
-			[]any{money.Ceiling}},
+			[]any{money.Ceiling}, perSet},
 	}
 }
 
@@ -301,7 +305,7 @@ func rowSecurityCheck(schema string) sqlCheck {
 		SELECT 'table ' || c.relname || ' has row-level security ' || CASE WHEN c.relforcerowsecurity THEN 'forced' ELSE 'on' END ||
 			coalesce(' (policies: ' || (SELECT string_agg(p.polname, ', ' ORDER BY p.polname) FROM pg_policy p WHERE p.polrelid = c.oid) || ')', '')
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1::text AND (c.relrowsecurity OR c.relforcerowsecurity) ORDER BY c.relname`, []any{schema}}
+		WHERE n.nspname = $1::text AND (c.relrowsecurity OR c.relforcerowsecurity) ORDER BY c.relname`, []any{schema}, always}
 }
 
 // elsewhereCheck names another schema holding a ledger (its three core
@@ -314,7 +318,7 @@ func elsewhereCheck(schema string) sqlCheck {
 		FROM pg_namespace n
 		WHERE n.nspname <> $1::text AND n.nspname NOT LIKE 'pg\_temp\_%' AND (SELECT count(*) FROM pg_class c
 			WHERE c.relnamespace = n.oid AND c.relname IN ('posting_sets', 'postings', 'closed_periods') AND c.relkind IN ('r', 'p', 'v', 'm', 'f')) = 3
-		ORDER BY n.nspname`, []any{schema}}
+		ORDER BY n.nspname`, []any{schema}, always}
 }
 
 // periodChecks lists the checks of closed months and competence months
@@ -333,16 +337,16 @@ func periodChecks() []sqlCheck {
 			CASE WHEN c.prev + interval '2 month' < c.month THEN '..' || to_char(c.month - interval '1 month', 'YYYY-MM') ELSE '' END ||
 			' before it ' || CASE WHEN c.prev + interval '2 month' < c.month THEN 'are' ELSE 'is' END || ' open'
 		FROM (SELECT month, lag(month) OVER (ORDER BY month) AS prev FROM closed_periods) c
-		WHERE c.prev IS NOT NULL AND c.month <> (c.prev + interval '1 month')::date ORDER BY c.month`, nil},
+		WHERE c.prev IS NOT NULL AND c.month <> (c.prev + interval '1 month')::date ORDER BY c.month`, nil, always},
 		{"no closed month has not ended yet", `
 		SELECT 'month ' || to_char(month, 'YYYY-MM') || ' is closed but has not ended yet (closed at ' || closed_at || ' by ' || closed_by || ')'
-		FROM closed_periods WHERE month + interval '1 month' > ` + today + ` ORDER BY month`, nil},
+		FROM closed_periods WHERE month + interval '1 month' > ` + today + ` ORDER BY month`, nil, always},
 		// A set may be booked into next month (a late-evening event read in
 		// another zone), never further.
 		{"no posting set is in a month after the next one", `
 		SELECT ` + setLabel + ` || ' is in competence month ' || to_char(s.competence_month, 'YYYY-MM') ||
 			', after next month ' || to_char(date_trunc('month', ` + today + `) + interval '1 month', 'YYYY-MM')
-		FROM posting_sets s WHERE s.competence_month > date_trunc('month', ` + today + `) + interval '1 month' ORDER BY s.id`, nil},
+		FROM posting_sets s WHERE s.competence_month > date_trunc('month', ` + today + `) + interval '1 month' ORDER BY s.id`, nil, always},
 	}
 }
 

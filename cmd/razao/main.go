@@ -49,7 +49,7 @@ func commands() []command {
 	return []command{
 		{"serve", "run the HTTP service", cmdServe},
 		{"migrate", "apply the embedded SQL migrations", cmdMigrate},
-		{"verify", "re-check every ledger invariant over the whole ledger", cmdVerify},
+		{"verify", "re-check every ledger invariant over the whole ledger (-incremental: only what changed since the last clean run)", cmdVerify},
 		{"export", "write one month's CSV export to a file", cmdExport},
 		{"token", "create, list or revoke API bearer tokens", cmdToken},
 		{"inbox", "retry a delivery that gave up after its attempts", cmdInbox},

@@ -118,10 +118,18 @@ func TestVerifyPassesOnCleanLedgerAndNamesBreach(t *testing.T) {
 
 // verifyJSON is the report razao verify -json prints.
 type verifyJSON struct {
-	OK       bool  `json:"ok"`
-	Sets     int64 `json:"sets"`
-	Postings int64 `json:"postings"`
-	Checks   []struct {
+	OK           bool     `json:"ok"`
+	Mode         string   `json:"mode"`
+	From         string   `json:"from"`
+	Since        int64    `json:"since_run"`
+	Run          int64    `json:"run"`
+	Sets         int64    `json:"sets"`
+	Postings     int64    `json:"postings"`
+	NewSets      int64    `json:"new_sets"`
+	MonthsSealed int      `json:"months_sealed_checked"`
+	NewSeals     int      `json:"months_sealed_now"`
+	FullOnly     []string `json:"left_to_full_run"`
+	Checks       []struct {
 		Name     string   `json:"name"`
 		OK       bool     `json:"ok"`
 		Breaches int64    `json:"breaches"`
@@ -129,10 +137,10 @@ type verifyJSON struct {
 	} `json:"checks"`
 }
 
-func runVerifyJSON(t *testing.T, url string) (int, verifyJSON) {
+func runVerifyJSON(t *testing.T, url string, flags ...string) (int, verifyJSON) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"verify", "-json", "-database-url", url}, &out, &errOut)
+	code := run(context.Background(), append(append([]string{"verify", "-json"}, flags...), "-database-url", url), &out, &errOut)
 	var r verifyJSON
 	dec := json.NewDecoder(&out)
 	dec.DisallowUnknownFields()
@@ -143,6 +151,34 @@ func runVerifyJSON(t *testing.T, url string) (int, verifyJSON) {
 		t.Fatalf("verify -json printed more than one document")
 	}
 	return code, r
+}
+
+// razao verify is a full run, and records it; razao verify -incremental
+// then checks set by set only the months after the last one closed at
+// that run, holds the closed month to the seal the full run took, and
+// says so, and what it left to a full run.
+func TestVerifyIncrementalContinuesTheLastCleanRun(t *testing.T) {
+	t.Parallel()
+	db, url := pgtest.NewWithURL(t)
+	cal, _ := periods.NewCalendar(periods.DefaultTimeZone)
+	l := postings.New(db, cal)
+	seedLedger(t, db, l)
+	if err := periods.Close(context.Background(), db, l.Calendar(), periods.MonthOf(time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)), time.Date(2026, 9, 15, 0, 0, 0, 0, time.UTC), "", monthsums.Closing); err != nil {
+		t.Fatal(err)
+	}
+	code, full := runVerifyJSON(t, url)
+	if code != 0 || full.Mode != "full" || full.Run == 0 || full.NewSeals != 1 || len(full.FullOnly) != 0 {
+		t.Fatalf("verify: exit %d, %+v; want a full run, recorded, sealing August", code, full)
+	}
+	code, inc := runVerifyJSON(t, url, "-incremental")
+	if code != 0 || !inc.OK || inc.Mode != "incremental" || inc.From != "2026-09" || inc.Since != full.Run || inc.MonthsSealed != 1 || len(inc.FullOnly) != 3 {
+		t.Fatalf("verify -incremental: exit %d, %+v; want from 2026-09 after run %d, August held to its seal, 3 checks left to a full run", code, inc, full.Run)
+	}
+	code, out := runCmd(t, "verify", "-incremental", "-database-url", url)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("razao verify (incremental, after run %d)", inc.Run)) ||
+		!strings.Contains(out, "(left to a full run)") || !strings.Contains(out, "1 closed month(s) held to their seals") {
+		t.Errorf("verify -incremental: exit %d\n%s", code, out)
+	}
 }
 
 // TestVerifyJSONIsTheSameReportForMachines: -json prints the report that
