@@ -74,13 +74,14 @@ func reconRun(t *testing.T, db *sqlx.DB, status, from, finished string) int64 {
 func TestStatementsAndLinesGoWithTheirRunFinished(t *testing.T) {
 	t.Parallel()
 	a, db := setup(t)
+	a.Config.Ages = map[Kind]time.Duration{Statements: 90 * 24 * time.Hour, ReconciliationLines: 90 * 24 * time.Hour}
 	closeThrough(t, db, "2027-02")
 	gone := reconRun(t, db, "succeeded", "2027-01-10", "2027-01-11 10:00")
 	kept := map[string]int64{
 		"running":         reconRun(t, db, "running", "2027-01-12", "2027-01-13 10:00"),
 		"failed":          reconRun(t, db, "failed", "2027-01-14", "2027-01-15 10:00"),
 		"open divergence": reconRun(t, db, "succeeded", "2027-01-16", "2027-01-17 10:00"),
-		"open month":      reconRun(t, db, "succeeded", "2027-02-28", "2027-03-01 10:00"),
+		"open month":      reconRun(t, db, "succeeded", "2027-03-01 12:00-03", "2027-03-02 14:00-03"),
 	}
 	db.MustExec(`UPDATE reconciliation_runs SET finished_at = NULL WHERE id = $1`, kept["running"])
 	db.MustExec(`INSERT INTO divergences (source, reconciliation_key, endpoint, reason, detail, run_id, run_line)
