@@ -52,6 +52,11 @@ type rule struct {
 	weight string
 	// closedMonths: the kind goes only once its month is closed.
 	closedMonths bool
+	// unlocked: the pick takes no row lock. Outbox events never change
+	// and only the archive deletes them, one run at a time (LockID); and
+	// a row lock needs UPDATE on the table, which the service role has
+	// not on the outbox.
+	unlocked bool
 }
 
 // openDivergence is the condition "an open divergence where cond". Two
@@ -73,8 +78,12 @@ var rules = map[Kind]rule{
 			AND NOT ` + openDivergence("d.inbox_id = i.id") + ` AND NOT ` + openDivergence("d.ledger_inbox_id = i.id"),
 	},
 	Outbox: {
-		from: "outbox o", id: "o.id", at: "o.created_at", order: "o.id", weight: "1",
-		eligible: `o.created_at < $1
+		from: "outbox o", id: "o.id", at: "o.created_at", order: "o.id", weight: "1", unlocked: true,
+		// The id bound stops the pick's walk along the primary key at the
+		// first event young enough to stay: there is no index on
+		// created_at (the outbox takes every commit's events), and
+		// without it a run finding nothing would read the whole outbox.
+		eligible: `o.created_at < $1 AND o.id < (SELECT coalesce(min(y.id), 9223372036854775807) FROM outbox y WHERE y.created_at >= $1)
 			AND NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE (e.after_xid, e.after_id) < (o.xid, o.id))
 			AND NOT EXISTS (SELECT 1 FROM webhook_replays p WHERE p.event_id = o.id)`,
 	},

@@ -84,6 +84,12 @@ type Summary struct {
 // It returns ErrBusy when another run holds the lock.
 func (a *Archiver) Run(ctx context.Context, budget time.Duration) (Summary, error) {
 	var s Summary
+	if a.Log == nil {
+		a.Log = slog.New(slog.DiscardHandler)
+	}
+	if a.Now == nil {
+		a.Now = time.Now
+	}
 	if err := a.Config.Validate(); err != nil {
 		return s, err
 	}

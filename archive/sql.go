@@ -101,13 +101,15 @@ type picked struct {
 	Weight int64 `db:"weight"`
 }
 
-// pick locks up to limit keys of the kind that may go, of the month
+// pick locks (unless the rule says otherwise) up to limit keys of the kind that may go, of the month
 // [from, to), oldest first, and keeps the first whose weights sum to at
 // most limit (at least one).
 func pick(ctx context.Context, tx sqlx.QueryerContext, r rule, horizon, from, to time.Time, limit int) ([]int64, error) {
-	alias := r.from[strings.LastIndexByte(r.from, ' ')+1:]
 	q := `SELECT ` + r.id + ` AS id, ` + r.weight + ` AS weight FROM ` + r.from + ` WHERE ` + r.eligible +
-		` AND ` + r.at + ` >= $2 AND ` + r.at + ` < $3 ORDER BY ` + r.order + ` LIMIT $4 FOR UPDATE OF ` + alias
+		` AND ` + r.at + ` >= $2 AND ` + r.at + ` < $3 ORDER BY ` + r.order + ` LIMIT $4`
+	if !r.unlocked {
+		q += ` FOR UPDATE OF ` + r.from[strings.LastIndexByte(r.from, ' ')+1:]
+	}
 	var ps []picked
 	if err := sqlx.SelectContext(ctx, tx, &ps, q, horizon, from, to, limit); err != nil {
 		return nil, fmt.Errorf("archive: pick rows: %w", err)
