@@ -93,3 +93,19 @@ func TestArchiveCommandRunListVerify(t *testing.T) {
 		t.Fatalf("archive verify of a flipped byte: exit %d: %s", code, out.String())
 	}
 }
+
+// razao config check says what retention will do, and warns when there
+// is none.
+func TestConfigCheckSaysWhatRetentionDoes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	code, out := runCmd(t, "config", "check", "-config", writeConfig(t, "retention:\n  archive_dir: "+dir+"\n  outbox: 0s\n  serve_runs: false\n"))
+	want := "ok    retention: archives into " + dir + " (inbox_bodies 2160h0m0s, outbox kept forever, statements 9600h0m0s, " +
+		"reconciliation_lines 9600h0m0s, webhook_attempts 720h0m0s); razao archive run only (serve runs none)"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("exit %d, output lacks %q:\n%s", code, want, out)
+	}
+	if _, out := runCmd(t, "config", "check", "-config", writeConfig(t, "time_zone: UTC\n")); !strings.Contains(out, "warn  retention: no archive_dir: nothing is archived nor purged") {
+		t.Fatalf("no retention: output lacks the warning:\n%s", out)
+	}
+}
