@@ -105,6 +105,12 @@ GRANT SELECT, INSERT, UPDATE ON adjustments TO razao;
 -- Webhooks razao sends (sql/0051): endpoints created, changed and
 -- deleted; replays queued and done; attempts logged and purged.
 GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_endpoints, webhook_replays, webhook_attempts TO razao;
+-- Retention (sql/0052, package archive): archive files recorded; once
+-- archived, events, shared bodies, statement pages and kept files
+-- deleted (an inbox row only loses its body, by UPDATE). Never a table of
+-- the ledger.
+GRANT SELECT, INSERT ON archives TO razao;
+GRANT DELETE ON outbox, inbox_bodies, reconciliation_pages, reconciliation_files TO razao;
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO razao;
 

@@ -54,6 +54,17 @@ CREATE TABLE api_tokens (
     revoked_at timestamp with time zone
 );
 
+CREATE TABLE archives (
+    id bigint NOT NULL DEFAULT nextval('archives_id_seq'::regclass),
+    kind text NOT NULL,
+    month date NOT NULL,
+    file_name text NOT NULL,
+    sha256 text NOT NULL,
+    rows bigint NOT NULL,
+    bytes bigint NOT NULL,
+    archived_at timestamp with time zone NOT NULL DEFAULT now()
+);
+
 CREATE TABLE charges (
     id text NOT NULL,
     psp_ref text,
@@ -162,7 +173,8 @@ CREATE TABLE inbox (
     last_error text,
     received_at timestamp with time zone NOT NULL DEFAULT now(),
     processed_at timestamp with time zone,
-    body_id bigint
+    body_id bigint,
+    body_archive bigint
 );
 
 CREATE TABLE inbox_bodies (
@@ -444,6 +456,12 @@ ALTER TABLE api_tokens ADD CONSTRAINT ck_api_tokens_name CHECK ((((length(name) 
 ALTER TABLE api_tokens ADD CONSTRAINT ck_api_tokens_revoked CHECK (((revoked_at IS NULL) OR (revoked_at >= created_at)));
 ALTER TABLE api_tokens ADD CONSTRAINT ck_api_tokens_scopes CHECK (((array_ndims(scopes) = 1) AND ((cardinality(scopes) >= 1) AND (cardinality(scopes) <= 3)) AND (scopes <@ ARRAY['read'::text, 'write'::text, 'admin'::text])));
 ALTER TABLE api_tokens ADD CONSTRAINT uq_api_tokens_hash UNIQUE (token_hash);
+ALTER TABLE archives ADD CONSTRAINT archives_pkey PRIMARY KEY (id);
+ALTER TABLE archives ADD CONSTRAINT ck_archives_figures CHECK (((rows > 0) AND (bytes > 0)));
+ALTER TABLE archives ADD CONSTRAINT ck_archives_kind CHECK ((kind = ANY (ARRAY['inbox_bodies'::text, 'outbox'::text, 'statements'::text, 'reconciliation_lines'::text, 'webhook_attempts'::text])));
+ALTER TABLE archives ADD CONSTRAINT ck_archives_month CHECK ((month = (date_trunc('month'::text, (month)::timestamp with time zone))::date));
+ALTER TABLE archives ADD CONSTRAINT ck_archives_sha256 CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text));
+ALTER TABLE archives ADD CONSTRAINT uq_archives_file_name UNIQUE (file_name);
 ALTER TABLE charges ADD CONSTRAINT charges_pkey PRIMARY KEY (id);
 ALTER TABLE charges ADD CONSTRAINT ck_charges_amount CHECK ((amount > 0));
 ALTER TABLE charges ADD CONSTRAINT ck_charges_amount_ceiling CHECK ((amount <= '1000000000000000'::bigint));
@@ -482,10 +500,15 @@ ALTER TABLE export_runs ADD CONSTRAINT ck_export_runs_month CHECK ((EXTRACT(day 
 ALTER TABLE export_runs ADD CONSTRAINT ck_export_runs_status CHECK ((status = ANY (ARRAY['running'::text, 'waiting'::text, 'succeeded'::text, 'failed'::text])));
 ALTER TABLE export_runs ADD CONSTRAINT export_runs_pkey PRIMARY KEY (id);
 ALTER TABLE export_runs ADD CONSTRAINT uq_export_runs_slot UNIQUE (slot, kind, dialect);
-ALTER TABLE inbox ADD CONSTRAINT ck_inbox_body CHECK (((body IS NULL) <> (body_id IS NULL)));
+ALTER TABLE inbox ADD CONSTRAINT ck_inbox_body CHECK (
+CASE
+    WHEN (body_archive IS NULL) THEN ((body IS NULL) <> (body_id IS NULL))
+    ELSE ((body IS NULL) AND (body_id IS NULL))
+END);
 ALTER TABLE inbox ADD CONSTRAINT ck_inbox_kind CHECK ((kind = ANY (ARRAY['paid'::text, 'refunded'::text, 'failed'::text, 'ignored'::text, 'disputed'::text, 'malformed'::text, 'unbookable'::text])));
 ALTER TABLE inbox ADD CONSTRAINT ck_inbox_status CHECK ((status = ANY (ARRAY['pending'::text, 'processed'::text, 'parked'::text, 'divergent'::text, 'ignored'::text])));
 ALTER TABLE inbox ADD CONSTRAINT fk_inbox_body FOREIGN KEY (body_id) REFERENCES inbox_bodies(id);
+ALTER TABLE inbox ADD CONSTRAINT fk_inbox_body_archive FOREIGN KEY (body_archive) REFERENCES archives(id);
 ALTER TABLE inbox ADD CONSTRAINT inbox_pkey PRIMARY KEY (id);
 ALTER TABLE inbox ADD CONSTRAINT uq_inbox_event UNIQUE (endpoint, event_type, event_id);
 ALTER TABLE inbox_bodies ADD CONSTRAINT inbox_bodies_pkey PRIMARY KEY (id);
@@ -570,6 +593,7 @@ CREATE INDEX ix_adjustments_status_id ON public.adjustments USING btree (status,
 CREATE UNIQUE INDEX uq_adjustments_key ON public.adjustments USING btree (idempotency_key) WHERE (kind = 'adjustment'::text);
 CREATE UNIQUE INDEX uq_adjustments_posting_set ON public.adjustments USING btree (posting_set_id) WHERE (posting_set_id IS NOT NULL);
 CREATE UNIQUE INDEX uq_adjustments_reversal ON public.adjustments USING btree (reverses) WHERE ((kind = 'reversal'::text) AND (status = ANY (ARRAY['proposed'::text, 'booked'::text])));
+CREATE INDEX ix_archives_kind_month ON public.archives USING btree (kind, month, id);
 CREATE INDEX ix_charges_amount ON public.charges USING btree (amount);
 CREATE INDEX ix_charges_created ON public.charges USING btree (created_at, id);
 CREATE INDEX ix_charges_merchant_created ON public.charges USING btree (merchant, created_at, id) WHERE (merchant IS NOT NULL);
@@ -585,6 +609,8 @@ CREATE INDEX ix_divergences_open ON public.divergences USING btree (created_at) 
 CREATE INDEX ix_divergences_resolution_credit ON public.divergences USING btree (resolution_credit_id) WHERE (resolution_credit_id IS NOT NULL);
 CREATE INDEX ix_divergences_status_id ON public.divergences USING btree (status, id);
 CREATE INDEX ix_export_runs_retry ON public.export_runs USING btree (slot) WHERE (status <> 'succeeded'::text);
+CREATE INDEX ix_inbox_archivable ON public.inbox USING btree (processed_at, id) WHERE ((body_archive IS NULL) AND (status = ANY (ARRAY['processed'::text, 'ignored'::text])));
+CREATE INDEX ix_inbox_body_id ON public.inbox USING btree (body_id) WHERE (body_id IS NOT NULL);
 CREATE INDEX ix_inbox_charge_ref ON public.inbox USING btree (charge_ref) WHERE (charge_ref IS NOT NULL);
 CREATE INDEX ix_inbox_due ON public.inbox USING btree (next_attempt_at) WHERE (status = 'pending'::text);
 CREATE INDEX ix_inbox_event_id ON public.inbox USING btree (event_id);

@@ -56,11 +56,6 @@ const (
 	// pg_stat_activity). 50 ms adds 25 ms to an event's way on average,
 	// and bounds ten endpoints to 200 reads a second.
 	minReadGap = 50 * time.Millisecond
-	// purgeEvery is how often the attempts log is trimmed, and
-	// purgeBudget the longest one trimming may take: what it leaves is
-	// trimmed the next time.
-	purgeEvery  = time.Hour
-	purgeBudget = 5 * time.Minute
 )
 
 // Dispatcher delivers the outbox to the endpoints, one goroutine per
@@ -197,13 +192,6 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	// The purge has its own goroutine: a slow one (a large backlog, a
-	// row locked) never holds up the claims.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		d.purgeLoop(ctx)
-	}()
 	held := make(chan struct{}, d.cfg.MaxConcurrent)
 	done := make(chan struct{}, d.cfg.MaxConcurrent)
 	tick := time.NewTicker(d.cfg.Interval)
@@ -279,40 +267,6 @@ func (d *Dispatcher) claim(ctx context.Context, n int) (string, []int64, error) 
 // interval is d as a PostgreSQL interval.
 func interval(d time.Duration) string {
 	return strconv.FormatInt(d.Microseconds(), 10) + " microseconds"
-}
-
-// purgeLoop trims the attempts log at once, then every purgeEvery, until
-// ctx ends.
-func (d *Dispatcher) purgeLoop(ctx context.Context) {
-	t := time.NewTicker(purgeEvery)
-	defer t.Stop()
-	for {
-		d.purge(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// purge deletes the attempts older than the retention, a batch at a
-// time, for at most purgeBudget.
-func (d *Dispatcher) purge(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, purgeBudget)
-	defer cancel()
-	for ctx.Err() == nil {
-		res, err := d.db.ExecContext(ctx, purgeAttemptsSQL, d.now().Add(-d.cfg.AttemptsRetention))
-		if err != nil {
-			if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				d.log.Warn("webhooks: purge attempts log", "error", err)
-			}
-			return
-		}
-		if n, _ := res.RowsAffected(); n < 5000 {
-			return
-		}
-	}
 }
 
 // errLeaseLost: the endpoint was deleted, or another replica took it

@@ -425,32 +425,6 @@ func TestASecretThatCannotBeOpenedFailsTheAttempt(t *testing.T) {
 	}
 }
 
-// Attempts older than the retention are deleted by the dispatcher; newer
-// ones stay.
-func TestAttemptsLogKeptForItsRetention(t *testing.T) {
-	t.Parallel()
-	b := setup(t, func(c *outgoing.Config) { c.AttemptsRetention = 24 * time.Hour })
-	ep := b.create(t, "http://127.0.0.1:9/never")
-	b.db.MustExec(`UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'operator', disabled_at = now() WHERE id = $1`, ep.ID)
-	b.db.MustExec(`INSERT INTO webhook_attempts (endpoint_id, event_id, topic, attempt, replay, status, latency_ms, at)
-		VALUES ($1, 1, 'charge.paid', 1, false, 200, 5, now() - interval '25 hours'), ($1, 2, 'charge.paid', 1, false, 200, 5, now() - interval '23 hours')`, ep.ID)
-	b.run(t)
-	deadline := time.Now().Add(waitFor)
-	for {
-		var ids []int64
-		if err := b.db.Select(&ids, `SELECT event_id FROM webhook_attempts ORDER BY id`); err != nil {
-			t.Fatal(err)
-		}
-		if len(ids) == 1 && ids[0] == 2 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("attempts left: events %v, want [2]", ids)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // At shutdown a delivery in flight finishes, its success is saved and
 // the lease given back: a restart goes on after it at once.
 func TestShutdownFinishesTheDeliveryInFlight(t *testing.T) {

@@ -112,7 +112,8 @@ type Config struct {
 	// does under events.max_bytes_per_second.
 	MaxPerSecond int
 	// AttemptsRetention is how long the attempts log is kept (default 30
-	// days).
+	// days): the age of retention's webhook_attempts (package archive,
+	// which archives and purges them) unless retention gives its own.
 	AttemptsRetention time.Duration
 	// Interval is how often idle endpoints look for new events when no
 	// notification comes (default 1 s).

@@ -370,38 +370,3 @@ func TestNoSecretStoredInTheClearOnceOneIsSealed(t *testing.T) {
 		t.Errorf("rotate with the key: %v", err)
 	}
 }
-
-// A purge of the attempts log that waits (on a lock another transaction
-// holds) holds up no delivery: it runs beside the claims.
-func TestASlowPurgeDelaysNoDelivery(t *testing.T) {
-	t.Parallel()
-	b := setup(t, func(c *outgoing.Config) { c.AttemptsRetention = time.Hour })
-	rcv := newReceiver(t, nil)
-	ep := b.create(t, rcv.srv.URL)
-	rcv.trust(ep.Secret)
-	b.db.MustExec(`INSERT INTO webhook_attempts (endpoint_id, event_id, topic, attempt, replay, status, latency_ms, at)
-		VALUES ($1, 1, 'charge.paid', 1, false, 200, 5, now() - interval '2 hours')`, ep.ID)
-	lock := b.db.MustBeginTx(context.Background(), nil)
-	defer lock.Rollback()
-	// A table lock takes no xid, so it holds back no event of the outbox.
-	lock.MustExec(`LOCK TABLE webhook_attempts IN SHARE MODE`)
-	b.run(t)
-	// Registered after run's, so it runs first: the purge ends before
-	// the dispatcher is waited for.
-	t.Cleanup(func() { lock.Rollback() })
-	// The endpoint is claimed, found idle and given back before the
-	// event, so only a claim after the purge began delivers it.
-	deadline := time.Now().Add(waitFor)
-	for released := false; !released; time.Sleep(20 * time.Millisecond) {
-		if err := b.db.Get(&released, `SELECT lease_token IS NULL AND EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'DELETE FROM webhook_attempts%')
-			FROM webhook_endpoints WHERE id = $1`, ep.ID); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the purge never waited on the lock with the endpoint released")
-		}
-	}
-	b.appendEvents(t, events.TopicChargePaid)
-	rcv.waitUntil(func(ds []delivery) bool { return len(ds) >= 1 })
-}

@@ -160,11 +160,6 @@ INSERT INTO webhook_attempts (endpoint_id, event_id, topic, attempt, replay, sta
 SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::int[], $5::boolean[], $6::int[], $7::text[], $8::int[],
 	$9::text[], $10::timestamptz[], $11::timestamptz[])`
 
-// purgeAttemptsSQL deletes attempts older than $1, a bounded batch at a
-// time so that one statement never holds a long lock or a long
-// transaction.
-const purgeAttemptsSQL = `DELETE FROM webhook_attempts WHERE id IN (SELECT id FROM webhook_attempts WHERE at < $1 LIMIT 5000)`
-
 // pendingReplaysSQL: the endpoints with a replay waiting (one index probe
 // per endpoint, however many replays wait).
 const pendingReplaysSQL = `SELECT e.id FROM webhook_endpoints e

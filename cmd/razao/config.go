@@ -54,6 +54,8 @@ type fileConfig struct {
 	AllowRoot bool `yaml:"allow_root"`
 	// Webhooks is how razao sends webhooks to the selling app.
 	Webhooks webhooksConfig `yaml:"webhooks"`
+	// Retention archives and purges what is not the ledger (package archive).
+	Retention retentionConfig `yaml:"retention"`
 }
 
 // eventsConfig sizes GET /v1/events; zero means the hub's default.
@@ -109,6 +111,7 @@ type serveConfig struct {
 	tracing        *tracing.Config     // nil: no tracing
 	allowRoot      bool                // serve may run as root (allow_root, $RAZAO_ALLOW_ROOT)
 	webhooks       outgoing.Config     // the webhooks razao sends
+	retention      *retention          // nil: nothing archived nor purged
 	// tracer, when set (tests), receives the spans instead of an
 	// exporter built from tracing.
 	tracer trace.TracerProvider
@@ -188,6 +191,9 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	if cfg.webhooks, err = file.Webhooks.build(getenv); err != nil {
 		return cfg, fmt.Errorf("config: %w", err)
 	}
+	if cfg.retention, err = file.Retention.build(cal.Location(), file.Webhooks.AttemptsRetention); err != nil {
+		return cfg, fmt.Errorf("config: %w", err)
+	}
 	if cfg.exports, err = file.Exports.build(cal.Location()); err != nil {
 		return cfg, fmt.Errorf("config: exports: %w", err)
 	}
@@ -264,6 +270,7 @@ var configSections = map[string]struct {
 	"main.adjustmentsConfig":   {"in adjustments", reflect.TypeFor[adjustmentsConfig]()},
 	"tracing.Config":           {"in tracing", reflect.TypeFor[tracing.Config]()},
 	"main.webhooksConfig":      {"in webhooks", reflect.TypeFor[webhooksConfig]()},
+	"main.retentionConfig":     {"in retention", reflect.TypeFor[retentionConfig]()},
 }
 
 var (

@@ -15,6 +15,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/razao/razao/archive"
 	"github.com/razao/razao/money"
 )
 
@@ -93,6 +94,7 @@ func (c *checker) check(args []string, getenv func(string) string) error {
 	c.ok("%s", describeAdjustments(cfg.adjustments))
 	c.checkTLS(cfg)
 	c.checkExports(cfg)
+	c.checkRetention(cfg)
 	c.checkEndpoints(cfg, getenv)
 	if cfg.db.url == "" {
 		c.warn("no DATABASE_URL (or -database-url): serve would not start (not contacted here)")
@@ -176,4 +178,27 @@ func (c *checker) checkEndpoints(cfg serveConfig, getenv func(string) string) {
 	if len(cfg.endpoints) == 0 && cfg.configPath != "" {
 		c.warn("no webhook endpoint configured: no PSP can deliver")
 	}
+}
+
+// checkRetention says what retention would do; the directory was checked
+// (it exists and takes a file) when the config was read.
+func (c *checker) checkRetention(cfg serveConfig) {
+	r := cfg.retention
+	if r == nil {
+		c.warn("retention: no archive_dir: nothing is archived nor purged, and the inbox, outbox and logs grow for ever")
+		return
+	}
+	var ages []string
+	for _, k := range archive.Kinds {
+		age := "kept forever"
+		if a := r.Age(k); a > 0 {
+			age = a.String()
+		}
+		ages = append(ages, fmt.Sprintf("%s %s", k, age))
+	}
+	runs := "razao archive run only (serve runs none)"
+	if r.every > 0 {
+		runs = fmt.Sprintf("serve runs it every %s for at most %s", r.every, r.budget)
+	}
+	c.ok("retention: archives into %s (%s); %s", r.Dir, strings.Join(ages, ", "), runs)
 }

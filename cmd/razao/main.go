@@ -12,6 +12,7 @@
 //	razao period    list the competence months, or close one
 //	razao adjust    propose, approve, reject or list corrections (four eyes)
 //	razao webhooks  create, list, rotate, disable, enable, delete or replay the webhook endpoints razao sends to
+//	razao archive   archive and purge what retention lets go; verify or list the archive files
 //	razao demo      drive a running service like a PSP and print each answer
 //	razao psp send  sign one payment, refund or failure as an endpoint's PSP and send it
 //	razao config check  validate a config file and its environment, starting nothing
@@ -56,6 +57,7 @@ func commands() []command {
 		{"period", "list the competence months, or close one (with its snapshot)", cmdPeriod},
 		{"adjust", "propose, approve, reject or list corrections: adjustments and reversals (four eyes)", cmdAdjust},
 		{"webhooks", "the webhooks razao sends: create, list, show, rotate, disable, enable, delete, replay, attempts", cmdWebhooks},
+		{"archive", "run, verify or list the archives of what retention purges (inbox bodies, events, statements, lines, attempts)", cmdArchive},
 		{"reconcile", "reconcile an endpoint's statement (a CSV file or a Pix API window) against the ledger", cmdReconcile},
 		{"demo", "drive a running service like a PSP would and print what happens", cmdDemo},
 		{"psp", "send: sign a payment, refund or failure as an endpoint's PSP would, and send it", cmdPSP},

@@ -146,6 +146,7 @@ type server struct {
 	exports  *exports.Scheduler    // nil without a schedule
 	recon    *reconcile.Reconciler // nil without a reconciliation section
 	outgoing *outgoing.Dispatcher  // the webhooks razao sends
+	archive  *archiveLoop          // nil: serve runs no retention
 	inbox    *inbox.Inbox
 	proc     *inbox.Processor
 	certs    *certReloader    // nil: plain HTTP
@@ -291,6 +292,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		db.Close()
 		return nil, err
 	}
+	s.archive = newArchiveLoop(cfg.retention, db, now, logger)
 	hooks := webhook.NewHandler(cfg.endpoints, s.inbox, now, logger)
 	hooks.Metrics = m
 	if s.recon, err = newReconciler(cfg, db, s.inbox, ledger, now, logger, m); err != nil {
@@ -452,6 +454,11 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.recon != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.recon.Run(bg, 30*time.Second) }()
+	}
+	// Retention: any replica may run it; one at a time, under its lock.
+	if s.archive != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.archive.run(bg) }()
 	}
 	if s.certs != nil {
 		wg.Add(1)
