@@ -16,6 +16,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/reads"
 )
 
 // cmdConfig is `razao config check`: it reads the config file and the
@@ -99,6 +100,7 @@ func (c *checker) check(args []string, getenv func(string) string) error {
 	} else {
 		c.ok("database URL given (not contacted by this check)")
 	}
+	c.checkReads(cfg)
 	return nil
 }
 
@@ -176,4 +178,21 @@ func (c *checker) checkEndpoints(cfg serveConfig, getenv func(string) string) {
 	if len(cfg.endpoints) == 0 && cfg.configPath != "" {
 		c.warn("no webhook endpoint configured: no PSP can deliver")
 	}
+}
+
+// checkReads says where reads that need not see their own writes go.
+func (c *checker) checkReads(cfg serveConfig) {
+	if cfg.readURL == "" {
+		c.ok("read_database_url: none, every read from the primary")
+		return
+	}
+	lag := cfg.readMaxLag
+	if lag == 0 {
+		lag = reads.DefaultMaxLag
+	}
+	if cfg.readURL == cfg.db.url {
+		c.warn("read_database_url is DATABASE_URL itself: reads would go to the primary anyway (a primary is never used as a standby)")
+		return
+	}
+	c.ok("read_database_url given (not contacted by this check): reports, lists, console pages and on-demand exports from the standby while it lags at most %s (read_max_lag), else from the primary", lag)
 }
