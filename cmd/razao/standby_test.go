@@ -21,7 +21,7 @@ import (
 // ledgerOnPair creates and migrates razao's database on the pair's
 // primary, with an admin token, and returns the database's URL on each
 // node (the standby's once it has replayed it).
-func ledgerOnPair(ctx context.Context, t *testing.T, p *standby.Pair) (primaryURL, standbyURL, token string) {
+func ledgerOnPair(ctx context.Context, t testing.TB, p *standby.Pair) (primaryURL, standbyURL, token string) {
 	t.Helper()
 	admin, err := sqlx.Open("postgres", p.Primary.URL)
 	if err != nil {
@@ -51,7 +51,7 @@ func ledgerOnPair(ctx context.Context, t *testing.T, p *standby.Pair) (primaryUR
 
 // serveOnPair runs the real wiring of razao serve on the pair, reads
 // from the standby bounded by maxLag, checked before every read.
-func serveOnPair(t *testing.T, primaryURL, standbyURL string, maxLag time.Duration) (base string, srv *server) {
+func serveOnPair(t testing.TB, primaryURL, standbyURL string, maxLag time.Duration) (base string, srv *server) {
 	t.Helper()
 	ep, err := webhook.NewEndpoint(webhook.EndpointConfig{Name: "psp", Scheme: "standard", Merchant: "loja", Secrets: []string{e2eSecret}}, nil)
 	if err != nil {
