@@ -111,14 +111,20 @@ func Migrations() ([]Migration, error) {
 // round trip (Parse, Bind, Execute) instead of two (it otherwise prepares
 // first to learn the parameter types), which halves the round trips of
 // every query; []byte arguments then travel as bytea, so JSON goes as text.
+// A URL naming several hosts is rewritten as lib/pq can read it
+// (multiHostDSN).
 func DriverURL(raw string) string {
-	u, err := neturl.Parse(raw)
+	hosts, oneHost, multi := splitHosts(raw)
+	u, err := neturl.Parse(oneHost)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return raw // a key=value DSN: left as the operator wrote it
 	}
 	q := u.Query()
 	if q.Get("binary_parameters") == "" {
 		q.Set("binary_parameters", "yes")
+	}
+	if multi {
+		return multiHostDSN(hosts, u, q)
 	}
 	u.RawQuery = q.Encode()
 	return u.String()

@@ -31,7 +31,7 @@ func (a *API) chart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	rows, more, err := accounts.Chart(r.Context(), a.DB, after, size)
+	rows, more, err := accounts.Chart(r.Context(), a.reads(r), after, size)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return

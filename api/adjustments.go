@@ -175,7 +175,7 @@ func (a *API) listAdjustments(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	list, more, err := adjustments.List(r.Context(), a.DB, f, after, cursor.Limit(size))
+	list, more, err := adjustments.List(r.Context(), a.reads(r), f, after, cursor.Limit(size))
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return

@@ -24,6 +24,7 @@ import (
 	"github.com/razao/razao/monthsums"
 	"github.com/razao/razao/outgoing"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reads"
 	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/reports"
 )
@@ -53,6 +54,21 @@ type API struct {
 	// private targets); the zero value refuses private targets and
 	// stores secrets unsealed.
 	Webhooks outgoing.Config
+	// Reads chooses the database of the reads that need not see their
+	// own writes (reports, lists, on-demand exports): a streaming standby
+	// while it is fresh enough (package reads); nil: DB.
+	Reads *reads.Pool
+}
+
+// reads is the database of a read that need not see its own writes: the
+// reports, the lists and the on-demand exports. Everything else (writes,
+// a single object fetched by id, which a client reads back right after
+// creating it, and authentication) stays on DB.
+func (a *API) reads(r *http.Request) *sqlx.DB {
+	if a.Reads == nil {
+		return a.DB
+	}
+	return a.Reads.DB(r.Context())
 }
 
 // Register mounts the /v1 routes on r. Every route needs a bearer token
@@ -241,7 +257,7 @@ func (a *API) getCharge(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) balances(w http.ResponseWriter, r *http.Request) {
-	bs, err := reports.Balances(r.Context(), a.DB, monthsums.Books{})
+	bs, err := reports.Balances(r.Context(), a.reads(r), monthsums.Books{})
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return

@@ -53,7 +53,7 @@ func (a *API) listCharges(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	page, err := charges.Find(r.Context(), a.DB, inbox.ChargeRefs{}, f, after, size)
+	page, err := charges.Find(r.Context(), a.reads(r), inbox.ChargeRefs{}, f, after, size)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return

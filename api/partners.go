@@ -90,7 +90,7 @@ func (a *API) listPartners(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	list, more, err := partners.List(r.Context(), a.DB, after, size)
+	list, more, err := partners.List(r.Context(), a.reads(r), after, size)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return

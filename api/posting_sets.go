@@ -31,7 +31,7 @@ func (a *API) listPostingSets(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	page, err := postings.Find(r.Context(), a.DB, f, r.URL.Query().Get("cursor"), size)
+	page, err := postings.Find(r.Context(), a.reads(r), f, r.URL.Query().Get("cursor"), size)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return

@@ -104,7 +104,7 @@ func (a *API) listReconciliations(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	runs, next, err := reconcile.RunsPage(r.Context(), a.DB, q.Get("endpoint"), before, size)
+	runs, next, err := reconcile.RunsPage(r.Context(), a.reads(r), q.Get("endpoint"), before, size)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return

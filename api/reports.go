@@ -60,7 +60,7 @@ func (a *API) trialBalance(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	tb, err := reports.TrialBalance(r.Context(), a.DB, monthsums.Books{}, m)
+	tb, err := reports.TrialBalance(r.Context(), a.reads(r), monthsums.Books{}, m)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -74,7 +74,7 @@ func (a *API) incomeStatement(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	inc, err := reports.IncomeStatement(r.Context(), a.DB, monthsums.Books{}, m)
+	inc, err := reports.IncomeStatement(r.Context(), a.reads(r), monthsums.Books{}, m)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -93,7 +93,7 @@ func (a *API) journal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	page, err := reports.Journal(r.Context(), a.DB, m, r.URL.Query().Get("cursor"), size)
+	page, err := reports.Journal(r.Context(), a.reads(r), m, r.URL.Query().Get("cursor"), size)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -112,7 +112,7 @@ func (a *API) accountSeries(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	s, err := reports.AccountSeries(r.Context(), a.DB, monthsums.Books{}, mux.Vars(r)["code"], from, to)
+	s, err := reports.AccountSeries(r.Context(), a.reads(r), monthsums.Books{}, mux.Vars(r)["code"], from, to)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -154,7 +154,7 @@ func (a *API) divergences(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, a.Log, err)
 		return
 	}
-	page, err := divergences.List(r.Context(), a.DB, divergences.Status(q.Get("status")), q.Get("cursor"), size)
+	page, err := divergences.List(r.Context(), a.reads(r), divergences.Status(q.Get("status")), q.Get("cursor"), size)
 	if err != nil {
 		writeError(w, r, a.Log, err)
 		return
@@ -186,7 +186,7 @@ func (a *API) exportCSV(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The export reads in a read-only snapshot of its own.
-	started, err := reports.ServeCSV(r.Context(), a.DB, monthsums.Books{}, w, kind, m, d)
+	started, err := reports.ServeCSV(r.Context(), a.reads(r), monthsums.Books{}, w, kind, m, d)
 	a.exportFailed(w, r, started, err, "kind", string(kind), "month", m.String())
 }
 
@@ -200,7 +200,7 @@ func (a *API) exportLedger(f reports.LedgerFormat) http.HandlerFunc {
 			writeError(w, r, a.Log, err)
 			return
 		}
-		started, err := reports.ServeLedger(r.Context(), a.DB, monthsums.Books{}, w, f, m)
+		started, err := reports.ServeLedger(r.Context(), a.reads(r), monthsums.Books{}, w, f, m)
 		a.exportFailed(w, r, started, err, "format", f.String(), "month", m.String())
 	}
 }

@@ -100,7 +100,7 @@ func (c *Console) showAdjustments(w http.ResponseWriter, r *http.Request, status
 		c.fail(w, r, http.StatusBadRequest, "Paginação inválida: volte à primeira página.")
 		return
 	}
-	list, more, err := adjustments.List(r.Context(), c.DB, f, after, pageSize)
+	list, more, err := adjustments.List(r.Context(), c.reads(r.Context()), f, after, pageSize)
 	if err != nil {
 		c.failWith(w, r, err)
 		return

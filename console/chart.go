@@ -91,7 +91,7 @@ func (c *Console) trend(r *http.Request) (periods.Month, periods.Month, []period
 	ms := since(months(to), first)
 	var out []reports.Income
 	for _, m := range ms {
-		inc, err := reports.IncomeStatement(r.Context(), c.DB, monthsums.Books{}, m)
+		inc, err := reports.IncomeStatement(r.Context(), c.reads(r.Context()), monthsums.Books{}, m)
 		if err != nil {
 			return to, first, nil, nil, err
 		}
@@ -399,7 +399,7 @@ func (c *Console) accountSeries(r *http.Request) (reports.Series, periods.Month,
 	if len(ms) > 0 {
 		from = ms[0]
 	}
-	s, err := reports.AccountSeries(r.Context(), c.DB, monthsums.Books{}, mux.Vars(r)["code"], from, to)
+	s, err := reports.AccountSeries(r.Context(), c.reads(r.Context()), monthsums.Books{}, mux.Vars(r)["code"], from, to)
 	if len(ms) == 0 {
 		s.Points = nil
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/httplog"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reads"
 )
 
 // Prefix is where the console is mounted.
@@ -76,6 +77,11 @@ type Console struct {
 	// BehindTLSProxy says TLS ends at a proxy in front (behind_proxy):
 	// the cookies are Secure although the request reached us in clear.
 	BehindTLSProxy bool
+	// Reads chooses the database of the pages that need not see their
+	// own writes (the books, lists, journal, search and CSV): a
+	// streaming standby while it is fresh enough (package reads); nil:
+	// DB. Forms, single objects and sessions stay on DB.
+	Reads *reads.Pool
 
 	pages map[string]*template.Template
 	// signIns counts failed sign-ins, by the clock Now.
@@ -309,4 +315,14 @@ func (c *Console) renderStatus(w http.ResponseWriter, r *http.Request, status in
 // fail answers an error page with status and a message for the user.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	c.renderStatus(w, r, status, "error", "Erro", msg)
+}
+
+// reads is the database of a page's reads that need not see their own
+// writes; a browser that has just posted a form reads from the primary
+// (reads.Pool.Middleware), so the page a form redirects to shows it.
+func (c *Console) reads(ctx context.Context) *sqlx.DB {
+	if c.Reads == nil {
+		return c.DB
+	}
+	return c.Reads.DB(ctx)
 }

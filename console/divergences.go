@@ -23,7 +23,7 @@ func (c *Console) offers(ctx context.Context, rows []divergenceRow) error {
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
-	offers, err := divergences.OffersOf(ctx, c.DB, ids)
+	offers, err := divergences.OffersOf(ctx, c.reads(ctx), ids)
 	if err != nil {
 		return err
 	}

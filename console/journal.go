@@ -162,7 +162,7 @@ func (c *Console) journal(w http.ResponseWriter, r *http.Request) {
 	}
 	var page postings.FoundPage
 	if err == nil {
-		page, err = postings.Find(r.Context(), c.DB, f, pageCursor, journalLimit)
+		page, err = postings.Find(r.Context(), c.reads(r.Context()), f, pageCursor, journalLimit)
 		err = findRefusal(err, f)
 	}
 	var bad *refusal

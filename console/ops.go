@@ -52,7 +52,7 @@ func (c *Console) deliveries(ctx context.Context, divs []divergences.Divergence)
 	}
 	byID := map[int64]*inbox.Summary{}
 	if len(ids) > 0 {
-		rows, err := inbox.Summaries(ctx, c.DB, ids)
+		rows, err := inbox.Summaries(ctx, c.reads(ctx), ids)
 		if err != nil {
 			return nil, fmt.Errorf("deliveries of %d divergence(s): %w", len(divs), err)
 		}
@@ -81,7 +81,7 @@ func (c *Console) divergences(w http.ResponseWriter, r *http.Request) {
 		{divergences.StatusOpen, q.Get("open"), &pg.Open, &pg.NextOpen},
 		{divergences.StatusResolved, q.Get("resolved"), &pg.Resolved, &pg.NextResolved},
 	} {
-		list, err := divergences.List(r.Context(), c.DB, part.status, part.cursor, pageSize)
+		list, err := divergences.List(r.Context(), c.reads(r.Context()), part.status, part.cursor, pageSize)
 		if err != nil {
 			c.failWith(w, r, err)
 			return
@@ -183,7 +183,7 @@ type partnersPage struct {
 // /v1/partners/{id} reads each with.
 func (c *Console) partnerList(w http.ResponseWriter, r *http.Request) {
 	after := r.URL.Query().Get("after") // partners.Page refuses one that is no partner id
-	list, more, err := partners.Page(r.Context(), c.DB, after, partnersPerPage)
+	list, more, err := partners.Page(r.Context(), c.reads(r.Context()), after, partnersPerPage)
 	if err != nil {
 		c.failWith(w, r, err)
 		return

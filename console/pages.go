@@ -301,11 +301,11 @@ func (c *Console) books(r *http.Request) (periods.Month, reports.TrialBalanceRep
 	if err != nil {
 		return m, reports.TrialBalanceReport{}, reports.Income{}, err
 	}
-	tb, err := reports.TrialBalance(r.Context(), c.DB, monthsums.Books{}, m)
+	tb, err := reports.TrialBalance(r.Context(), c.reads(r.Context()), monthsums.Books{}, m)
 	if err != nil {
 		return m, tb, reports.Income{}, err
 	}
-	inc, err := reports.IncomeStatement(r.Context(), c.DB, monthsums.Books{}, m)
+	inc, err := reports.IncomeStatement(r.Context(), c.reads(r.Context()), monthsums.Books{}, m)
 	return m, tb, inc, err
 }
 
@@ -344,7 +344,7 @@ func (c *Console) exportCSV(w http.ResponseWriter, r *http.Request) {
 		c.failWith(w, r, err)
 		return
 	}
-	if started, err := reports.ServeCSV(r.Context(), c.DB, monthsums.Books{}, w, kind, m, d); err != nil {
+	if started, err := reports.ServeCSV(r.Context(), c.reads(r.Context()), monthsums.Books{}, w, kind, m, d); err != nil {
 		if !started {
 			c.failWith(w, r, err)
 			return

@@ -118,7 +118,7 @@ func (c *Console) reconciliationRuns(w http.ResponseWriter, r *http.Request) {
 	for _, e := range pg.Endpoints {
 		pg.MaxBytes = max(pg.MaxBytes, e.MaxBytes)
 	}
-	runs, next, err := reconcile.RunsPage(r.Context(), c.DB, pg.Endpoint, before, runsPerPage)
+	runs, next, err := reconcile.RunsPage(r.Context(), c.reads(r.Context()), pg.Endpoint, before, runsPerPage)
 	if err != nil {
 		c.failWith(w, r, err)
 		return

@@ -77,7 +77,7 @@ func (c *Console) find(ctx context.Context, q string, p *searchPage) error {
 		if f.Validate(c.Ledger.Limit()) != nil {
 			return nil // not a reference of this kind
 		}
-		page, err := charges.Find(ctx, c.DB, inbox.ChargeRefs{}, f, nil, searchLimit)
+		page, err := charges.Find(ctx, c.reads(ctx), inbox.ChargeRefs{}, f, nil, searchLimit)
 		if err != nil {
 			return err
 		}
@@ -91,7 +91,7 @@ func (c *Console) find(ctx context.Context, q string, p *searchPage) error {
 	}
 	seenSet := map[int64]bool{}
 	addSets := func(f postings.Filter, label, more string) error {
-		page, err := postings.Find(ctx, c.DB, f, "", searchLimit)
+		page, err := postings.Find(ctx, c.reads(ctx), f, "", searchLimit)
 		if err != nil {
 			return err
 		}

@@ -56,6 +56,12 @@ type fileConfig struct {
 	Webhooks webhooksConfig `yaml:"webhooks"`
 	// Retention archives and purges what is not the ledger (package archive).
 	Retention retentionConfig `yaml:"retention"`
+	// ReadDatabaseURL is a streaming standby of the database: reports,
+	// lists, the console's pages and the on-demand exports are read from
+	// it while it lags at most ReadMaxLag (package reads). Its password,
+	// if any, belongs in $READ_DATABASE_URL rather than here.
+	ReadDatabaseURL string        `yaml:"read_database_url"`
+	ReadMaxLag      time.Duration `yaml:"read_max_lag"` // 0: reads.DefaultMaxLag (5s)
 }
 
 // eventsConfig sizes GET /v1/events; zero means the hub's default.
@@ -112,6 +118,8 @@ type serveConfig struct {
 	allowRoot      bool                // serve may run as root (allow_root, $RAZAO_ALLOW_ROOT)
 	webhooks       outgoing.Config     // the webhooks razao sends
 	retention      *retention          // nil: nothing archived nor purged
+	readURL        string              // a streaming standby for reads; "": none
+	readMaxLag     time.Duration       // the standby is not used past it; 0: reads.DefaultMaxLag
 	// tracer, when set (tests), receives the spans instead of an
 	// exporter built from tracing.
 	tracer trace.TracerProvider
@@ -140,6 +148,8 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 	}
 	tz := fs.String("time-zone", "", "IANA time zone of competence dates ($RAZAO_TIME_ZONE; default America/Sao_Paulo)")
 	goLive := fs.String("go-live", "", "first date an event may carry, YYYY-MM-DD ($RAZAO_GO_LIVE; default "+periods.DefaultGoLive+")")
+	readURL := new(string)
+	fs.Var(unshownURL{readURL}, "read-database-url", "URL of a streaming standby serving reports and lists (default $READ_DATABASE_URL)")
 	maxAmount := fs.String("max-amount", "", "largest amount taken in, in centavos ($RAZAO_MAX_AMOUNT; default 1000000000000, R$ 10 billion)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -175,6 +185,11 @@ func parseServeConfig(args []string, fs *flag.FlagSet, getenv func(string) strin
 			minStreamBytesPerSecond, maxStreamBytesPerSecond, e.MaxBytesPerSecond)
 	}
 	cfg.events = file.Events
+	cfg.readURL = first(*readURL, getenv("READ_DATABASE_URL"), file.ReadDatabaseURL)
+	if file.ReadMaxLag < 0 {
+		return cfg, fmt.Errorf("config: read_max_lag must not be negative, got %s", file.ReadMaxLag)
+	}
+	cfg.readMaxLag = file.ReadMaxLag
 	if file.WorkerInterval > 0 {
 		cfg.workerInterval = file.WorkerInterval
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/razao/razao/archive"
 	"github.com/razao/razao/money"
+	"github.com/razao/razao/reads"
 )
 
 // cmdConfig is `razao config check`: it reads the config file and the
@@ -101,6 +102,7 @@ func (c *checker) check(args []string, getenv func(string) string) error {
 	} else {
 		c.ok("database URL given (not contacted by this check)")
 	}
+	c.checkReads(cfg)
 	return nil
 }
 
@@ -201,4 +203,21 @@ func (c *checker) checkRetention(cfg serveConfig) {
 		runs = fmt.Sprintf("serve runs it every %s for at most %s", r.every, r.budget)
 	}
 	c.ok("retention: archives into %s (%s); %s", r.Dir, strings.Join(ages, ", "), runs)
+}
+
+// checkReads says where reads that need not see their own writes go.
+func (c *checker) checkReads(cfg serveConfig) {
+	if cfg.readURL == "" {
+		c.ok("read_database_url: none, every read from the primary")
+		return
+	}
+	lag := cfg.readMaxLag
+	if lag == 0 {
+		lag = reads.DefaultMaxLag
+	}
+	if cfg.readURL == cfg.db.url {
+		c.warn("read_database_url is DATABASE_URL itself: reads would go to the primary anyway (a primary is never used as a standby)")
+		return
+	}
+	c.ok("read_database_url given (not contacted by this check): reports, lists, console pages and on-demand exports from the standby while it lags at most %s (read_max_lag), else from the primary", lag)
 }

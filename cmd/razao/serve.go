@@ -41,6 +41,7 @@ import (
 	"github.com/razao/razao/outgoing"
 	"github.com/razao/razao/periods"
 	"github.com/razao/razao/postings"
+	"github.com/razao/razao/reads"
 	"github.com/razao/razao/reconcile"
 	"github.com/razao/razao/webhook"
 )
@@ -163,6 +164,11 @@ type server struct {
 	// at exit), nil when off or given by a test.
 	tracer trace.TracerProvider
 	traces *sdktrace.TracerProvider
+	// reads chooses the database of reads that need not see their own
+	// writes: the standby of read_database_url while fresh enough, else
+	// db (package reads says what goes where, and why).
+	reads   *reads.Pool
+	standby *sqlx.DB // nil without read_database_url
 }
 
 // adminWriteTimeout leaves room for a CPU profile (?seconds=30 by
@@ -242,6 +248,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 				"endpoint", ep.Name, "empty_variables", ep.Unset)
 		}
 	}
+	pool, standby := openReads(ctx, cfg, db, logger)
 	ledger := postings.New(db, cal).WithClock(now).WithLimit(cfg.maxAmount)
 	applier := charges.NewApplier(db, ledger)
 	notifier := events.NewNotifier(db, logger)
@@ -259,11 +266,13 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		db:       db,
 		log:      logger,
 		worker:   newWorker(proc, cfg),
-		hub:      events.NewHub(db, cfg.db.url, logger),
+		hub:      events.NewHub(db, razao.DriverURL(cfg.db.url), logger),
 		notifier: notifier,
 		applier:  applier,
 		proc:     proc,
 		certs:    certs,
+		reads:    pool,
+		standby:  standby,
 	}
 	if cfg.exports != nil {
 		if s.exports, err = exports.NewScheduler(db, *cfg.exports, now, logger, m); err != nil {
@@ -286,9 +295,9 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	// the intake never waits for a subscriber; woken by the notifier's
 	// NOTIFY on every replica.
 	s.outgoing = outgoing.NewDispatcher(db, cfg.webhooks, logger, now)
-	s.outgoing.Listen(cfg.db.url)
+	s.outgoing.Listen(razao.DriverURL(cfg.db.url))
 	s.outgoing.OnCommit = notifier.Kick
-	if err := m.Register(s.outgoing.Collectors()...); err != nil {
+	if err := m.Register(append(s.outgoing.Collectors(), pool.Collectors()...)...); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -303,7 +312,7 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 		s.recon.OnCommit = notifier.Kick
 	}
 	v1 := &api.API{DB: db, Ledger: ledger, Log: logger, Now: now, Events: s.hub, Merchants: webhook.Merchants(cfg.endpoints),
-		Reconciler: s.recon, Adjustments: cfg.adjustments, Webhooks: cfg.webhooks}
+		Reconciler: s.recon, Adjustments: cfg.adjustments, Webhooks: cfg.webhooks, Reads: pool}
 	// The finance console reads through the same functions as v1.
 	con, err := console.New(db, ledger, s.hub, logger, now)
 	if err != nil {
@@ -313,7 +322,8 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	con.BehindTLSProxy = cfg.behindProxy
 	con.Reconciliations = consoleReconciliations(s.recon)
 	con.Adjustments = cfg.adjustments
-	handler := reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(s.routes(hooks, v1, con)))
+	con.Reads = pool
+	handler := reqid.Middleware(httplog.Middleware(logger, m.HTTPRequest, time.Now)(pool.Middleware(s.routes(hooks, v1, con), "/v1/", console.Prefix)))
 	if tracer != nil {
 		handler = tracing.Middleware(tracer)(handler)
 	}
@@ -348,7 +358,8 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 // doorbells through the database.
 func newWorker(proc *inbox.Processor, cfg serveConfig) *inbox.Worker {
 	w := inbox.NewWorker(proc, cfg.workerInterval)
-	w.Listen(cfg.db.url)
+	// As the pool reads it: a multi-host URL's hosts, each with its port.
+	w.Listen(razao.DriverURL(cfg.db.url))
 	return w
 }
 
@@ -580,7 +591,48 @@ func (s *server) scheme() string {
 // Close releases the database, and the tracer provider if Serve did not.
 func (s *server) Close() error {
 	s.flushTraces()
+	if s.standby != nil {
+		s.standby.Close()
+	}
 	return s.db.Close()
+}
+
+// openReads opens the standby of read_database_url, if any, and the pool
+// that chooses between it and the primary. The standby is not waited
+// for: while it does not answer, reads go to the primary. What reads
+// from the pool, and what stays on the primary whatever the pool says:
+//
+//   - from the pool: the reports, the lists, the console's pages that
+//     show them, the on-demand CSV and ledger exports;
+//   - on the primary: every write; authentication and sessions (a
+//     revoked token stops at once); a single object by id (a client
+//     reads back what it has just created); the event stream, whose
+//     doorbell is LISTEN (refused on a standby: the primary's NOTIFY
+//     would ring before the standby has replayed the event, which would
+//     then wait for the next one) and whose horizon reads pg_locks,
+//     where a standby does not see the primary's transactions (the
+//     horizon would fall back to the oldest transaction of any database,
+//     correct but held back by any long one); the scheduled exports
+//     (a closed month's file is written once and kept, so it is read
+//     where the close is known to be); and every worker (the inbox,
+//     month sums, webhooks out, reconciliation), which read in order to
+//     write.
+func openReads(ctx context.Context, cfg serveConfig, primary *sqlx.DB, logger *slog.Logger) (*reads.Pool, *sqlx.DB) {
+	if cfg.readURL == "" || cfg.readURL == cfg.db.url {
+		return reads.New(primary, nil, cfg.readMaxLag, logger), nil
+	}
+	// sql.Open connects lazily: a standby that is down is not a start error.
+	standby, err := sqlx.Open("postgres", razao.DriverURL(cfg.readURL))
+	if err != nil {
+		logger.Warn("read_database_url cannot be used, every read goes to the primary", "error", err)
+		return reads.New(primary, nil, cfg.readMaxLag, logger), nil
+	}
+	standby.SetMaxOpenConns(16)
+	standby.SetMaxIdleConns(16)
+	standby.SetConnMaxIdleTime(5 * time.Minute)
+	pool := reads.New(primary, standby, cfg.readMaxLag, logger)
+	pool.Check(ctx) // the first reads have a verdict, logged
+	return pool, standby
 }
 
 // redactedEndpoint is the collector's URL without its query, for the log.
