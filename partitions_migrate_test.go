@@ -176,6 +176,12 @@ func loadUnpartitionedLedger(t *testing.T, db *sqlx.DB, sales int) {
 		CROSS JOIN LATERAL (SELECT CASE k.k WHEN 0 THEN s.d ELSE least(s.d + 15, date '2026-11-30') END AS d) c
 		WHERE k.k = 0 OR s.g % 10 = 3`, []any{sales}},
 		{`SELECT setval('posting_sets_id_seq', (SELECT max(id) FROM posting_sets))`, nil},
+		// The charges the sets are of, paid and refunded as they say.
+		{`INSERT INTO charges (id, amount, state, paid_amount, paid_at, refunded_amount, request_hash)
+		SELECT s.charge_id, s.amount, CASE WHEN r.amount IS NULL THEN 'paid' ELSE 'partially_refunded' END, s.amount, s.event_at,
+			coalesce(r.amount, 0), 'load'
+		FROM posting_sets s LEFT JOIN posting_sets r ON r.kind = 'refund' AND r.charge_id = s.charge_id
+		WHERE s.kind = 'sale'`, nil},
 		{`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
 		SELECT s.id, a.id, 'BRL', CASE WHEN (a.code = 'assets:cash') = (s.kind = 'sale') THEN s.amount ELSE -s.amount END, s.competence_month
 		FROM posting_sets s JOIN accounts a ON a.code IN ('assets:cash', 'income:revenue')`, nil},

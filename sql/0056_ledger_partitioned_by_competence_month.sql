@@ -16,12 +16,14 @@
 --     0054 chose (the month after next, when it ran); 0055 validated a
 --     CHECK that implies that range, so ATTACH PARTITION does not read
 --     them. After it, one partition a month (posting_sets_2027_02,
---     postings_2027_02...), made ahead by ledger_ensure_month_partitions:
---     here for five months, and by periods.Close before every close, four
---     months after the month it closes. A DEFAULT partition of each table
---     takes a set dated in a month that has no partition yet: it is
---     booked, under every trigger; nothing is refused for want of a table
---     (see the function on what such a month becomes).
+--     postings_2027_02...), made ahead by ledger_ensure_month_partitions,
+--     which periods.Close calls before every close (four months after the
+--     month it closes), and an operator may call. Not here: each table it
+--     makes would be made under this migration's lock. A DEFAULT
+--     partition of each table takes a set dated in a month that has no
+--     partition yet: it is booked, under every trigger; nothing is
+--     refused for want of a table (see the function on what such a month
+--     becomes).
 --   * Unique business keys. A partitioned table's unique index must
 --     include the partition key, and no business key implies the month (a
 --     redelivery after a close is dated in the first open month: a key
@@ -63,11 +65,90 @@
 -- after), postings are refused (the old body reads ONLY posting_sets,
 -- which holds no row now): their transactions roll back and are retried.
 --
--- The lock: posting_sets, then postings (the order a posting transaction
--- writes them), held until this migration commits; everything below is
--- catalog work. The indexes the past partitions keep are attached to the
--- parents' indexes by definition, without a build: each parent index
--- below is defined exactly as the table's was.
+-- First, with no lock on the ledger: the partitioned tables, under names
+-- of their own, with their indexes (under names of their own too: the
+-- tables' indexes hold the names until the lock), their triggers and
+-- their DEFAULT partitions. LIKE reads the tables' definitions only.
+CREATE TABLE posting_sets_partitioned (LIKE posting_sets INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS)
+    PARTITION BY RANGE (competence);
+ALTER TABLE posting_sets_partitioned DROP CONSTRAINT ck_posting_sets_past;
+CREATE TABLE postings_partitioned (LIKE postings INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
+    PARTITION BY RANGE (competence_month);
+ALTER TABLE postings_partitioned DROP CONSTRAINT ck_postings_past;
+
+-- Each defined exactly as the table's index it takes the name of, so that
+-- the past partitions' indexes are attached to them, not built.
+CREATE INDEX ix_posting_sets_amount_id_p ON posting_sets_partitioned USING btree (amount, id);
+CREATE INDEX ix_posting_sets_charge_p ON posting_sets_partitioned USING btree (charge_id) WHERE (charge_id IS NOT NULL);
+CREATE INDEX ix_posting_sets_competence_id_p ON posting_sets_partitioned USING btree (competence, id);
+CREATE INDEX ix_posting_sets_competence_month_p ON posting_sets_partitioned USING btree (competence_month, id);
+CREATE INDEX ix_posting_sets_event_at_p ON posting_sets_partitioned USING btree (event_at) WHERE (kind = ANY (ARRAY['sale'::text, 'refund'::text]));
+CREATE INDEX ix_posting_sets_event_day_p ON posting_sets_partitioned USING btree ((((event_at AT TIME ZONE 'UTC'::text))::date), id) INCLUDE (event_at);
+CREATE INDEX ix_posting_sets_event_id_p ON posting_sets_partitioned USING btree (event_at, id);
+CREATE INDEX ix_posting_sets_event_month_p ON posting_sets_partitioned USING btree (date_trunc('month'::text, (event_at AT TIME ZONE 'UTC'::text)), id) INCLUDE (event_at);
+CREATE INDEX ix_posting_sets_kind_id_p ON posting_sets_partitioned USING btree (kind, id);
+CREATE INDEX ix_posting_sets_month_xid_p ON posting_sets_partitioned USING btree (competence_month, created_xid);
+CREATE INDEX ix_posting_sets_partner_id_p ON posting_sets_partitioned USING btree (partner, id) WHERE (partner IS NOT NULL);
+CREATE INDEX ix_posting_sets_partner_payouts_p ON posting_sets_partitioned USING btree (partner, id) WHERE (kind = 'payout'::text);
+CREATE INDEX ix_postings_account_month_p ON postings_partitioned USING btree (account_id, competence_month) INCLUDE (amount);
+CREATE INDEX ix_postings_account_set_p ON postings_partitioned USING btree (account_id, posting_set_id);
+CREATE INDEX ix_postings_set_p ON postings_partitioned USING btree (posting_set_id);
+
+-- The barrier, on the parents. Row triggers are cloned onto every
+-- partition, present and future; statement triggers are copied onto each
+-- (below for the DEFAULT partitions; the past partitions have their own,
+-- the tables', kept through the rename; ledger_ensure_month_partitions
+-- copies them onto each month).
+CREATE TRIGGER trg_posting_sets_append_only BEFORE UPDATE OR DELETE ON posting_sets_partitioned
+    FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON posting_sets_partitioned
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION ledger_check_posting_set();
+CREATE CONSTRAINT TRIGGER trg_refunds_within_sale AFTER INSERT ON posting_sets_partitioned
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW WHEN (NEW.kind = 'refund') EXECUTE FUNCTION ledger_check_refunds_within_sale();
+CREATE TRIGGER trg_postings_append_only BEFORE UPDATE OR DELETE ON postings_partitioned
+    FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['posting_sets_partitioned', 'posting_sets_default'] LOOP
+        IF t = 'posting_sets_default' THEN
+            CREATE TABLE posting_sets_default PARTITION OF posting_sets_partitioned
+                (CONSTRAINT posting_sets_default_pkey PRIMARY KEY (id)) DEFAULT;
+        END IF;
+        EXECUTE format('CREATE TRIGGER trg_posting_sets_no_truncate BEFORE TRUNCATE ON %I
+            FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()', t);
+        EXECUTE format('CREATE TRIGGER trg_posting_sets_open_month BEFORE INSERT ON %I
+            FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_closed_month()', t);
+        EXECUTE format('CREATE TRIGGER trg_posting_sets_keys AFTER INSERT ON %I REFERENCING NEW TABLE AS new_sets
+            FOR EACH STATEMENT EXECUTE FUNCTION ledger_keep_set_keys()', t);
+        EXECUTE format('CREATE TRIGGER trg_posting_sets_written_open AFTER INSERT ON %I REFERENCING NEW TABLE AS new_sets
+            FOR EACH STATEMENT EXECUTE FUNCTION ledger_check_new_sets()', t);
+    END LOOP;
+    FOREACH t IN ARRAY ARRAY['postings_partitioned', 'postings_default'] LOOP
+        IF t = 'postings_default' THEN
+            CREATE TABLE postings_default PARTITION OF postings_partitioned
+                (CONSTRAINT postings_default_pkey PRIMARY KEY (id)) DEFAULT;
+        END IF;
+        EXECUTE format('CREATE TRIGGER trg_postings_no_truncate BEFORE TRUNCATE ON %I
+            FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()', t);
+        EXECUTE format('CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON %I REFERENCING NEW TABLE AS new_postings
+            FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set()', t);
+    END LOOP;
+    -- Every trigger fires ALWAYS, under session_replication_role =
+    -- replica too; a parent's state passes to its clones.
+    FOREACH t IN ARRAY ARRAY['posting_sets_partitioned', 'posting_sets_default', 'postings_partitioned', 'postings_default'] LOOP
+        EXECUTE (SELECT string_agg(format('ALTER TABLE %I ENABLE ALWAYS TRIGGER %I', t, g.tgname), '; ')
+            FROM pg_trigger g WHERE g.tgrelid = t::regclass AND NOT g.tgisinternal AND g.tgparentid = 0);
+    END LOOP;
+END
+$$;
+
+-- Then the lock: posting_sets, then postings (the order a posting
+-- transaction writes them), held until this migration commits. Nothing
+-- below reads a row of the ledger.
 LOCK TABLE posting_sets, postings IN ACCESS EXCLUSIVE MODE;
 
 -- The business keys are posting_set_keys' alone now.
@@ -89,51 +170,33 @@ DROP TRIGGER trg_posting_sets_balanced ON posting_sets;
 DROP TRIGGER trg_refunds_within_sale ON posting_sets;
 DROP TRIGGER trg_postings_append_only ON postings;
 
--- The tables become the past partitions; their indexes give their names
--- to the parents'.
+-- The tables become the past partitions and give their names, and their
+-- indexes' names, to the partitioned tables.
 ALTER TABLE posting_sets RENAME TO posting_sets_past;
 ALTER TABLE postings RENAME TO postings_past;
 ALTER TABLE posting_sets_past RENAME CONSTRAINT posting_sets_pkey TO posting_sets_past_pkey;
 ALTER TABLE postings_past RENAME CONSTRAINT postings_pkey TO postings_past_pkey;
+ALTER TABLE posting_sets_partitioned RENAME TO posting_sets;
+ALTER TABLE postings_partitioned RENAME TO postings;
 DO $$
 DECLARE
     ix record;
 BEGIN
-    FOR ix IN SELECT c.relname, t.relname AS tbl FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid
-        WHERE t.oid IN ('posting_sets_past'::regclass, 'postings_past'::regclass) AND c.relname LIKE 'ix\_%'
+    FOR ix IN SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+        WHERE i.indrelid IN ('posting_sets_past'::regclass, 'postings_past'::regclass) AND c.relname LIKE 'ix\_%'
     LOOP
         EXECUTE format('ALTER INDEX %I RENAME TO %I', ix.relname,
             replace(replace(ix.relname, 'ix_posting_sets_', 'posting_sets_past_'), 'ix_postings_', 'postings_past_'));
+        EXECUTE format('ALTER INDEX %I RENAME TO %I', ix.relname || '_p', ix.relname);
     END LOOP;
 END
 $$;
-
-CREATE TABLE posting_sets (LIKE posting_sets_past INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS)
-    PARTITION BY RANGE (competence);
-ALTER TABLE posting_sets DROP CONSTRAINT ck_posting_sets_past;
-CREATE TABLE postings (LIKE postings_past INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
-    PARTITION BY RANGE (competence_month);
-ALTER TABLE postings DROP CONSTRAINT ck_postings_past;
 ALTER SEQUENCE posting_sets_id_seq OWNED BY posting_sets.id;
 ALTER SEQUENCE postings_id_seq OWNED BY postings.id;
 
-CREATE INDEX ix_posting_sets_amount_id ON posting_sets USING btree (amount, id);
-CREATE INDEX ix_posting_sets_charge ON posting_sets USING btree (charge_id) WHERE (charge_id IS NOT NULL);
-CREATE INDEX ix_posting_sets_competence_id ON posting_sets USING btree (competence, id);
-CREATE INDEX ix_posting_sets_competence_month ON posting_sets USING btree (competence_month, id);
-CREATE INDEX ix_posting_sets_event_at ON posting_sets USING btree (event_at) WHERE (kind = ANY (ARRAY['sale'::text, 'refund'::text]));
-CREATE INDEX ix_posting_sets_event_day ON posting_sets USING btree ((((event_at AT TIME ZONE 'UTC'::text))::date), id) INCLUDE (event_at);
-CREATE INDEX ix_posting_sets_event_id ON posting_sets USING btree (event_at, id);
-CREATE INDEX ix_posting_sets_event_month ON posting_sets USING btree (date_trunc('month'::text, (event_at AT TIME ZONE 'UTC'::text)), id) INCLUDE (event_at);
-CREATE INDEX ix_posting_sets_kind_id ON posting_sets USING btree (kind, id);
-CREATE INDEX ix_posting_sets_month_xid ON posting_sets USING btree (competence_month, created_xid);
-CREATE INDEX ix_posting_sets_partner_id ON posting_sets USING btree (partner, id) WHERE (partner IS NOT NULL);
-CREATE INDEX ix_posting_sets_partner_payouts ON posting_sets USING btree (partner, id) WHERE (kind = 'payout'::text);
-CREATE INDEX ix_postings_account_month ON postings USING btree (account_id, competence_month) INCLUDE (amount);
-CREATE INDEX ix_postings_account_set ON postings USING btree (account_id, posting_set_id);
-CREATE INDEX ix_postings_set ON postings USING btree (posting_set_id);
-
--- The past partitions, up to the bound of the checks 0055 validated.
+-- The past partitions, up to the bound of the checks 0055 validated: no
+-- scan of theirs, and the DEFAULT partitions, read for rows of that
+-- range, are empty.
 DO $$
 DECLARE
     bound date;
@@ -145,46 +208,7 @@ BEGIN
 END
 $$;
 
--- The barrier, on the parents. The row triggers are cloned onto the
--- partitions; the past partitions have their own statement triggers
--- (the tables' own, kept through the rename); the months made below copy
--- the parents'.
-CREATE TRIGGER trg_posting_sets_append_only BEFORE UPDATE OR DELETE ON posting_sets
-    FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
-CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON posting_sets
-    DEFERRABLE INITIALLY DEFERRED
-    FOR EACH ROW EXECUTE FUNCTION ledger_check_posting_set();
-CREATE CONSTRAINT TRIGGER trg_refunds_within_sale AFTER INSERT ON posting_sets
-    DEFERRABLE INITIALLY DEFERRED
-    FOR EACH ROW WHEN (NEW.kind = 'refund') EXECUTE FUNCTION ledger_check_refunds_within_sale();
-CREATE TRIGGER trg_posting_sets_no_truncate BEFORE TRUNCATE ON posting_sets
-    FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
-CREATE TRIGGER trg_posting_sets_open_month BEFORE INSERT ON posting_sets
-    FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_closed_month();
-CREATE TRIGGER trg_posting_sets_keys AFTER INSERT ON posting_sets
-    REFERENCING NEW TABLE AS new_sets
-    FOR EACH STATEMENT EXECUTE FUNCTION ledger_keep_set_keys();
-CREATE TRIGGER trg_posting_sets_written_open AFTER INSERT ON posting_sets
-    REFERENCING NEW TABLE AS new_sets
-    FOR EACH STATEMENT EXECUTE FUNCTION ledger_check_new_sets();
-CREATE TRIGGER trg_postings_append_only BEFORE UPDATE OR DELETE ON postings
-    FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
-CREATE TRIGGER trg_postings_no_truncate BEFORE TRUNCATE ON postings
-    FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
-CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON postings
-    REFERENCING NEW TABLE AS new_postings
-    FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set();
-ALTER TABLE posting_sets ENABLE ALWAYS TRIGGER trg_posting_sets_append_only;
-ALTER TABLE posting_sets ENABLE ALWAYS TRIGGER trg_posting_sets_balanced;
-ALTER TABLE posting_sets ENABLE ALWAYS TRIGGER trg_refunds_within_sale;
-ALTER TABLE posting_sets ENABLE ALWAYS TRIGGER trg_posting_sets_no_truncate;
-ALTER TABLE posting_sets ENABLE ALWAYS TRIGGER trg_posting_sets_open_month;
-ALTER TABLE posting_sets ENABLE ALWAYS TRIGGER trg_posting_sets_keys;
-ALTER TABLE posting_sets ENABLE ALWAYS TRIGGER trg_posting_sets_written_open;
-ALTER TABLE postings ENABLE ALWAYS TRIGGER trg_postings_append_only;
-ALTER TABLE postings ENABLE ALWAYS TRIGGER trg_postings_no_truncate;
-ALTER TABLE postings ENABLE ALWAYS TRIGGER trg_postings_sealed_set;
-
+-- divergences is small: the key is checked in place.
 ALTER TABLE divergences ADD CONSTRAINT divergences_resolution_set_id_fkey
     FOREIGN KEY (resolution_set_id) REFERENCES posting_set_keys (id);
 
@@ -209,4 +233,3 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION ledger_ensure_month_partitions(date) FROM PUBLIC;
-SELECT ledger_ensure_month_partitions((date_trunc('month', now() AT TIME ZONE 'UTC') + interval '5 months')::date);

@@ -309,6 +309,7 @@ func TestVerifyHoldsEveryPartitionToItsParentsTriggers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	db.MustExec(`SELECT ledger_ensure_month_partitions((date_trunc('month', now()) + interval '3 months')::date)`)
 	var month string
 	if err := db.Get(&month, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 		WHERE i.inhparent = 'posting_sets'::regclass AND c.relname NOT IN ('posting_sets_past', 'posting_sets_default')
