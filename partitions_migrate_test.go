@@ -99,7 +99,7 @@ func TestALoadedLedgerMovesIntoPartitionsUnderAShortLock(t *testing.T) {
 	if werr != nil {
 		t.Fatalf("a posting during the migrations: %v", werr)
 	}
-	t.Logf("%d sales: 0054 in %v, 0055 (validate, copy keys) in %v, 0056 (the ACCESS EXCLUSIVE lock) in %v; %d sets written meanwhile, the slowest in %v",
+	t.Logf("%d sales: 0054 in %v, 0055 (validate, copy keys) in %v, 0056 (the parents built, then the ACCESS EXCLUSIVE lock) in %v; %d sets written meanwhile, the slowest (the longest wait on a lock, at most) in %v",
 		sales, took[0], took[1], took[2], written, longest)
 
 	var kind string
@@ -171,7 +171,7 @@ func loadUnpartitionedLedger(t *testing.T, db *sqlx.DB, sales int) {
 		{`INSERT INTO posting_sets (id, kind, idempotency_key, amount, currency, competence, event_at, charge_id, refund_id, content_hash)
 		SELECT s.g * 2 + k.k, k.kind, k.kind || ':p' || s.g, CASE k.k WHEN 0 THEN s.a ELSE s.a / 2 END, 'BRL', c.d,
 			c.d + interval '15 hours', 'p' || s.g, CASE k.k WHEN 1 THEN 'r1' END, 'load'
-		FROM (SELECT g, 1000 + (g * 7919) % 49000 AS a, date '2025-01-01' + (g % 699) AS d FROM generate_series(1, $1::int) g) s
+		FROM (SELECT g, 1000 + (g * 7919) % 49000 AS a, date '2025-01-01' + (g % 699)::int AS d FROM generate_series(1, $1::bigint) g) s
 		CROSS JOIN (VALUES (0, 'sale'), (1, 'refund')) AS k (k, kind)
 		CROSS JOIN LATERAL (SELECT CASE k.k WHEN 0 THEN s.d ELSE least(s.d + 15, date '2026-11-30') END AS d) c
 		WHERE k.k = 0 OR s.g % 10 = 3`, []any{sales}},
