@@ -80,7 +80,14 @@ func TestDatabaseMigratedUnderOldNamesMigratesCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(applied, rest) {
+	// A function file a later migration names is applied just before it
+	// (sql/functions/README.md): the migrations in order, and every file.
+	isMigration := func(name string) bool { return !strings.HasPrefix(name, "sql/functions/") }
+	if got, want := slices.DeleteFunc(slices.Clone(applied), func(n string) bool { return !isMigration(n) }),
+		slices.DeleteFunc(slices.Clone(rest), func(n string) bool { return !isMigration(n) }); !slices.Equal(got, want) {
+		t.Errorf("applied the migrations %v, want only %v", got, want)
+	}
+	if got, want := slices.Sorted(slices.Values(applied)), slices.Sorted(slices.Values(rest)); !slices.Equal(got, want) {
 		t.Errorf("applied %v, want only %v", applied, rest)
 	}
 	if again, err := razao.Migrate(ctx, db); err != nil || len(again) != 0 {

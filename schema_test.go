@@ -65,21 +65,26 @@ func dumpSchema(ctx context.Context, db *sqlx.DB) (string, error) {
 	var b strings.Builder
 	b.WriteString("-- The current schema, generated from a database the migrations in sql/\n" +
 		"-- built (TestSchemaDumpIsCurrent keeps it so). Read it; never apply it:\n" +
-		"-- the numbered migrations are what razao migrate runs.\n")
+		"-- the numbered migrations are what razao migrate runs.\n" +
+		"-- Partitions are not listed: each has its parent's columns, constraints,\n" +
+		"-- indexes and triggers (razao verify holds their triggers to it).\n")
 	type column struct {
 		Table   string `db:"tbl"`
 		Name    string `db:"name"`
 		Type    string `db:"type"`
 		NotNull bool   `db:"not_null"`
 		Default string `db:"dflt"`
+		// PartitionBy is pg_get_partkeydef of a partitioned table.
+		PartitionBy string `db:"partition_by"`
 	}
 	var cols []column
 	if err := db.SelectContext(ctx, &cols, `
 		SELECT c.relname AS tbl, a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
-			a.attnotnull AS not_null, coalesce(pg_get_expr(d.adbin, d.adrelid), '') AS dflt
+			a.attnotnull AS not_null, coalesce(pg_get_expr(d.adbin, d.adrelid), '') AS dflt,
+			CASE c.relkind WHEN 'p' THEN pg_get_partkeydef(c.oid) ELSE '' END AS partition_by
 		FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
 		LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
-		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
+		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
 		ORDER BY c.relname, a.attnum`); err != nil {
 		return "", fmt.Errorf("columns: %w", err)
 	}
@@ -96,6 +101,8 @@ func dumpSchema(ctx context.Context, db *sqlx.DB) (string, error) {
 		}
 		if i+1 < len(cols) && cols[i+1].Table == c.Table {
 			b.WriteString(",\n")
+		} else if c.PartitionBy != "" {
+			b.WriteString("\n) PARTITION BY " + c.PartitionBy + ";\n")
 		} else {
 			b.WriteString("\n);\n")
 		}
@@ -104,12 +111,12 @@ func dumpSchema(ctx context.Context, db *sqlx.DB) (string, error) {
 		{"Constraints", `
 			SELECT format('ALTER TABLE %s ADD CONSTRAINT %s %s;', c.conrelid::regclass, c.conname, pg_get_constraintdef(c.oid))
 			FROM pg_constraint c JOIN pg_class r ON r.oid = c.conrelid
-			WHERE r.relnamespace = current_schema()::regnamespace AND c.contype <> 't'
+			WHERE r.relnamespace = current_schema()::regnamespace AND c.contype <> 't' AND NOT r.relispartition
 			ORDER BY r.relname, c.conname`},
 		{"Indexes that back no constraint", `
 			SELECT pg_get_indexdef(i.indexrelid) || ';'
 			FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid JOIN pg_class r ON r.oid = i.indrelid
-			WHERE r.relnamespace = current_schema()::regnamespace
+			WHERE r.relnamespace = current_schema()::regnamespace AND NOT r.relispartition
 				AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
 			ORDER BY r.relname, x.relname`},
 		{"Functions", `
@@ -120,7 +127,7 @@ func dumpSchema(ctx context.Context, db *sqlx.DB) (string, error) {
 			SELECT pg_get_triggerdef(g.oid) || ';' ||
 				CASE g.tgenabled WHEN 'A' THEN '' WHEN 'O' THEN ' -- enabled (origin)' WHEN 'R' THEN ' -- enabled (replica)' ELSE ' -- DISABLED' END
 			FROM pg_trigger g JOIN pg_class r ON r.oid = g.tgrelid
-			WHERE r.relnamespace = current_schema()::regnamespace AND NOT g.tgisinternal
+			WHERE r.relnamespace = current_schema()::regnamespace AND NOT g.tgisinternal AND NOT r.relispartition
 			ORDER BY r.relname, g.tgname`},
 	}
 	for _, s := range sections {

@@ -34,7 +34,10 @@ func TestEveryStoredValueHasItsPortugueseWord(t *testing.T) {
 	quoted := regexp.MustCompile(`'([a-z_]+)'`)
 	for name, kind := range kinds {
 		var defs []string
-		if err := db.Select(&defs, `SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = $1`, name); err != nil {
+		// A partition's copy of its parent's constraint (posting_sets is
+		// partitioned, sql/0056) is the parent's.
+		if err := db.Select(&defs, `SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c JOIN pg_class r ON r.oid = c.conrelid
+			WHERE c.conname = $1 AND NOT r.relispartition`, name); err != nil {
 			t.Fatal(err)
 		}
 		if len(defs) != 1 {

@@ -73,6 +73,10 @@ GRANT SELECT ON schema_migrations TO razao;
 -- The ledger: read and append, nothing else.
 GRANT SELECT, INSERT ON accounts, posting_sets, postings, closed_periods,
     month_snapshots, trial_balance_snapshots, outbox TO razao;
+-- Every posting set's unique business keys (sql/0054), written with it.
+-- The partitions of posting_sets and postings (sql/0056) are read and
+-- written through their parents: no grant on them.
+GRANT SELECT, INSERT ON posting_set_keys TO razao;
 
 -- Working tables the service updates (delivery status, charge state,
 -- divergence resolution, export runs, token revocation).
@@ -125,3 +129,6 @@ GRANT EXECUTE ON FUNCTION ledger_lock_account(text) TO razao;
 GRANT EXECUTE ON FUNCTION reconciliation_analyze_lines() TO razao;
 -- The month sums are refreshed as the owner (sql/0041).
 GRANT EXECUTE ON FUNCTION month_sums_refresh(date) TO razao;
+-- A close first makes the partitions of the months ahead (sql/0056), as
+-- the owner: the service role creates no table itself.
+GRANT EXECUTE ON FUNCTION ledger_ensure_month_partitions(date) TO razao;

@@ -1,6 +1,8 @@
 -- The current schema, generated from a database the migrations in sql/
 -- built (TestSchemaDumpIsCurrent keeps it so). Read it; never apply it:
 -- the numbered migrations are what razao migrate runs.
+-- Partitions are not listed: each has its parent's columns, constraints,
+-- indexes and triggers (razao verify holds their triggers to it).
 
 CREATE TABLE access_grants (
     charge_id text NOT NULL,
@@ -228,6 +230,17 @@ CREATE TABLE outbox (
     created_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
+CREATE TABLE posting_set_keys (
+    id bigint NOT NULL DEFAULT nextval('posting_sets_id_seq'::regclass),
+    idempotency_key text NOT NULL,
+    kind text NOT NULL,
+    competence date NOT NULL,
+    amount bigint NOT NULL,
+    charge_id text,
+    refund_id text,
+    reverses bigint
+);
+
 CREATE TABLE posting_sets (
     id bigint NOT NULL DEFAULT nextval('posting_sets_id_seq'::regclass),
     kind text NOT NULL,
@@ -248,7 +261,7 @@ CREATE TABLE posting_sets (
     return_id text,
     refund_nature text,
     reverses bigint
-);
+) PARTITION BY RANGE (competence);
 
 CREATE TABLE postings (
     id bigint NOT NULL DEFAULT nextval('postings_id_seq'::regclass),
@@ -257,7 +270,7 @@ CREATE TABLE postings (
     currency character(3) NOT NULL,
     amount bigint NOT NULL,
     competence_month date NOT NULL
-);
+) PARTITION BY RANGE (competence_month);
 
 CREATE TABLE reconciliation_files (
     run_id bigint NOT NULL,
@@ -491,7 +504,7 @@ ALTER TABLE divergences ADD CONSTRAINT ck_divergences_status CHECK ((status = AN
 ALTER TABLE divergences ADD CONSTRAINT divergences_inbox_id_fkey FOREIGN KEY (inbox_id) REFERENCES inbox(id);
 ALTER TABLE divergences ADD CONSTRAINT divergences_pkey PRIMARY KEY (id);
 ALTER TABLE divergences ADD CONSTRAINT divergences_resolution_credit_id_fkey FOREIGN KEY (resolution_credit_id) REFERENCES divergences(id);
-ALTER TABLE divergences ADD CONSTRAINT divergences_resolution_set_id_fkey FOREIGN KEY (resolution_set_id) REFERENCES posting_sets(id);
+ALTER TABLE divergences ADD CONSTRAINT divergences_resolution_set_id_fkey FOREIGN KEY (resolution_set_id) REFERENCES posting_set_keys(id);
 ALTER TABLE divergences ADD CONSTRAINT divergences_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE SET NULL;
 ALTER TABLE divergences ADD CONSTRAINT uq_divergences_inbox UNIQUE (inbox_id);
 ALTER TABLE divergences ADD CONSTRAINT uq_divergences_reconciliation_key UNIQUE (reconciliation_key);
@@ -522,6 +535,8 @@ ALTER TABLE month_sums ADD CONSTRAINT ck_month_sums_first_day CHECK ((month = (d
 ALTER TABLE month_sums ADD CONSTRAINT month_sums_pkey PRIMARY KEY (month);
 ALTER TABLE outbox ADD CONSTRAINT ck_outbox_topic CHECK ((topic = ANY (ARRAY['charge.paid'::text, 'access.granted'::text, 'charge.refunded'::text, 'charge.failed'::text, 'divergence.opened'::text, 'adjustment.proposed'::text, 'adjustment.booked'::text, 'adjustment.rejected'::text, 'adjustment.expired'::text, 'webhook_endpoint.disabled'::text])));
 ALTER TABLE outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
+ALTER TABLE posting_set_keys ADD CONSTRAINT posting_set_keys_pkey PRIMARY KEY (id);
+ALTER TABLE posting_set_keys ADD CONSTRAINT uq_posting_sets_idempotency_key UNIQUE (idempotency_key);
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_amount CHECK ((amount > 0));
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_amount_ceiling CHECK ((amount <= '1000000000000000'::bigint));
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_charge CHECK (((kind <> ALL (ARRAY['sale'::text, 'commission'::text, 'refund'::text, 'commission_reversal'::text])) OR (charge_id IS NOT NULL)));
@@ -533,11 +548,8 @@ ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_refund_details CHECK (((
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_refund_nature CHECK ((refund_nature ~ '^[A-Z][A-Z0-9_]{0,34}$'::text));
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_return_id CHECK (((length(return_id) >= 1) AND (length(return_id) <= 64)));
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_reverses CHECK (((reverses IS NULL) OR ((kind = 'adjustment'::text) AND (reverses <> id))));
-ALTER TABLE posting_sets ADD CONSTRAINT posting_sets_pkey PRIMARY KEY (id);
-ALTER TABLE posting_sets ADD CONSTRAINT uq_posting_sets_idempotency_key UNIQUE (idempotency_key);
 ALTER TABLE postings ADD CONSTRAINT ck_postings_amount_ceiling CHECK (((amount <= '1000000000000000'::bigint) AND (amount >= '-1000000000000000'::bigint)));
 ALTER TABLE postings ADD CONSTRAINT ck_postings_amount_nonzero CHECK ((amount <> 0));
-ALTER TABLE postings ADD CONSTRAINT postings_pkey PRIMARY KEY (id);
 ALTER TABLE reconciliation_files ADD CONSTRAINT ck_reconciliation_files_chunk CHECK (((chunk >= 0) AND ((octet_length(data) >= 1) AND (octet_length(data) <= 1048576))));
 ALTER TABLE reconciliation_files ADD CONSTRAINT reconciliation_files_pkey PRIMARY KEY (run_id, chunk);
 ALTER TABLE reconciliation_files ADD CONSTRAINT reconciliation_files_run_id_fkey FOREIGN KEY (run_id) REFERENCES reconciliation_runs(id) ON DELETE CASCADE;
@@ -617,26 +629,26 @@ CREATE INDEX ix_inbox_event_id ON public.inbox USING btree (event_id);
 CREATE INDEX ix_inbox_parked ON public.inbox USING btree (charge_ref) WHERE (status = 'parked'::text);
 CREATE INDEX ix_outbox_charge ON public.outbox USING btree (charge_id, id) WHERE (charge_id IS NOT NULL);
 CREATE INDEX ix_outbox_cursor ON public.outbox USING btree (xid, id);
-CREATE INDEX ix_posting_sets_amount_id ON public.posting_sets USING btree (amount, id);
-CREATE INDEX ix_posting_sets_charge ON public.posting_sets USING btree (charge_id) WHERE (charge_id IS NOT NULL);
-CREATE INDEX ix_posting_sets_competence_id ON public.posting_sets USING btree (competence, id);
-CREATE INDEX ix_posting_sets_competence_month ON public.posting_sets USING btree (competence_month, id);
-CREATE INDEX ix_posting_sets_event_at ON public.posting_sets USING btree (event_at) WHERE (kind = ANY (ARRAY['sale'::text, 'refund'::text]));
-CREATE INDEX ix_posting_sets_event_day ON public.posting_sets USING btree ((((event_at AT TIME ZONE 'UTC'::text))::date), id) INCLUDE (event_at);
-CREATE INDEX ix_posting_sets_event_id ON public.posting_sets USING btree (event_at, id);
-CREATE INDEX ix_posting_sets_event_month ON public.posting_sets USING btree (date_trunc('month'::text, (event_at AT TIME ZONE 'UTC'::text)), id) INCLUDE (event_at);
-CREATE INDEX ix_posting_sets_kind_id ON public.posting_sets USING btree (kind, id);
-CREATE INDEX ix_posting_sets_month_xid ON public.posting_sets USING btree (competence_month, created_xid);
-CREATE INDEX ix_posting_sets_partner_id ON public.posting_sets USING btree (partner, id) WHERE (partner IS NOT NULL);
-CREATE INDEX ix_posting_sets_partner_payouts ON public.posting_sets USING btree (partner, id) WHERE (kind = 'payout'::text);
-CREATE UNIQUE INDEX uq_commission_per_charge ON public.posting_sets USING btree (charge_id) WHERE (kind = 'commission'::text);
-CREATE UNIQUE INDEX uq_posting_sets_reverses ON public.posting_sets USING btree (reverses) WHERE (reverses IS NOT NULL);
-CREATE UNIQUE INDEX uq_refund_per_psp_refund ON public.posting_sets USING btree (charge_id, refund_id) WHERE (kind = 'refund'::text);
-CREATE UNIQUE INDEX uq_reversal_per_psp_refund ON public.posting_sets USING btree (charge_id, refund_id) WHERE (kind = 'commission_reversal'::text);
-CREATE UNIQUE INDEX uq_sale_per_charge ON public.posting_sets USING btree (charge_id) WHERE (kind = 'sale'::text);
-CREATE INDEX ix_postings_account_month ON public.postings USING btree (account_id, competence_month) INCLUDE (amount);
-CREATE INDEX ix_postings_account_set ON public.postings USING btree (account_id, posting_set_id);
-CREATE INDEX ix_postings_set ON public.postings USING btree (posting_set_id);
+CREATE UNIQUE INDEX uq_commission_per_charge ON public.posting_set_keys USING btree (charge_id) WHERE (kind = 'commission'::text);
+CREATE UNIQUE INDEX uq_posting_sets_reverses ON public.posting_set_keys USING btree (reverses) WHERE (reverses IS NOT NULL);
+CREATE UNIQUE INDEX uq_refund_per_psp_refund ON public.posting_set_keys USING btree (charge_id, refund_id) WHERE (kind = 'refund'::text);
+CREATE UNIQUE INDEX uq_reversal_per_psp_refund ON public.posting_set_keys USING btree (charge_id, refund_id) WHERE (kind = 'commission_reversal'::text);
+CREATE UNIQUE INDEX uq_sale_per_charge ON public.posting_set_keys USING btree (charge_id) WHERE (kind = 'sale'::text);
+CREATE INDEX ix_posting_sets_amount_id ON ONLY public.posting_sets USING btree (amount, id);
+CREATE INDEX ix_posting_sets_charge ON ONLY public.posting_sets USING btree (charge_id) WHERE (charge_id IS NOT NULL);
+CREATE INDEX ix_posting_sets_competence_id ON ONLY public.posting_sets USING btree (competence, id);
+CREATE INDEX ix_posting_sets_competence_month ON ONLY public.posting_sets USING btree (competence_month, id);
+CREATE INDEX ix_posting_sets_event_at ON ONLY public.posting_sets USING btree (event_at) WHERE (kind = ANY (ARRAY['sale'::text, 'refund'::text]));
+CREATE INDEX ix_posting_sets_event_day ON ONLY public.posting_sets USING btree ((((event_at AT TIME ZONE 'UTC'::text))::date), id) INCLUDE (event_at);
+CREATE INDEX ix_posting_sets_event_id ON ONLY public.posting_sets USING btree (event_at, id);
+CREATE INDEX ix_posting_sets_event_month ON ONLY public.posting_sets USING btree (date_trunc('month'::text, (event_at AT TIME ZONE 'UTC'::text)), id) INCLUDE (event_at);
+CREATE INDEX ix_posting_sets_kind_id ON ONLY public.posting_sets USING btree (kind, id);
+CREATE INDEX ix_posting_sets_month_xid ON ONLY public.posting_sets USING btree (competence_month, created_xid);
+CREATE INDEX ix_posting_sets_partner_id ON ONLY public.posting_sets USING btree (partner, id) WHERE (partner IS NOT NULL);
+CREATE INDEX ix_posting_sets_partner_payouts ON ONLY public.posting_sets USING btree (partner, id) WHERE (kind = 'payout'::text);
+CREATE INDEX ix_postings_account_month ON ONLY public.postings USING btree (account_id, competence_month) INCLUDE (amount);
+CREATE INDEX ix_postings_account_set ON ONLY public.postings USING btree (account_id, posting_set_id);
+CREATE INDEX ix_postings_set ON ONLY public.postings USING btree (posting_set_id);
 CREATE INDEX ix_reconciliation_lines_charge ON public.reconciliation_lines USING btree (charge_id) WHERE (charge_id IS NOT NULL);
 CREATE INDEX ix_reconciliation_lines_undecided ON public.reconciliation_lines USING btree (run_id, line) WHERE (outcome IS NULL);
 CREATE INDEX ix_reconciliation_pages_totals ON public.reconciliation_pages USING btree (run_id, pass, total, page_count);
@@ -712,7 +724,7 @@ DECLARE
 BEGIN
     SELECT count(*), coalesce(sum(amount::numeric) FILTER (WHERE amount > 0::bigint AND currency = NEW.currency), 0::numeric),
            coalesce(sum(amount::numeric), 0::numeric), count(DISTINCT currency)
-        INTO legs, debits, total, currencies FROM postings WHERE posting_set_id = NEW.id;
+        INTO legs, debits, total, currencies FROM postings WHERE posting_set_id = NEW.id AND competence_month = NEW.competence_month;
     IF legs < 2::bigint THEN
         RAISE EXCEPTION 'posting set % has % posting(s); at least 2 are required', NEW.id, legs
             USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_balanced';
@@ -720,7 +732,7 @@ BEGIN
     IF currencies > 1::bigint OR total <> 0::numeric THEN
         SELECT string_agg(currency::text || ' ' || s::text, ', ') INTO unbalanced FROM (
             SELECT currency, sum(amount::numeric) AS s FROM postings
-            WHERE posting_set_id = NEW.id GROUP BY currency HAVING sum(amount::numeric) <> 0::numeric
+            WHERE posting_set_id = NEW.id AND competence_month = NEW.competence_month GROUP BY currency HAVING sum(amount::numeric) <> 0::numeric
         ) u;
         IF unbalanced IS NOT NULL THEN
             RAISE EXCEPTION 'posting set % does not balance: %', NEW.id, unbalanced
@@ -747,11 +759,11 @@ DECLARE
     sale_amount  numeric;
     refunded     numeric;
 BEGIN
-    SELECT amount::numeric INTO sale_amount FROM posting_sets
+    SELECT amount::numeric INTO sale_amount FROM posting_set_keys
         WHERE kind = 'sale' AND charge_id = NEW.charge_id FOR NO KEY UPDATE;
     -- A new statement, so a new snapshot: it sees the refunds committed by
     -- whoever held the lock before us.
-    SELECT coalesce(sum(amount::numeric), 0::numeric) INTO refunded FROM posting_sets
+    SELECT coalesce(sum(amount::numeric), 0::numeric) INTO refunded FROM posting_set_keys
         WHERE kind = 'refund' AND charge_id = NEW.charge_id;
     IF sale_amount IS NULL OR refunded > sale_amount THEN
         RAISE EXCEPTION 'refunds of charge % total % above its sale %', NEW.charge_id, refunded, coalesce(sale_amount, 0::numeric)
@@ -786,6 +798,121 @@ BEGIN
     NEW.closed_xid := pg_current_xact_id();
     NEW.closed_at := now();
     RETURN NEW;
+END;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.ledger_ensure_month_partitions(through date)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
+AS $function$
+DECLARE
+    ns       text;
+    past_end date;
+    m        date;
+    parent   text;
+    col      text;
+    part     text;
+    bound    text;
+    made     integer := 0;
+    held     boolean;
+    def      text;
+    trg      record;
+BEGIN
+    IF through IS NULL OR through > (date_trunc('month', now() AT TIME ZONE 'UTC') + interval '36 months')::date THEN
+        RAISE EXCEPTION 'partitions are made at most 36 months ahead, not through %', through
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT quote_ident(n.nspname) INTO ns FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE c.oid = 'posting_sets'::regclass AND c.relkind = 'p';
+    IF ns IS NULL THEN
+        RAISE EXCEPTION 'posting_sets is not partitioned' USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    LOCK TABLE posting_sets IN SHARE UPDATE EXCLUSIVE MODE;
+    SELECT substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''([0-9-]+)''\)')::date INTO past_end
+        FROM pg_class c WHERE c.oid = 'posting_sets_past'::regclass;
+    FOREACH parent IN ARRAY ARRAY['posting_sets', 'postings'] LOOP
+        col := CASE parent WHEN 'posting_sets' THEN 'competence' ELSE 'competence_month' END;
+        m := past_end;
+        -- NULL: the DEFAULT partition, made last (once it exists, every
+        -- month attached after it reads it for rows of its own).
+        FOR part, bound IN
+            SELECT parent || '_' || to_char(d, 'YYYY_MM'), format('FOR VALUES FROM (%L) TO (%L)', d::date, (d + interval '1 month')::date)
+                FROM generate_series(past_end::timestamp, date_trunc('month', through::timestamp), interval '1 month') d
+            UNION ALL SELECT parent || '_default', 'DEFAULT'
+        LOOP
+            CONTINUE WHEN to_regclass(ns || '.' || quote_ident(part)) IS NOT NULL;
+            IF bound <> 'DEFAULT' THEN
+                m := substring(bound FROM '''([0-9-]+)''')::date;
+                held := false;
+                IF to_regclass(ns || '.' || quote_ident(parent || '_default')) IS NOT NULL THEN
+                    EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s.%I WHERE %I >= %L::date AND %I < %L::date)',
+                        ns, parent || '_default', col, m, col, (m + interval '1 month')::date) INTO held;
+                END IF;
+                IF held THEN
+                    RAISE NOTICE '% of % are in %_default, which keeps them: % gets no partition of its own',
+                        parent, to_char(m, 'YYYY-MM'), parent, to_char(m, 'YYYY-MM');
+                    CONTINUE;
+                END IF;
+            END IF;
+            EXECUTE format('CREATE TABLE %s.%I (LIKE %s.%I INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS, CONSTRAINT %I PRIMARY KEY (id))',
+                ns, part, ns, parent, part || '_pkey');
+            IF bound <> 'DEFAULT' THEN
+                EXECUTE format('ALTER TABLE %s.%I ADD CONSTRAINT %I CHECK (%I >= %L::date AND %I < %L::date)',
+                    ns, part, part || '_month', col, m, col, (m + interval '1 month')::date);
+            END IF;
+            FOR trg IN
+                SELECT t.tgname, t.tgenabled, pg_get_triggerdef(t.oid) AS def FROM pg_trigger t
+                WHERE t.tgrelid = (ns || '.' || quote_ident(parent))::regclass AND NOT t.tgisinternal
+                    AND (t.tgtype::integer & 1) = 0
+                ORDER BY t.tgname
+            LOOP
+                def := replace(trg.def, ' ON ' || ns || '.' || quote_ident(parent) || ' ', ' ON ' || ns || '.' || quote_ident(part) || ' ');
+                IF def = trg.def THEN
+                    RAISE EXCEPTION 'trigger % of % could not be copied: %', trg.tgname, parent, trg.def
+                        USING ERRCODE = 'object_not_in_prerequisite_state';
+                END IF;
+                EXECUTE def;
+                EXECUTE format('ALTER TABLE %s.%I %s TRIGGER %I', ns, part,
+                    CASE trg.tgenabled WHEN 'A' THEN 'ENABLE ALWAYS' WHEN 'R' THEN 'ENABLE REPLICA' WHEN 'D' THEN 'DISABLE' ELSE 'ENABLE' END, trg.tgname);
+            END LOOP;
+            EXECUTE format('ALTER TABLE %s.%I ATTACH PARTITION %s.%I %s', ns, parent, ns, part, bound);
+            made := made + 1;
+        END LOOP;
+    END LOOP;
+    RETURN made;
+END;
+$function$
+;
+
+CREATE OR REPLACE FUNCTION public.ledger_keep_set_keys()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
+AS $function$
+DECLARE
+    set_id bigint;
+BEGIN
+    INSERT INTO posting_set_keys (id, idempotency_key, kind, competence, amount, charge_id, refund_id, reverses)
+        SELECT n.id, n.idempotency_key, n.kind, n.competence, n.amount, n.charge_id, n.refund_id, n.reverses
+        FROM new_sets n
+        WHERE (SELECT k.id FROM posting_set_keys k WHERE k.id = n.id) IS NULL;
+    SELECT n.id INTO set_id FROM new_sets n
+        WHERE (SELECT count(*) FROM posting_set_keys k
+               WHERE k.id = n.id AND k.idempotency_key = n.idempotency_key AND k.kind = n.kind
+                 AND k.competence = n.competence AND k.amount = n.amount
+                 AND k.charge_id IS NOT DISTINCT FROM n.charge_id AND k.refund_id IS NOT DISTINCT FROM n.refund_id
+                 AND k.reverses IS NOT DISTINCT FROM n.reverses) <> 1::bigint
+        LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'posting set % does not match its key in posting_set_keys', set_id
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_keys';
+    END IF;
+    RETURN NULL;
 END;
 $function$
 ;
@@ -864,14 +991,15 @@ BEGIN
             USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'fk_postings_account_currency';
     END IF;
     SELECT c.posting_set_id, c.wrong_month INTO set_id, wrong_month
-        FROM (SELECT n.posting_set_id, n.added, s.created_xid,
+        FROM (SELECT n.posting_set_id, n.added, n.first_month, s.created_xid,
                      s.id IS NULL OR n.first_month <> s.competence_month OR n.last_month <> s.competence_month AS wrong_month
               FROM (SELECT posting_set_id, count(*) AS added, min(competence_month) AS first_month,
                            max(competence_month) AS last_month
                     FROM new_postings GROUP BY posting_set_id) n
-              LEFT JOIN ONLY posting_sets s ON s.id = n.posting_set_id) c
+              LEFT JOIN posting_sets s ON s.id = n.posting_set_id
+                  AND s.competence >= n.first_month AND s.competence < (n.first_month + '1 mon'::interval)::date) c
         WHERE c.wrong_month OR c.created_xid <> pg_current_xact_id()
-           OR (SELECT count(*) FROM postings p WHERE p.posting_set_id = c.posting_set_id) <> c.added
+           OR (SELECT count(*) FROM postings p WHERE p.posting_set_id = c.posting_set_id AND p.competence_month = c.first_month) <> c.added
         ORDER BY c.wrong_month DESC
         LIMIT 1;
     IF FOUND AND wrong_month THEN
@@ -1080,8 +1208,11 @@ CREATE TRIGGER trg_month_close_lock_no_truncate BEFORE TRUNCATE ON public.month_
 CREATE TRIGGER trg_month_snapshots_append_only BEFORE DELETE OR UPDATE ON public.month_snapshots FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER trg_month_snapshots_created_xid BEFORE INSERT ON public.month_snapshots FOR EACH ROW EXECUTE FUNCTION ledger_stamp_created_xid();
 CREATE TRIGGER trg_month_snapshots_no_truncate BEFORE TRUNCATE ON public.month_snapshots FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_posting_set_keys_append_only BEFORE DELETE OR UPDATE ON public.posting_set_keys FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_posting_set_keys_no_truncate BEFORE TRUNCATE ON public.posting_set_keys FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER trg_posting_sets_append_only BEFORE DELETE OR UPDATE ON public.posting_sets FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 CREATE CONSTRAINT TRIGGER trg_posting_sets_balanced AFTER INSERT ON public.posting_sets DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ledger_check_posting_set();
+CREATE TRIGGER trg_posting_sets_keys AFTER INSERT ON public.posting_sets REFERENCING NEW TABLE AS new_sets FOR EACH STATEMENT EXECUTE FUNCTION ledger_keep_set_keys();
 CREATE TRIGGER trg_posting_sets_no_truncate BEFORE TRUNCATE ON public.posting_sets FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER trg_posting_sets_open_month BEFORE INSERT ON public.posting_sets FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_closed_month();
 CREATE TRIGGER trg_posting_sets_written_open AFTER INSERT ON public.posting_sets REFERENCING NEW TABLE AS new_sets FOR EACH STATEMENT EXECUTE FUNCTION ledger_check_new_sets();

@@ -303,9 +303,12 @@ func (l *Ledger) account(ctx context.Context, tx *sqlx.Tx, code string) (account
 
 // insertSetsSQL writes sets and their postings in one statement, "if
 // absent" per set, each on the competence date it is given (the month
-// rules are periods'). Postings find their set by idempotency key. No conflict target: a
-// concurrent writer of the same business event may win on
-// uq_sale_per_charge rather than on the key. The legs written are counted
+// rules are periods'). "If absent" is decided on posting_set_keys, the one
+// table of every set's unique business keys (posting_sets is partitioned
+// by month, sql/0056): a set is written only when its key row was, with
+// the key's id. No conflict target: a concurrent writer of the same
+// business event may win on uq_sale_per_charge rather than on the key.
+// Postings find their set by idempotency key. The legs written are counted
 // per set once, in a join: a subquery per set would scan every posting of
 // the statement for each set, sets × postings rows (docs/performance.md,
 // "Counting legs per set").
@@ -315,15 +318,21 @@ WITH input AS (
 		$8::text[], $9::text[], $10::text[], $11::bigint[], $12::text[], $13::text[], $18::text[], $19::text[])
 		AS u (n, kind, key, amount, currency, competence, event_at, charge_id, refund_id, partner, inbox_id, description, hash,
 			return_id, refund_nature)
-), s AS (
-	INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at,
-		charge_id, refund_id, partner, inbox_id, description, content_hash, return_id, refund_nature)
-	SELECT i.kind, i.key, i.amount, i.currency, i.competence,
-		i.event_at, NULLIF(i.charge_id, ''), NULLIF(i.refund_id, ''), NULLIF(i.partner, ''), NULLIF(i.inbox_id, 0),
-		i.description, i.hash, NULLIF(i.return_id, ''), NULLIF(i.refund_nature, '')
+), k AS (
+	INSERT INTO posting_set_keys (idempotency_key, kind, competence, amount, charge_id, refund_id)
+	SELECT i.key, i.kind, i.competence, i.amount, NULLIF(i.charge_id, ''), NULLIF(i.refund_id, '')
 	FROM input i
 	ORDER BY i.n
 	ON CONFLICT DO NOTHING
+	RETURNING id, idempotency_key
+), s AS (
+	INSERT INTO posting_sets (id, kind, idempotency_key, amount, currency, competence, event_at,
+		charge_id, refund_id, partner, inbox_id, description, content_hash, return_id, refund_nature)
+	SELECT k.id, i.kind, i.key, i.amount, i.currency, i.competence,
+		i.event_at, NULLIF(i.charge_id, ''), NULLIF(i.refund_id, ''), NULLIF(i.partner, ''), NULLIF(i.inbox_id, 0),
+		i.description, i.hash, NULLIF(i.return_id, ''), NULLIF(i.refund_nature, '')
+	FROM input i JOIN k ON k.idempotency_key = i.key
+	ORDER BY i.n
 	RETURNING id, idempotency_key, competence, competence_month
 ), p AS (
 	INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)
@@ -393,7 +402,8 @@ func replay(ctx context.Context, tx *sqlx.Tx, s *Set, hash string) (Posted, erro
 		Competence time.Time `db:"competence"`
 		Hash       string    `db:"content_hash"`
 	}
-	err := tx.GetContext(ctx, &row, `SELECT id, competence, content_hash FROM posting_sets WHERE idempotency_key = $1`, s.IdempotencyKey)
+	err := tx.GetContext(ctx, &row, `SELECT id, competence, content_hash FROM posting_sets
+		WHERE (id, competence) = (SELECT id, competence FROM posting_set_keys WHERE idempotency_key = $1)`, s.IdempotencyKey)
 	if errors.Is(err, sql.ErrNoRows) {
 		// The insert yielded to another unique index: the same business
 		// event was posted under another key.

@@ -204,19 +204,19 @@ func TestDatabaseRefusesBadSetsAtCommit(t *testing.T) {
 			}
 		})
 	}
-	// A row of a table inheriting from accounts or posting_sets is no
-	// account and no set: no trigger of theirs ever checked it.
+	// A row of a table inheriting from accounts is no account: no trigger
+	// of its ever checked it. No table can inherit from posting_sets,
+	// partitioned (sql/0056); each of its partitions carries its triggers.
 	t.Run("a posting on an account or a set in inheriting tables", func(t *testing.T) {
+		if _, err := db.Exec(`CREATE TABLE ghost_sets () INHERITS (posting_sets)`); err == nil {
+			t.Fatal("a table inherits from posting_sets")
+		}
 		for _, c := range []struct{ ghost, set, account, month string }{
 			{`INSERT INTO ghost_accounts (id, code, type, normal_side, currency) VALUES (9999, 'assets:ghost', 'asset', 'debit', 'BRL')`,
 				"(SELECT id FROM posting_sets WHERE idempotency_key = 'raw-ghost')", "9999", "2026-08-01"},
-			{`INSERT INTO ghost_sets (id, kind, idempotency_key, amount, currency, competence, event_at, content_hash)
-				VALUES (777777, 'adjustment', 'ghost', 100, 'BRL', '2026-07-15', now(), 'x')`, // July is closed
-				"777777", "(SELECT id FROM accounts WHERE code = 'assets:cash')", "2026-07-01"},
 		} {
 			tx := db.MustBegin()
 			tx.MustExec(`CREATE TABLE ghost_accounts () INHERITS (accounts)`)
-			tx.MustExec(`CREATE TABLE ghost_sets () INHERITS (posting_sets)`)
 			tx.MustExec(c.ghost)
 			rawAugustSet(tx, "raw-ghost")
 			_, err := tx.Exec(`INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)

@@ -253,10 +253,12 @@ func EachMonthPosting(ctx context.Context, q sqlx.QueryerContext, m periods.Mont
 }
 
 // SetByKey returns the set written under idempotency key, and false when
-// there is none.
+// there is none. The key is found in posting_set_keys, whose row says the
+// set's month: one partition of posting_sets is read.
 func SetByKey(ctx context.Context, q sqlx.QueryerContext, key string) (StoredSet, bool, error) {
 	var s StoredSet
-	err := sqlx.GetContext(ctx, q, &s, `SELECT `+storedSetColumns+` FROM posting_sets WHERE idempotency_key = $1`, key)
+	err := sqlx.GetContext(ctx, q, &s, `SELECT `+storedSetColumns+` FROM posting_sets
+		WHERE (id, competence) = (SELECT id, competence FROM posting_set_keys WHERE idempotency_key = $1)`, key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return StoredSet{}, false, nil
 	}

@@ -66,14 +66,28 @@ func TestLastPayoutsReadsThePayoutsIndex(t *testing.T) {
 	if err := json.Unmarshal([]byte(plan), &doc); err != nil {
 		t.Fatal(err)
 	}
+	// posting_sets is partitioned by month (sql/0056): each partition is
+	// read by its own index, named for the parent's.
+	root := func(name string) string {
+		var r string
+		if err := tx.Get(&r, `SELECT coalesce(pg_partition_root($1::text::regclass)::text, $1::text)`, name); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
 	var scans []string
 	doc[0].Plan.walk(func(n planNode) {
-		if n.Relation == "posting_sets" {
-			scans = append(scans, n.Type+" "+n.Index)
+		if n.Relation != "" && root(n.Relation) == "posting_sets" {
+			scans = append(scans, n.Type+" "+root(n.Index))
 		}
 	})
-	if len(scans) != 1 || scans[0] != "Index Scan Backward ix_posting_sets_partner_payouts" && scans[0] != "Index Scan ix_posting_sets_partner_payouts" {
-		t.Fatalf("posting_sets read as %v, want one scan of ix_posting_sets_partner_payouts\n%s", scans, plan)
+	if len(scans) == 0 {
+		t.Fatalf("posting_sets not read\n%s", plan)
+	}
+	for _, s := range scans {
+		if s != "Index Scan Backward ix_posting_sets_partner_payouts" && s != "Index Scan ix_posting_sets_partner_payouts" {
+			t.Fatalf("posting_sets read as %v, want each partition by ix_posting_sets_partner_payouts\n%s", scans, plan)
+		}
 	}
 }
 

@@ -82,7 +82,7 @@ func LoadOriginal(ctx context.Context, q sqlx.QueryerContext, id int64) (Origina
 		ReversedBy sql.NullInt64 `db:"reversed_by"`
 	}
 	err := sqlx.GetContext(ctx, q, &row, `SELECT `+storedSetColumns+`, reverses,
-		(SELECT r.id FROM posting_sets r WHERE r.reverses = s.id) AS reversed_by
+		(SELECT r.id FROM posting_set_keys r WHERE r.reverses = s.id) AS reversed_by
 		FROM posting_sets s WHERE id = $1`, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Original{}, fmt.Errorf("%w: %d", ErrSetNotFound, id)
@@ -152,13 +152,18 @@ func (l *Ledger) ReverseTx(ctx context.Context, tx *sqlx.Tx, r Reversal) (Posted
 	// The set and its legs in one statement, as every set is written
 	// (ledger_refuse_sealed_set): the legs are the original's, negated, read
 	// by the statement itself. Nothing is written when the original has
-	// its reversal already (uq_posting_sets_reverses) or the key is taken.
+	// its reversal already (uq_posting_sets_reverses) or the key is taken:
+	// both are posting_set_keys' (sql/0056), written first.
 	err = tx.GetContext(ctx, &row, `
-		WITH s AS (
-			INSERT INTO posting_sets (kind, idempotency_key, amount, currency, competence, event_at, charge_id, partner,
-				description, content_hash, reverses)
-			VALUES ('adjustment', $1, $2, $3, $4, $5, NULLIF($6, ''), NULLIF($7, ''), $8, $9, $10)
+		WITH k AS (
+			INSERT INTO posting_set_keys (idempotency_key, kind, competence, amount, charge_id, reverses)
+			VALUES ($1, 'adjustment', $4, $2, NULLIF($6, ''), $10)
 			ON CONFLICT DO NOTHING
+			RETURNING id
+		), s AS (
+			INSERT INTO posting_sets (id, kind, idempotency_key, amount, currency, competence, event_at, charge_id, partner,
+				description, content_hash, reverses)
+			SELECT k.id, 'adjustment', $1, $2, $3, $4, $5, NULLIF($6, ''), NULLIF($7, ''), $8, $9, $10 FROM k
 			RETURNING id, competence, competence_month
 		), p AS (
 			INSERT INTO postings (posting_set_id, account_id, currency, amount, competence_month)

@@ -212,6 +212,41 @@ func schemaChecks(ctx context.Context, q sqlx.QueryerContext, w wantSchema, sche
 		}
 	}
 
+	// A partition carries every trigger of its parent (posting_sets and
+	// postings are partitioned by month, sql/0056): the row triggers,
+	// which PostgreSQL clones onto it, and the statement triggers, which
+	// it does not (a partition written by name fires its own, not its
+	// parent's). Each is held to its parent's line of docs/schema.sql,
+	// with the partition's name for the parent's, and missing from a
+	// partition is missing.
+	var parts []struct {
+		Table  string `db:"relname"`
+		Parent string `db:"parent"`
+	}
+	if err := sqlx.SelectContext(ctx, q, &parts, `SELECT c.relname, p.relname AS parent
+		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+		WHERE c.relispartition AND c.relnamespace = $1::regnamespace ORDER BY c.relname`, pq.QuoteIdentifier(schema)); err != nil {
+		return nil, nil, nil, fmt.Errorf("read partitions: %w", err)
+	}
+	parentOf := map[string]string{}
+	for _, p := range parts {
+		parentOf[p.Table] = p.Parent
+	}
+	rootOf := func(table string) string {
+		for i := 0; i < len(parts) && parentOf[table] != ""; i++ {
+			table = parentOf[table]
+		}
+		return table
+	}
+	want := func(table, name string) (wantTrigger, bool) {
+		root := rootOf(table)
+		t, ok := w.triggers[[2]string{root, name}]
+		if ok && root != table {
+			t.table = table
+			t.def = strings.Replace(t.def, " ON "+root+" ", " ON "+table+" ", 1)
+		}
+		return t, ok
+	}
 	var have []struct {
 		Table    string `db:"relname"`
 		Name     string `db:"tgname"`
@@ -232,7 +267,7 @@ func schemaChecks(ctx context.Context, q sqlx.QueryerContext, w wantSchema, sche
 	for _, h := range have {
 		key := [2]string{h.Table, h.Name}
 		seen[key] = true
-		t, ok := w.triggers[key]
+		t, ok := want(h.Table, h.Name)
 		if !ok {
 			triggers = append(triggers, fmt.Sprintf("trigger %s on %s (calls %s.%s) is not defined by any migration", h.Name, h.Table, h.FuncNS, h.Function))
 			continue
@@ -265,6 +300,12 @@ func schemaChecks(ctx context.Context, q sqlx.QueryerContext, w wantSchema, sche
 		if !seen[k] {
 			t := w.triggers[k]
 			triggers = append(triggers, fmt.Sprintf("trigger %s on %s (defined by the migrations, see docs/schema.sql) is missing", t.name, t.table))
+		}
+		for _, p := range parts {
+			if rootOf(p.Table) == k[0] && !seen[[2]string{p.Table, k[1]}] {
+				triggers = append(triggers, fmt.Sprintf("trigger %s on %s, a partition of %s, is missing (every partition carries its parent's triggers)",
+					k[1], p.Table, k[0]))
+			}
 		}
 	}
 

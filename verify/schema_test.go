@@ -199,7 +199,8 @@ func TestTriggersReadAsTheMigrationsLeaveThemNeuteredOnesDoNot(t *testing.T) {
 		Def   string `db:"def"`
 	}
 	if err := db.Select(&have, `SELECT c.relname, t.tgname, pg_get_triggerdef(t.oid) AS def FROM pg_trigger t
-		JOIN pg_class c ON c.oid = t.tgrelid WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal`); err != nil {
+		JOIN pg_class c ON c.oid = t.tgrelid WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal
+			AND NOT c.relispartition`); err != nil {
 		t.Fatal(err)
 	}
 	if len(have) != len(w.triggers) || len(have) < 10 {
@@ -292,5 +293,74 @@ func TestVerifyNamesAFunctionDefinedOtherwiseThanItsFile(t *testing.T) {
 	// reconciliation_analyze_lines is its file's: neither is named.
 	if strings.Contains(b.String(), "ledger_stamp_created_xid") || strings.Contains(b.String(), "reconciliation_analyze_lines():") {
 		t.Errorf("a function as its file defines it is named:\n%s", b.String())
+	}
+}
+
+// posting_sets and postings are partitioned by month (sql/0056): each
+// partition carries its parent's triggers, the row triggers PostgreSQL
+// clones and the statement triggers it does not, and one disabled,
+// enabled for origin sessions only, or missing on a single partition is
+// named with the partition.
+func TestVerifyHoldsEveryPartitionToItsParentsTriggers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.New(t)
+	want, err := embeddedSchema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.MustExec(`SELECT ledger_ensure_month_partitions((date_trunc('month', now()) + interval '3 months')::date)`)
+	var month string
+	if err := db.Get(&month, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'posting_sets'::regclass AND c.relname NOT IN ('posting_sets_past', 'posting_sets_default')
+		ORDER BY c.relname LIMIT 1`); err != nil {
+		t.Fatalf("a month's partition of posting_sets: %v", err)
+	}
+	report := func(t *testing.T) string {
+		t.Helper()
+		r, err := run(ctx, db, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		r.WriteTo(&b)
+		return b.String()
+	}
+	if r := report(t); !strings.Contains(r, "ledger is clean") {
+		t.Fatalf("a freshly migrated ledger:\n%s", r)
+	}
+	for _, c := range []struct{ name, breach, repair, want string }{
+		{"a clone disabled on one month", `ALTER TABLE ` + month + ` DISABLE TRIGGER trg_posting_sets_balanced`,
+			`ALTER TABLE ` + month + ` ENABLE ALWAYS TRIGGER trg_posting_sets_balanced`,
+			`trigger trg_posting_sets_balanced on ` + month + ` is disabled; the migrations enable it ALWAYS`},
+		{"a statement trigger of the past partition for origin sessions only", `ALTER TABLE posting_sets_past ENABLE TRIGGER trg_posting_sets_open_month`,
+			`ALTER TABLE posting_sets_past ENABLE ALWAYS TRIGGER trg_posting_sets_open_month`,
+			`trigger trg_posting_sets_open_month on posting_sets_past is enabled only for origin sessions`},
+		{"a statement trigger dropped from one month", `DROP TRIGGER trg_posting_sets_written_open ON ` + month,
+			`CREATE TRIGGER trg_posting_sets_written_open AFTER INSERT ON ` + month + ` REFERENCING NEW TABLE AS new_sets
+				FOR EACH STATEMENT EXECUTE FUNCTION ledger_check_new_sets();
+			ALTER TABLE ` + month + ` ENABLE ALWAYS TRIGGER trg_posting_sets_written_open`,
+			`trigger trg_posting_sets_written_open on ` + month + `, a partition of posting_sets, is missing`},
+		{"the sealed-set check dropped from postings' DEFAULT partition", `DROP TRIGGER trg_postings_sealed_set ON postings_default`,
+			`CREATE TRIGGER trg_postings_sealed_set AFTER INSERT ON postings_default REFERENCING NEW TABLE AS new_postings
+				FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_sealed_set();
+			ALTER TABLE postings_default ENABLE ALWAYS TRIGGER trg_postings_sealed_set`,
+			`trigger trg_postings_sealed_set on postings_default, a partition of postings, is missing`},
+		{"a statement trigger on a month that its parent does not have", `CREATE TRIGGER trg_extra AFTER INSERT ON ` + month + `
+				FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()`,
+			`DROP TRIGGER trg_extra ON ` + month,
+			`trigger trg_extra on ` + month + ` (calls public.ledger_refuse_change) is not defined by any migration`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			db.MustExec(c.breach)
+			r := report(t)
+			db.MustExec(c.repair)
+			if !strings.Contains(r, c.want) {
+				t.Errorf("no line %q in:\n%s", c.want, r)
+			}
+			if r := report(t); !strings.Contains(r, "ledger is clean") {
+				t.Fatalf("repaired:\n%s", r)
+			}
+		})
 	}
 }

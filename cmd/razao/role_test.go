@@ -65,7 +65,8 @@ func TestServiceRoleCannotUpdateOrDeleteLedger(t *testing.T) {
 // leaves the service failing with "permission denied" where it is used
 // (without inbox_bodies', every callback of several events; without
 // refund_aliases' or the reconciliation tables', every reconciliation
-// run).
+// run). A partition (of posting_sets and postings, sql/0056) is read and
+// written through its parent: it has no grant of its own.
 func TestRoleDocumentGrantsEveryTable(t *testing.T) {
 	t.Parallel()
 	owner, ownerURL := pgtest.NewWithURL(t)
@@ -73,7 +74,7 @@ func TestRoleDocumentGrantsEveryTable(t *testing.T) {
 	role := r.Service()
 	var bare []string
 	if err := owner.Select(&bare, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
+		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition
 		  AND NOT has_table_privilege($1, c.oid, 'SELECT, INSERT, UPDATE, DELETE')
 		ORDER BY 1`, role); err != nil {
 		t.Fatal(err)

@@ -91,6 +91,10 @@ SELECT 4 * g, 'commission_reversal', 'commission_reversal:pre-' || g || ':r1', r
        partner, :n + g, 'preload', t2
 FROM pre WHERE rev > 0;
 SELECT setval('posting_sets_id_seq', (SELECT max(id) FROM posting_sets));
+-- Every set's unique keys (sql/0054), which the disabled trigger would
+-- have written.
+INSERT INTO posting_set_keys (id, idempotency_key, kind, competence, amount, charge_id, refund_id, reverses)
+SELECT id, idempotency_key, kind, competence, amount, charge_id, refund_id, reverses FROM posting_sets;
 
 WITH acc AS (
     SELECT max(id) FILTER (WHERE code = 'assets:cash') AS cash,
@@ -134,7 +138,7 @@ END;
 $$;
 COMMIT;
 
-VACUUM (ANALYZE) accounts, charges, access_grants, inbox, posting_sets, postings;
+VACUUM (ANALYZE) accounts, charges, access_grants, inbox, posting_sets, postings, posting_set_keys;
 SELECT 'preloaded' AS what,
        (SELECT count(*) FROM charges) AS charges,
        (SELECT count(*) FROM inbox) AS inbox,

@@ -19,6 +19,10 @@
 --   a comparison of a numeric sum with an integer literal has no exact
 --   match in pg_catalog, so an operator of exactly those types in a schema
 --   on the search path would win over pg_catalog's, which needs a cast.
+-- * A set's postings are read in its own month (sql/0056): postings is
+--   partitioned by competence_month, and ledger_refuse_sealed_set has
+--   every posting of a set in the set's month, so the read prunes to one
+--   partition rather than probing each month's.
 -- * row_security = off (sql/0035): the owner could enable row-level
 --   security on postings with a policy that hides a leg from the writer,
 --   and this check would sum the legs it is shown (+100/-100/+13 would
@@ -40,7 +44,7 @@ DECLARE
 BEGIN
     SELECT count(*), coalesce(sum(amount::numeric) FILTER (WHERE amount > 0::bigint AND currency = NEW.currency), 0::numeric),
            coalesce(sum(amount::numeric), 0::numeric), count(DISTINCT currency)
-        INTO legs, debits, total, currencies FROM postings WHERE posting_set_id = NEW.id;
+        INTO legs, debits, total, currencies FROM postings WHERE posting_set_id = NEW.id AND competence_month = NEW.competence_month;
     IF legs < 2::bigint THEN
         RAISE EXCEPTION 'posting set % has % posting(s); at least 2 are required', NEW.id, legs
             USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_posting_sets_balanced';
@@ -48,7 +52,7 @@ BEGIN
     IF currencies > 1::bigint OR total <> 0::numeric THEN
         SELECT string_agg(currency::text || ' ' || s::text, ', ') INTO unbalanced FROM (
             SELECT currency, sum(amount::numeric) AS s FROM postings
-            WHERE posting_set_id = NEW.id GROUP BY currency HAVING sum(amount::numeric) <> 0::numeric
+            WHERE posting_set_id = NEW.id AND competence_month = NEW.competence_month GROUP BY currency HAVING sum(amount::numeric) <> 0::numeric
         ) u;
         IF unbalanced IS NOT NULL THEN
             RAISE EXCEPTION 'posting set % does not balance: %', NEW.id, unbalanced

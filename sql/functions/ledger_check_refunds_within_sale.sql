@@ -13,6 +13,12 @@
 -- UPDATE does not conflict with the KEY SHARE lock a posting's foreign key
 -- takes. sql/0012 revoked EXECUTE from PUBLIC: only the trigger calls it.
 --
+-- The sale and the refunds are read in posting_set_keys (sql/0056), which
+-- holds each set's kind, charge and amount (ledger_keep_set_keys has
+-- every set match its key): one index on one table, where posting_sets,
+-- partitioned by month, would be read once a month. The row locked is
+-- the sale's key, which no role but the owner may lock either.
+--
 -- search_path and row_security as every function here (README.md).
 CREATE OR REPLACE FUNCTION ledger_check_refunds_within_sale()
  RETURNS trigger
@@ -25,11 +31,11 @@ DECLARE
     sale_amount  numeric;
     refunded     numeric;
 BEGIN
-    SELECT amount::numeric INTO sale_amount FROM posting_sets
+    SELECT amount::numeric INTO sale_amount FROM posting_set_keys
         WHERE kind = 'sale' AND charge_id = NEW.charge_id FOR NO KEY UPDATE;
     -- A new statement, so a new snapshot: it sees the refunds committed by
     -- whoever held the lock before us.
-    SELECT coalesce(sum(amount::numeric), 0::numeric) INTO refunded FROM posting_sets
+    SELECT coalesce(sum(amount::numeric), 0::numeric) INTO refunded FROM posting_set_keys
         WHERE kind = 'refund' AND charge_id = NEW.charge_id;
     IF sale_amount IS NULL OR refunded > sale_amount THEN
         RAISE EXCEPTION 'refunds of charge % total % above its sale %', NEW.charge_id, refunded, coalesce(sale_amount, 0::numeric)

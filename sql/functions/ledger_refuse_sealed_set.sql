@@ -21,10 +21,14 @@
 --   keys' names and SQLSTATE. Neither lookup locks: an account or a set
 --   can never be updated or deleted, by any role (ledger_refuse_change),
 --   and these triggers fire ALWAYS, under session_replication_role =
---   replica too, where a foreign key's do not. The lookups read ONLY the
---   tables, as a foreign key does: a row of a table inheriting from
---   accounts or posting_sets (which no trigger guards) is no account and
---   no set.
+--   replica too, where a foreign key's do not. accounts is read ONLY, as a
+--   foreign key does: a row of a table inheriting from it (which no
+--   trigger guards) is no account. posting_sets is partitioned (sql/0056):
+--   read ONLY, it has no rows; no table can inherit from it, and each of
+--   its partitions carries the barrier (razao verify checks it).
+-- * The set is looked up in the posting's month only, and the set's legs
+--   counted there (sql/0056): a set's postings are in its month, so the
+--   lookups prune to one partition of each table, not one probe a month.
 -- * Each set is read once and each (account, currency) once per
 --   statement, not once per posting (sql/0036), each set by its key
 --   (sql/0010): a join planned for a transition table of unknown size
@@ -51,14 +55,15 @@ BEGIN
             USING ERRCODE = 'foreign_key_violation', CONSTRAINT = 'fk_postings_account_currency';
     END IF;
     SELECT c.posting_set_id, c.wrong_month INTO set_id, wrong_month
-        FROM (SELECT n.posting_set_id, n.added, s.created_xid,
+        FROM (SELECT n.posting_set_id, n.added, n.first_month, s.created_xid,
                      s.id IS NULL OR n.first_month <> s.competence_month OR n.last_month <> s.competence_month AS wrong_month
               FROM (SELECT posting_set_id, count(*) AS added, min(competence_month) AS first_month,
                            max(competence_month) AS last_month
                     FROM new_postings GROUP BY posting_set_id) n
-              LEFT JOIN ONLY posting_sets s ON s.id = n.posting_set_id) c
+              LEFT JOIN posting_sets s ON s.id = n.posting_set_id
+                  AND s.competence >= n.first_month AND s.competence < (n.first_month + '1 mon'::interval)::date) c
         WHERE c.wrong_month OR c.created_xid <> pg_current_xact_id()
-           OR (SELECT count(*) FROM postings p WHERE p.posting_set_id = c.posting_set_id) <> c.added
+           OR (SELECT count(*) FROM postings p WHERE p.posting_set_id = c.posting_set_id AND p.competence_month = c.first_month) <> c.added
         ORDER BY c.wrong_month DESC
         LIMIT 1;
     IF FOUND AND wrong_month THEN
