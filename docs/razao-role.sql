@@ -115,6 +115,10 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_endpoints, webhook_replays, webh
 -- the ledger.
 GRANT SELECT, INSERT ON archives TO razao;
 GRANT DELETE ON outbox, inbox_bodies, reconciliation_pages, reconciliation_files TO razao;
+-- razao verify's runs and closed months' seals (sql/0057), recorded when
+-- it runs as the service: written once, never changed nor deleted (a seal
+-- missing is itself reported).
+GRANT SELECT, INSERT ON verify_runs, verify_month_seals TO razao;
 
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO razao;
 
