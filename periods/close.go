@@ -9,7 +9,6 @@ package periods
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -145,26 +144,4 @@ func EnsurePartitions(ctx context.Context, db sqlx.ExecerContext, m Month, now t
 		return fmt.Errorf("make the partitions through %s: %w", through, err)
 	}
 	return nil
-}
-
-// KeepPartitions makes the partitions of the months ahead of now's
-// (EnsurePartitions) at once, then every interval until ctx ends. A
-// close makes them too, but a ledger whose months are not closed for a
-// while would otherwise book every later month in the DEFAULT partition,
-// where it stays for good (an append-only ledger never moves a row out).
-// Any replica may run it: the function takes its turn under a lock.
-func KeepPartitions(ctx context.Context, db sqlx.ExecerContext, log *slog.Logger, now func() time.Time, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		at := now()
-		if err := EnsurePartitions(ctx, db, MonthOf(at), at); err != nil && ctx.Err() == nil {
-			log.Warn("periods: make the months' partitions ahead; their sets go to the DEFAULT partition meanwhile", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }

@@ -3,8 +3,6 @@ package periods_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -87,40 +85,5 @@ func TestEnsurePartitionsRefusesMonthsFarAhead(t *testing.T) {
 	var made int
 	if err := db.Get(&made, `SELECT ledger_ensure_month_partitions('0001-01-01')`); err != nil || made != 0 {
 		t.Errorf("partitions through 0001-01: %d, %v; want none", made, err)
-	}
-}
-
-// KeepPartitions makes the partitions of the months ahead of now's at
-// once, without a close: a ledger whose months stay open still books
-// each month in its own partition.
-func TestKeepPartitionsMakesTheMonthsAheadWithoutAClose(t *testing.T) {
-	t.Parallel()
-	_, db := ledgertest.New(t)
-	// Half a year from today: its months ahead are not made by the
-	// migration, and are within the 36 months the function makes.
-	now := time.Now().AddDate(0, 6, 0)
-	want := periods.MonthOf(now)
-	for range periods.PartitionsAhead {
-		want = want.Next()
-	}
-	name := fmt.Sprintf("postings_%04d_%02d", want.Year, int(want.Month))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		periods.KeepPartitions(ctx, db, slog.New(slog.NewTextHandler(io.Discard, nil)), func() time.Time { return now }, time.Hour)
-		close(done)
-	}()
-	defer func() { cancel(); <-done }()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var ok bool
-		if err := db.Get(&ok, `SELECT to_regclass($1) IS NOT NULL`, name); err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no partition %s after 30 s", name)
-		}
 	}
 }

@@ -449,10 +449,6 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	// another is left to it).
 	wg.Add(1)
 	go func() { defer wg.Done(); monthsums.Run(bg, s.db, s.log, monthsums.Interval) }()
-	// The months ahead have their ledger partitions (sql/0056) before
-	// their first set, closes or not; any replica may run it.
-	wg.Add(1)
-	go func() { defer wg.Done(); periods.KeepPartitions(bg, s.db, s.log, s.now, 6*time.Hour) }()
 	// Proposals nobody approved in time expire, each with its event; any
 	// replica may run it (SKIP LOCKED).
 	wg.Add(1)
