@@ -239,23 +239,31 @@ const horizon = `(
 // stream far behind would read every index entry between it and the
 // horizon.
 //
-// gone and through are the purge watermark, read in the same snapshot as
-// the events: a purge either committed before it (gone says so) or its
-// events are in the batch. Never a batch with a hole and no word of it.
+// The purge watermark (w) is read in the same snapshot as the events: a
+// purge either committed before it, and then a cursor ($1, $2) behind it
+// is gone, or its events are in the batch. A read with no cursor ($4)
+// starts at the watermark (c is where the read starts), so that no batch
+// has a hole in it: the hub shares a batch's rest with streams at any of
+// its events, and a read from the beginning would otherwise pass from an
+// event kept behind the watermark (one a replay asked for) over the
+// events purged after it.
 const readSQL = `
 WITH h AS MATERIALIZED (SELECT ` + horizon + ` AS x),
-w AS MATERIALIZED (SELECT ($1::xid8, $2::bigint) < (p.xid, p.id) AS gone, p.xid::text || '-' || p.id AS through
-  FROM outbox_purged_through p),
+w AS MATERIALIZED (SELECT p.xid AS wx, p.id AS wi FROM outbox_purged_through p),
+c AS MATERIALIZED (SELECT CASE WHEN $4::boolean THEN coalesce((SELECT wx FROM w), $1::xid8) ELSE $1::xid8 END AS cx,
+  CASE WHEN $4::boolean THEN coalesce((SELECT wi FROM w), $2::bigint) ELSE $2::bigint END AS ci),
 ev AS (
   SELECT xid, id, topic, coalesce(charge_id, '') AS charge_id, payload, created_at
   FROM outbox
-  WHERE (xid, id) > ($1::xid8, $2::bigint) AND xid < (SELECT x FROM h)
+  WHERE (xid, id) > ((SELECT cx FROM c), (SELECT ci FROM c)) AND xid < (SELECT x FROM h)
   ORDER BY xid, id
   LIMIT $3)
 SELECT ev.xid::text AS xid, ev.id, ev.topic, ev.charge_id, ev.payload, ev.created_at,
-  (SELECT o.id FROM outbox o WHERE o.xid >= greatest($1::xid8, (SELECT x FROM h)) AND (o.xid > $1::xid8 OR o.id > $2::bigint)
+  (SELECT o.id FROM outbox o WHERE o.xid >= greatest((SELECT cx FROM c), (SELECT x FROM h))
+     AND (o.xid > (SELECT cx FROM c) OR o.id > (SELECT ci FROM c))
    ORDER BY o.xid, o.id LIMIT 1) IS NOT NULL AS held,
-  coalesce((SELECT gone FROM w), false) AS gone, coalesce((SELECT through FROM w), '0-0') AS through
+  coalesce((SELECT NOT $4::boolean AND ($1::xid8, $2::bigint) < (wx, wi) FROM w), false) AS gone,
+  coalesce((SELECT wx::text || '-' || wi FROM w), '0-0') AS through
 FROM (SELECT) AS one LEFT JOIN ev ON true
 ORDER BY ev.xid, ev.id`
 
@@ -280,8 +288,9 @@ type row struct {
 // A malformed cursor returns an error wrapping ErrBadCursor; a cursor
 // behind the purge watermark (an event after it may have been archived
 // and purged by retention) an *ExpiredError, never the events left after
-// the gap. "" (no cursor) is never expired: it reads what the outbox
-// still holds, from its oldest event.
+// the gap. "" (no cursor) is never expired: it reads from the purge
+// watermark, the oldest position the outbox is complete after (events
+// kept behind it, for a replay, are not sent).
 func Since(ctx context.Context, q sqlx.QueryerContext, cursor string, limit int) ([]Event, error) {
 	evs, _, err := read(ctx, q, cursor, limit)
 	return evs, err
@@ -298,10 +307,10 @@ func read(ctx context.Context, q sqlx.QueryerContext, cursor string, limit int) 
 		limit = MaxLimit
 	}
 	var rows []row
-	if err := sqlx.SelectContext(ctx, q, &rows, readSQL, xid, id, limit); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, readSQL, xid, id, limit, cursor == ""); err != nil {
 		return nil, false, fmt.Errorf("read events since %q: %w", cursor, err)
 	}
-	if cursor != "" && len(rows) > 0 && rows[0].Gone {
+	if len(rows) > 0 && rows[0].Gone {
 		return nil, false, &ExpiredError{Cursor: cursor, Oldest: rows[0].Through}
 	}
 	out := make([]Event, 0, len(rows))

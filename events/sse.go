@@ -107,7 +107,7 @@ func writeExpired(w http.ResponseWriter, err error) {
 	}
 	problem.Write(w, http.StatusGone, "cursor-expired", "Cursor expired",
 		fmt.Sprintf("events after this cursor may have been archived and purged by retention; the stream is complete after cursor %s: "+
-			"resume after it (after=%s, or Last-Event-ID), accepting the gap, or without a cursor to read what the outbox still holds. "+
+			"resume after it (after=%s, or Last-Event-ID, or with no cursor), accepting the gap. "+
 			"The purged events are in the archive files of kind outbox: ask the operator (razao archive list)", oldest, oldest))
 }
 
