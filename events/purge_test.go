@@ -7,12 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao"
 	"github.com/razao/razao/archive"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/internal/pgtest"
@@ -308,5 +311,73 @@ func TestServiceRoleMovesThePurgeWatermarkOnlyByPurging(t *testing.T) {
 	svc.MustExec(`DELETE FROM outbox WHERE id = $1`, id)
 	if w := watermark(t, owner); w != c["a"] {
 		t.Errorf("watermark %s after the service role purged a, want %s", w, c["a"])
+	}
+}
+
+// A TRUNCATE of the outbox (the owner's, by hand) moves the watermark
+// past every event it removed, like a purge.
+func TestTruncatedOutboxMovesTheWatermark(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	c := appendAll(t, db, "a", "b")
+	db.MustExec(`TRUNCATE outbox`)
+	if w := watermark(t, db); w != c["b"] {
+		t.Fatalf("watermark %s after TRUNCATE, want the last event, b at %s", w, c["b"])
+	}
+	if _, err := events.Since(context.Background(), db, c["a"], 0); !errors.Is(err, events.ErrCursorExpired) {
+		t.Errorf("since a after TRUNCATE: %v, want expired", err)
+	}
+}
+
+// A database whose retention purged events before sql/0058 cannot say
+// which: the migration starts the watermark past all of them (its own
+// transaction id), so every older cursor is refused once; events
+// appended after it stream as before. One that purged none starts at
+// the beginning.
+func TestWatermarkOfADatabasePurgedBeforeTheMigration(t *testing.T) {
+	t.Parallel()
+	ms, err := razao.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m0058 string
+	for _, m := range ms {
+		if m.Version == 58 {
+			m0058 = m.SQL
+		}
+	}
+	if m0058 == "" {
+		t.Fatal("no migration 0058")
+	}
+	for _, purgedBefore := range []bool{false, true} {
+		db := pgtest.New(t)
+		c := appendAll(t, db, "a", "b")
+		// The database as 0057 left it, with a purge recorded or not.
+		db.MustExec(`DROP TABLE outbox_purged_through; DROP FUNCTION outbox_record_purge() CASCADE`)
+		if purgedBefore {
+			_, id, _ := strings.Cut(c["a"], "-")
+			db.MustExec(`DELETE FROM outbox WHERE id = $1`, id)
+			db.MustExec(`INSERT INTO archives (kind, month, file_name, sha256, rows, bytes)
+				VALUES ('outbox', '2026-01-01', 'outbox-2026-01-000001.jsonl.gz', repeat('0', 64), 1, 100)`)
+		}
+		fn, err := os.ReadFile(filepath.Join(pgtest.ProjectRoot(), "sql", "functions", "outbox_record_purge.sql"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := db.MustBegin()
+		tx.MustExec(string(fn))
+		tx.MustExec(m0058)
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = events.Since(context.Background(), db, c["b"], 0)
+		if purgedBefore != errors.Is(err, events.ErrCursorExpired) {
+			t.Errorf("purged before the migration %v: since b: %v", purgedBefore, err)
+		}
+		appendCommitted(t, db, "after")
+		events.Settle(t, db)
+		if got := names(t, since(t, db, "")); purgedBefore && !equal(got, []string{"after"}) || !purgedBefore && !equal(got, []string{"a", "b", "after"}) {
+			t.Errorf("purged before the migration %v: since the beginning %v", purgedBefore, got)
+		}
 	}
 }
