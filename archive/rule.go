@@ -25,6 +25,10 @@ import (
 //   - the webhooks razao sends: an event any endpoint's cursor has not
 //     passed, or a replay has asked for, stays, however old (a disabled
 //     endpoint resumes where it stopped);
+//     and the readers of the outbox learn what went: the delete moves
+//     the outbox's purge watermark (sql/0058), and an event stream or a
+//     replay that reaches behind it is refused (410, 409), never served
+//     with a hole;
 //   - razao verify reads only the ledger (posting sets, postings, closed
 //     months, snapshots, month sums, the schema): nothing retention
 //     touches.

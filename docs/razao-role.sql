@@ -115,6 +115,10 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_endpoints, webhook_replays, webh
 -- the ledger.
 GRANT SELECT, INSERT ON archives TO razao;
 GRANT DELETE ON outbox, inbox_bodies, reconciliation_pages, reconciliation_files TO razao;
+-- How far the outbox was purged (sql/0058): read by every event stream
+-- and replay; moved only by the trigger of a DELETE on the outbox, as the
+-- owner, never written by the service.
+GRANT SELECT ON outbox_purged_through TO razao;
 -- razao verify's runs and closed months' seals (sql/0057), recorded when
 -- it runs as the service: written once, never changed nor deleted (a seal
 -- missing is itself reported).

@@ -230,6 +230,14 @@ CREATE TABLE outbox (
     created_at timestamp with time zone NOT NULL DEFAULT now()
 );
 
+CREATE TABLE outbox_purged_through (
+    one boolean NOT NULL DEFAULT true,
+    xid xid8 NOT NULL,
+    id bigint NOT NULL,
+    created_through timestamp with time zone,
+    purged_at timestamp with time zone
+);
+
 CREATE TABLE posting_set_keys (
     id bigint NOT NULL DEFAULT nextval('posting_sets_id_seq'::regclass),
     idempotency_key text NOT NULL,
@@ -535,6 +543,8 @@ ALTER TABLE month_sums ADD CONSTRAINT ck_month_sums_first_day CHECK ((month = (d
 ALTER TABLE month_sums ADD CONSTRAINT month_sums_pkey PRIMARY KEY (month);
 ALTER TABLE outbox ADD CONSTRAINT ck_outbox_topic CHECK ((topic = ANY (ARRAY['charge.paid'::text, 'access.granted'::text, 'charge.refunded'::text, 'charge.failed'::text, 'divergence.opened'::text, 'adjustment.proposed'::text, 'adjustment.booked'::text, 'adjustment.rejected'::text, 'adjustment.expired'::text, 'webhook_endpoint.disabled'::text])));
 ALTER TABLE outbox ADD CONSTRAINT outbox_pkey PRIMARY KEY (id);
+ALTER TABLE outbox_purged_through ADD CONSTRAINT ck_outbox_purged_through_one CHECK (one);
+ALTER TABLE outbox_purged_through ADD CONSTRAINT outbox_purged_through_pkey PRIMARY KEY (one);
 ALTER TABLE posting_set_keys ADD CONSTRAINT posting_set_keys_pkey PRIMARY KEY (id);
 ALTER TABLE posting_set_keys ADD CONSTRAINT uq_posting_sets_idempotency_key UNIQUE (idempotency_key);
 ALTER TABLE posting_sets ADD CONSTRAINT ck_posting_sets_amount CHECK ((amount > 0));
@@ -1115,6 +1125,46 @@ END
 $function$
 ;
 
+CREATE OR REPLACE FUNCTION public.outbox_record_purge()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET row_security TO 'off'
+AS $function$
+DECLARE
+    top_xid xid8;
+    top_id bigint;
+    newest timestamptz;
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        SELECT o.xid, o.id INTO top_xid, top_id FROM outbox o ORDER BY o.xid DESC, o.id DESC LIMIT 1;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        SELECT max(o.created_at) INTO newest FROM outbox o;
+    ELSE
+        SELECT p.xid, p.id INTO top_xid, top_id FROM purged p ORDER BY p.xid DESC, p.id DESC LIMIT 1;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        SELECT max(p.created_at) INTO newest FROM purged p;
+    END IF;
+    UPDATE outbox_purged_through w SET
+        xid = CASE WHEN (top_xid, top_id) > (w.xid, w.id) THEN top_xid ELSE w.xid END,
+        id = CASE WHEN (top_xid, top_id) > (w.xid, w.id) THEN top_id ELSE w.id END,
+        created_through = greatest(w.created_through, newest),
+        purged_at = now()
+    WHERE w.one;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'outbox_purged_through has no row: the outbox''s purge cannot be recorded'
+            USING ERRCODE = 'check_violation', CONSTRAINT = 'trg_outbox_record_purge';
+    END IF;
+    RETURN NULL;
+END;
+$function$
+;
+
 CREATE OR REPLACE FUNCTION public.reconciliation_analyze_lines()
  RETURNS void
  LANGUAGE plpgsql
@@ -1208,6 +1258,8 @@ CREATE TRIGGER trg_month_close_lock_no_truncate BEFORE TRUNCATE ON public.month_
 CREATE TRIGGER trg_month_snapshots_append_only BEFORE DELETE OR UPDATE ON public.month_snapshots FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER trg_month_snapshots_created_xid BEFORE INSERT ON public.month_snapshots FOR EACH ROW EXECUTE FUNCTION ledger_stamp_created_xid();
 CREATE TRIGGER trg_month_snapshots_no_truncate BEFORE TRUNCATE ON public.month_snapshots FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER trg_outbox_record_purge AFTER DELETE ON public.outbox REFERENCING OLD TABLE AS purged FOR EACH STATEMENT EXECUTE FUNCTION outbox_record_purge();
+CREATE TRIGGER trg_outbox_record_truncate BEFORE TRUNCATE ON public.outbox FOR EACH STATEMENT EXECUTE FUNCTION outbox_record_purge();
 CREATE TRIGGER trg_posting_set_keys_append_only BEFORE DELETE OR UPDATE ON public.posting_set_keys FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER trg_posting_set_keys_no_truncate BEFORE TRUNCATE ON public.posting_set_keys FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER trg_posting_sets_append_only BEFORE DELETE OR UPDATE ON public.posting_sets FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();

@@ -22,7 +22,10 @@ type ChargeEvent struct {
 }
 
 // OfCharge returns the events appended about the charge chargeID, in
-// the order they were appended, at most limit: a charge's timeline.
+// the order they were appended, at most limit: a charge's timeline. It
+// is no cursor a reader resumes from, so the purge watermark does not
+// bind it: the events retention purged are simply not listed (the API
+// documents it), and what is listed is what the outbox still holds.
 func OfCharge(ctx context.Context, q sqlx.QueryerContext, chargeID string, limit int) ([]ChargeEvent, error) {
 	var rows []ChargeEvent
 	if err := sqlx.SelectContext(ctx, q, &rows, OfChargeSQL, chargeID, limit); err != nil {

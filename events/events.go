@@ -54,7 +54,25 @@ const MaxLimit = 500
 var (
 	ErrUnknownTopic = errors.New("unknown event topic")
 	ErrBadCursor    = errors.New("invalid event cursor")
+	// ErrCursorExpired: events after the cursor may have been archived and
+	// purged by retention (see ExpiredError).
+	ErrCursorExpired = errors.New("event cursor expired")
 )
+
+// ExpiredError says a cursor is behind the outbox's purge watermark
+// (outbox_purged_through, sql/0058): an event after it may have been
+// archived and purged, so a reader resuming there could silently miss
+// it. Oldest is the oldest cursor from which the outbox is still
+// complete: every event after it is there. It wraps ErrCursorExpired.
+type ExpiredError struct {
+	Cursor, Oldest string
+}
+
+func (e *ExpiredError) Error() string {
+	return fmt.Sprintf("%s: events after %q may have been archived and purged; the outbox is complete after %q", ErrCursorExpired, e.Cursor, e.Oldest)
+}
+
+func (e *ExpiredError) Unwrap() error { return ErrCursorExpired }
 
 // Topics lists every topic (a test compares it with ck_outbox_topic).
 var Topics = []Topic{TopicChargePaid, TopicAccessGranted, TopicChargeRefunded, TopicChargeFailed, TopicDivergenceOpened,
@@ -220,17 +238,32 @@ const horizon = `(
 // comparison as its bound, the scan would start at the cursor, and a
 // stream far behind would read every index entry between it and the
 // horizon.
+//
+// The purge watermark (w) is read in the same snapshot as the events: a
+// purge either committed before it, and then a cursor ($1, $2) behind it
+// is gone, or its events are in the batch. A read with no cursor ($4)
+// starts at the watermark (c is where the read starts), so that no batch
+// has a hole in it: the hub shares a batch's rest with streams at any of
+// its events, and a read from the beginning would otherwise pass from an
+// event kept behind the watermark (one a replay asked for) over the
+// events purged after it.
 const readSQL = `
 WITH h AS MATERIALIZED (SELECT ` + horizon + ` AS x),
+w AS MATERIALIZED (SELECT p.xid AS wx, p.id AS wi FROM outbox_purged_through p),
+c AS MATERIALIZED (SELECT CASE WHEN $4::boolean THEN coalesce((SELECT wx FROM w), $1::xid8) ELSE $1::xid8 END AS cx,
+  CASE WHEN $4::boolean THEN coalesce((SELECT wi FROM w), $2::bigint) ELSE $2::bigint END AS ci),
 ev AS (
   SELECT xid, id, topic, coalesce(charge_id, '') AS charge_id, payload, created_at
   FROM outbox
-  WHERE (xid, id) > ($1::xid8, $2::bigint) AND xid < (SELECT x FROM h)
+  WHERE (xid, id) > ((SELECT cx FROM c), (SELECT ci FROM c)) AND xid < (SELECT x FROM h)
   ORDER BY xid, id
   LIMIT $3)
 SELECT ev.xid::text AS xid, ev.id, ev.topic, ev.charge_id, ev.payload, ev.created_at,
-  (SELECT o.id FROM outbox o WHERE o.xid >= greatest($1::xid8, (SELECT x FROM h)) AND (o.xid > $1::xid8 OR o.id > $2::bigint)
-   ORDER BY o.xid, o.id LIMIT 1) IS NOT NULL AS held
+  (SELECT o.id FROM outbox o WHERE o.xid >= greatest((SELECT cx FROM c), (SELECT x FROM h))
+     AND (o.xid > (SELECT cx FROM c) OR o.id > (SELECT ci FROM c))
+   ORDER BY o.xid, o.id LIMIT 1) IS NOT NULL AS held,
+  coalesce((SELECT NOT $4::boolean AND ($1::xid8, $2::bigint) < (wx, wi) FROM w), false) AS gone,
+  coalesce((SELECT wx::text || '-' || wi FROM w), '0-0') AS through
 FROM (SELECT) AS one LEFT JOIN ev ON true
 ORDER BY ev.xid, ev.id`
 
@@ -244,13 +277,20 @@ type row struct {
 	Payload   []byte     `db:"payload"`
 	CreatedAt *time.Time `db:"created_at"`
 	Held      bool       `db:"held"`
+	Gone      bool       `db:"gone"`
+	Through   string     `db:"through"`
 }
 
 // Since returns up to limit events after cursor ("" = from the beginning)
 // that are safe to publish, in order. A limit outside 1..MaxLimit means
 // MaxLimit. An event is safe once every transaction that could still insert
 // a row before it has finished; until then it is held back, never skipped.
-// A malformed cursor returns an error wrapping ErrBadCursor.
+// A malformed cursor returns an error wrapping ErrBadCursor; a cursor
+// behind the purge watermark (an event after it may have been archived
+// and purged by retention) an *ExpiredError, never the events left after
+// the gap. "" (no cursor) is never expired: it reads from the purge
+// watermark, the oldest position the outbox is complete after (events
+// kept behind it, for a replay, are not sent).
 func Since(ctx context.Context, q sqlx.QueryerContext, cursor string, limit int) ([]Event, error) {
 	evs, _, err := read(ctx, q, cursor, limit)
 	return evs, err
@@ -267,8 +307,11 @@ func read(ctx context.Context, q sqlx.QueryerContext, cursor string, limit int) 
 		limit = MaxLimit
 	}
 	var rows []row
-	if err := sqlx.SelectContext(ctx, q, &rows, readSQL, xid, id, limit); err != nil {
+	if err := sqlx.SelectContext(ctx, q, &rows, readSQL, xid, id, limit, cursor == ""); err != nil {
 		return nil, false, fmt.Errorf("read events since %q: %w", cursor, err)
+	}
+	if len(rows) > 0 && rows[0].Gone {
+		return nil, false, &ExpiredError{Cursor: cursor, Oldest: rows[0].Through}
 	}
 	out := make([]Event, 0, len(rows))
 	for _, r := range rows {
@@ -299,6 +342,37 @@ func Now(ctx context.Context, q sqlx.QueryerContext) (string, error) {
 		return "", fmt.Errorf("read the outbox's horizon: %w", err)
 	}
 	return x + "-0", nil
+}
+
+// checkCursorSQL compares a cursor with the purge watermark.
+const checkCursorSQL = `SELECT ($1::xid8, $2::bigint) < (p.xid, p.id) AS gone, p.xid::text || '-' || p.id AS through
+FROM outbox_purged_through p`
+
+// CheckCursor returns an *ExpiredError when cursor is behind the purge
+// watermark (an event after it may have been archived and purged), nil
+// when every event after it is still in the outbox, or "" (no cursor).
+// Since checks the same in the snapshot it reads: this is for a caller
+// that must answer before it reads (the event stream, before its
+// headers).
+func CheckCursor(ctx context.Context, q sqlx.QueryerContext, cursor string) error {
+	if cursor == "" {
+		return nil
+	}
+	xid, id, err := parseCursor(cursor)
+	if err != nil {
+		return err
+	}
+	var w struct {
+		Gone    bool   `db:"gone"`
+		Through string `db:"through"`
+	}
+	if err := sqlx.GetContext(ctx, q, &w, checkCursorSQL, xid, id); err != nil {
+		return fmt.Errorf("read the outbox's purge watermark: %w", err)
+	}
+	if w.Gone {
+		return &ExpiredError{Cursor: cursor, Oldest: w.Through}
+	}
+	return nil
 }
 
 // ValidCursor reports whether cursor is "" or a cursor Since could have

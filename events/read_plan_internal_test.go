@@ -35,7 +35,7 @@ func TestReadFindsHeldEventsThroughTheCursorIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	var plan string
-	if err := db.QueryRowContext(ctx, `EXPLAIN (FORMAT JSON) `+readSQL, xid, id, MaxLimit).Scan(&plan); err != nil {
+	if err := db.QueryRowContext(ctx, `EXPLAIN (FORMAT JSON) `+readSQL, xid, id, MaxLimit, false).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	var nodes []map[string]any
@@ -54,7 +54,7 @@ func TestReadFindsHeldEventsThroughTheCursorIndex(t *testing.T) {
 	// A stream far behind (from the beginning): the held check starts at
 	// the horizon, not at the cursor, so it reads a few index pages, not
 	// the 20,000 entries before the horizon.
-	if err := db.QueryRowContext(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+readSQL, "0", 0, MaxLimit).Scan(&plan); err != nil {
+	if err := db.QueryRowContext(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+readSQL, "0", 0, MaxLimit, true).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	nodes = nil

@@ -24,7 +24,10 @@ func ArchiveEvents(ctx context.Context, q sqlx.QueryerContext, ids []int64, emit
 }
 
 // DeleteArchived deletes the events ids, once archived, in the caller's
-// transaction, and returns how many it deleted.
+// transaction, and returns how many it deleted. The outbox's trigger
+// (trg_outbox_record_purge, sql/0058) moves the purge watermark past them
+// in the same transaction: a reader whose cursor they were after is told
+// (ExpiredError) rather than passed over them.
 func DeleteArchived(ctx context.Context, tx sqlx.ExecerContext, ids []int64) (int64, error) {
 	res, err := tx.ExecContext(ctx, `DELETE FROM outbox WHERE id = ANY($1)`, pq.Array(ids))
 	if err != nil {

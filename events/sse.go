@@ -24,10 +24,14 @@ const minRetry = 25 * time.Millisecond
 //	event: <topic>
 //	data: {"id":…,"topic":…,"charge_id":…,"payload":…,"created_at":…}
 //
-// A malformed cursor is answered 400, a token that already has
-// MaxPerToken streams open 429, and a full or closed hub 503. The stream
-// ends when the client goes away, the hub is closed, or the token the
-// request was authenticated with (auth.FromContext) is revoked.
+// A malformed cursor is answered 400, a cursor behind the outbox's purge
+// watermark (an event after it may have been archived and purged by
+// retention) 410, a token that already has MaxPerToken streams open 429,
+// and a full or closed hub 503. The stream ends when the client goes
+// away, the hub is closed, the token the request was authenticated with
+// (auth.FromContext) is revoked, or a purge passes the stream's cursor
+// before it has read what followed (its reconnection is then answered
+// 410): a stream never skips an event silently.
 func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
@@ -40,6 +44,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := ValidCursor(cursor); err != nil {
 		problem.Write(w, http.StatusBadRequest, "invalid-cursor", "Invalid cursor", "Last-Event-ID or after is not a cursor from this stream")
+		return
+	}
+	if err := h.checkCursor(r.Context(), cursor); errors.Is(err, ErrCursorExpired) {
+		writeExpired(w, err)
 		return
 	}
 	tok, hasToken := auth.FromContext(r.Context())
@@ -67,6 +75,40 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	err = s.run(r.Context())
 	h.log.DebugContext(r.Context(), "events: stream ended", "cursor", s.cursor, "err", err)
+}
+
+// checkCursor is CheckCursor holding one of the hub's reader slots. An
+// error other than an expired cursor is logged and left to the stream's
+// reads, which check the same (and end the stream on it): a database
+// hiccup does not refuse a stream.
+func (h *Hub) checkCursor(ctx context.Context, cursor string) error {
+	if cursor == "" {
+		return nil
+	}
+	if err := h.acquire(ctx); err != nil {
+		return err
+	}
+	defer h.release()
+	err := CheckCursor(ctx, h.db, cursor)
+	if err != nil && !errors.Is(err, ErrCursorExpired) && ctx.Err() == nil {
+		h.log.WarnContext(ctx, "events: cannot check the cursor against the purge watermark; the stream's reads will", "err", err)
+	}
+	return err
+}
+
+// writeExpired answers 410 Gone for an expired cursor: the oldest cursor
+// the stream is complete from, and where the rest went. Nothing of the
+// archive's location beyond its kind: the operator lists the files.
+func writeExpired(w http.ResponseWriter, err error) {
+	oldest := ""
+	var e *ExpiredError
+	if errors.As(err, &e) {
+		oldest = e.Oldest
+	}
+	problem.Write(w, http.StatusGone, "cursor-expired", "Cursor expired",
+		fmt.Sprintf("events after this cursor may have been archived and purged by retention; the stream is complete after cursor %s: "+
+			"resume after it (after=%s, or Last-Event-ID, or with no cursor), accepting the gap. "+
+			"The purged events are in the archive files of kind outbox: ask the operator (razao archive list)", oldest, oldest))
 }
 
 // errRevoked ends the stream of a revoked token.
@@ -134,6 +176,11 @@ func (s *stream) run(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() != nil || s.closed() {
 				return nil
+			}
+			if errors.Is(err, ErrCursorExpired) {
+				// A purge passed the cursor: what followed it is gone.
+				// The reconnection, at this cursor, is answered 410.
+				return err
 			}
 			s.h.log.Warn("events: read for stream failed", "err", err)
 		} else {

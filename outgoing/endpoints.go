@@ -359,14 +359,23 @@ func (s Service) Replay(ctx context.Context, id int64, r Replay) (int, error) {
 		return 0, fmt.Errorf("%w: a replay names an event_id, or since and until (since before until)", ErrInvalid)
 	}
 	var got struct {
-		Found  int `db:"found"`
-		Queued int `db:"queued"`
+		Found    int        `db:"found"`
+		Queued   int        `db:"queued"`
+		Archived *time.Time `db:"archived"`
 	}
 	if err := sqlx.GetContext(ctx, s.DB, &got, replaySQL, id, eventID, since, until, MaxReplay, s.now()); err != nil {
 		return 0, fmt.Errorf("replay to webhook endpoint %d: %w", id, err)
 	}
 	if got.Found == 0 {
 		return 0, fmt.Errorf("webhook endpoint %d: %w", id, ErrNotFound)
+	}
+	if got.Archived != nil {
+		// Nothing queued: a replay with a hole in it, unannounced, is
+		// what this refuses.
+		through := got.Archived.UTC().Format(time.RFC3339Nano)
+		return 0, fmt.Errorf("%w: events created up to %s may have been archived and purged, and the range starts at %s; "+
+			"ask for a range starting after %s, and read the events before it from the archive files of kind outbox (razao archive list)",
+			ErrRangeArchived, through, since.Time.UTC().Format(time.RFC3339Nano), through)
 	}
 	if eventID.Valid && got.Queued == 0 {
 		var exists bool

@@ -34,6 +34,11 @@ var (
 	ErrNotFound = kind.New(kind.NotFound, "not-found", "Not found", "webhook endpoint not found")
 	// ErrEventNotFound: a replay names an event the outbox does not hold.
 	ErrEventNotFound = kind.New(kind.NotFound, "not-found", "Not found", "event not found")
+	// ErrRangeArchived: a replay's time range reaches back to events
+	// retention may have archived and purged; the message says until
+	// when. Nothing is queued.
+	ErrRangeArchived = kind.New(kind.Conflict, "replay-range-archived", "Replay range archived",
+		"the replay's range reaches events archived and purged by retention")
 	// ErrRefusedTarget: the URL names (or resolves to) an address razao
 	// does not send to: loopback, private, link-local, metadata...
 	ErrRefusedTarget = kind.New(kind.Invalid, "refused-target", "Refused target address", "the URL's address is not allowed").Precisely()

@@ -57,19 +57,25 @@ RETURNING ` + endpointColumns
 
 // replaySQL queues the endpoint's wanted events at or behind its cursor,
 // by id or by creation time, oldest first, at most $5. Events after the
-// cursor are on their way anyway.
+// cursor are on their way anyway. A time range starting at or before the
+// latest creation time of any event purged (outbox_purged_through,
+// sql/0058) queues nothing and returns that time as archived: part of it
+// may be in the archive only. Read in the same snapshot as the events,
+// so a purge either is seen or has not taken them yet.
 const replaySQL = `
 WITH e AS (SELECT id, after_xid, after_id, topics FROM webhook_endpoints WHERE id = $1),
+a AS MATERIALIZED (SELECT p.created_through FROM outbox_purged_through p WHERE $3::timestamptz <= p.created_through),
 ins AS (
 	INSERT INTO webhook_replays (endpoint_id, event_id, event_xid, asked_at)
 	SELECT e.id, o.id, o.xid, $6 FROM e JOIN outbox o ON (o.xid, o.id) <= (e.after_xid, e.after_id)
 	WHERE ($2::bigint IS NULL OR o.id = $2)
 	  AND ($3::timestamptz IS NULL OR o.created_at >= $3) AND ($4::timestamptz IS NULL OR o.created_at < $4)
 	  AND (cardinality(e.topics) = 0 OR o.topic = ANY (e.topics))
+	  AND NOT EXISTS (SELECT 1 FROM a)
 	ORDER BY o.xid, o.id LIMIT $5
 	ON CONFLICT DO NOTHING
 	RETURNING 1)
-SELECT (SELECT count(*) FROM e) AS found, (SELECT count(*) FROM ins) AS queued`
+SELECT (SELECT count(*) FROM e) AS found, (SELECT count(*) FROM ins) AS queued, (SELECT created_through FROM a) AS archived`
 
 // eventExistsSQL tells a replay of one event that does not exist (404)
 // from one that is not behind the cursor yet (nothing to queue).
