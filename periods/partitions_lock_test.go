@@ -30,7 +30,7 @@ type partitionsEnv struct {
 	first periods.Month
 }
 
-func newPartitionsEnv(t *testing.T) *partitionsEnv {
+func newPartitionsEnv(t testing.TB) *partitionsEnv {
 	t.Helper()
 	db, url := pgtest.NewWithURL(t)
 	cal, err := periods.NewCalendar(periods.DefaultTimeZone)
@@ -47,7 +47,7 @@ func newPartitionsEnv(t *testing.T) *partitionsEnv {
 
 // session is a pool of its own: its connections are sessions that have
 // planned nothing yet, as a replica's new ones have.
-func (e *partitionsEnv) session(t *testing.T) *sqlx.DB {
+func (e *partitionsEnv) session(t testing.TB) *sqlx.DB {
 	t.Helper()
 	db, err := sqlx.Open("postgres", razao.DriverURL(e.url))
 	if err != nil {
