@@ -110,3 +110,81 @@ func BenchmarkPostingsWhileTheMonthsArePartitioned(b *testing.B) {
 	b.ReportMetric(oMax, "post-outside-max-ms")
 	b.ReportMetric(float64(len(during)), "posts-during")
 }
+
+// How long a posting waits behind the function, gated rather than
+// sampled: a posting transaction T1 is held open, so the function waits
+// for it at step 2 (SHARE ROW EXCLUSIVE); a second posting then waits
+// behind the function; T1 commits, and the second posting's time from
+// that commit is the function's steps 2 and 3 plus its own. Reported
+// beside a posting's own time, alone. An iteration where the function
+// gave up (T1 held past its lock_timeout) is counted, not measured.
+func BenchmarkPostingWaitsBehindAMonthBeingMade(b *testing.B) {
+	if b.N > 30 {
+		b.Skip("at most 30 months: -benchtime 30x or fewer")
+	}
+	e := newPartitionsEnv(b)
+	ctx := context.Background()
+	ledger := postings.New(e.db, e.cal)
+	sale := func(key string) postings.Set {
+		s, err := postings.Sale(key, "BRL", 1000, 0, time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	var waits, alone []time.Duration
+	busy := 0
+	m := e.first
+	for i := range b.N {
+		from := time.Now()
+		if _, err := ledger.Post(ctx, sale(fmt.Sprintf("alone-%d", i))); err != nil {
+			b.Fatal(err)
+		}
+		alone = append(alone, time.Since(from))
+		t1, err := e.db.BeginTxx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ledger.PostTx(ctx, t1, sale(fmt.Sprintf("held-%d", i))); err != nil {
+			b.Fatal(err)
+		}
+		made := make(chan error, 1)
+		go func() { _, err := e.ensure(ctx, e.db, m); made <- err }()
+		if _, done := e.doneOrWaiting(b, made, 1); done {
+			b.Fatal("the function did not wait for the posting in flight")
+		}
+		posted := make(chan time.Time, 1)
+		go func() {
+			if _, err := ledger.Post(ctx, sale(fmt.Sprintf("behind-%d", i))); err != nil {
+				b.Error(err)
+			}
+			posted <- time.Now()
+		}()
+		e.doneOrWaiting(b, nil, 2)
+		committed := time.Now()
+		if err := t1.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		end := <-posted
+		if err := <-made; err != nil {
+			busy++
+		} else {
+			waits = append(waits, end.Sub(committed))
+			m = m.Next()
+		}
+	}
+	ms := func(ds []time.Duration) (median, max float64) {
+		if len(ds) == 0 {
+			return 0, 0
+		}
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2]) / float64(time.Millisecond), float64(ds[len(ds)-1]) / float64(time.Millisecond)
+	}
+	wMed, wMax := ms(waits)
+	aMed, aMax := ms(alone)
+	b.ReportMetric(wMed, "behind-median-ms")
+	b.ReportMetric(wMax, "behind-max-ms")
+	b.ReportMetric(aMed, "alone-median-ms")
+	b.ReportMetric(aMax, "alone-max-ms")
+	b.ReportMetric(float64(busy), "gave-up")
+}

@@ -78,7 +78,7 @@ func (e *partitionsEnv) ensure(ctx context.Context, db sqlx.QueryerContext, m pe
 }
 
 // waiters is how many sessions of the test's database wait on a lock.
-func (e *partitionsEnv) waiters(t *testing.T) int {
+func (e *partitionsEnv) waiters(t testing.TB) int {
 	t.Helper()
 	var n int
 	if err := e.db.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`); err != nil {
@@ -90,7 +90,7 @@ func (e *partitionsEnv) waiters(t *testing.T) int {
 // doneOrWaiting returns once the call behind done has returned (its
 // error, true) or n sessions wait on a lock (nil, false): which of the
 // two happens first is what the lock order decides, not a clock.
-func (e *partitionsEnv) doneOrWaiting(t *testing.T, done <-chan error, n int) (error, bool) {
+func (e *partitionsEnv) doneOrWaiting(t testing.TB, done <-chan error, n int) (error, bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
