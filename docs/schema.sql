@@ -818,6 +818,7 @@ CREATE OR REPLACE FUNCTION public.ledger_ensure_month_partitions(through date)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
  SET row_security TO 'off'
+ SET lock_timeout TO '200ms'
 AS $function$
 DECLARE
     ns       text;
@@ -831,6 +832,13 @@ DECLARE
     held     boolean;
     def      text;
     trg      record;
+    idx      record;
+    patience interval;
+    parents  text[] := '{}';
+    parts    text[] := '{}';
+    bounds   text[] := '{}';
+    months   date[] := '{}';
+    k        integer;
 BEGIN
     IF through IS NULL OR through > (date_trunc('month', now() AT TIME ZONE 'UTC') + interval '36 months')::date THEN
         RAISE EXCEPTION 'partitions are made at most 36 months ahead, not through %', through
@@ -841,22 +849,43 @@ BEGIN
     IF ns IS NULL THEN
         RAISE EXCEPTION 'posting_sets is not partitioned' USING ERRCODE = 'object_not_in_prerequisite_state';
     END IF;
+    -- Nothing to make: said from the catalog, without a lock on any table
+    -- (pg_get_expr given no relation does not open it).
+    SELECT substring(pg_get_expr(c.relpartbound, 0) FROM 'TO \(''([0-9-]+)''\)')::date INTO past_end
+        FROM pg_class c WHERE c.oid = 'posting_sets_past'::regclass;
+    IF to_regclass(ns || '.posting_sets_default') IS NOT NULL AND to_regclass(ns || '.postings_default') IS NOT NULL
+        AND (through < past_end OR NOT EXISTS (
+            SELECT 1 FROM unnest(ARRAY['posting_sets', 'postings']) AS p (tbl)
+            WHERE NOT EXISTS (
+                SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = (ns || '.' || p.tbl)::regclass
+                    AND CASE WHEN c.relname ~ ('^' || p.tbl || '_[0-9]{4}_[0-9]{2}$')
+                        THEN to_date(right(c.relname, 7), 'YYYY_MM') >= date_trunc('month', through)::date END))) THEN
+        RETURN 0;
+    END IF;
+    -- Every wait below ends within lock_timeout, kept under deadlock_timeout.
+    patience := current_setting('deadlock_timeout')::interval / 2;
+    IF patience < current_setting('lock_timeout')::interval THEN
+        PERFORM set_config('lock_timeout', greatest(1, floor(extract(epoch FROM patience) * 1000))::text || 'ms', true);
+    END IF;
+    -- 1. Calls take turns on posting_sets' SHARE UPDATE EXCLUSIVE lock,
+    -- which no INSERT or SELECT waits for, then look again at what
+    -- exists, and make each missing table whole (columns, checks,
+    -- statement triggers, indexes) while postings go on.
     LOCK TABLE posting_sets IN SHARE UPDATE EXCLUSIVE MODE;
-    SELECT substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''([0-9-]+)''\)')::date INTO past_end
+    SELECT substring(pg_get_expr(c.relpartbound, 0) FROM 'TO \(''([0-9-]+)''\)')::date INTO past_end
         FROM pg_class c WHERE c.oid = 'posting_sets_past'::regclass;
     FOREACH parent IN ARRAY ARRAY['posting_sets', 'postings'] LOOP
         col := CASE parent WHEN 'posting_sets' THEN 'competence' ELSE 'competence_month' END;
-        m := past_end;
-        -- NULL: the DEFAULT partition, made last (once it exists, every
-        -- month attached after it reads it for rows of its own).
-        FOR part, bound IN
-            SELECT parent || '_' || to_char(d, 'YYYY_MM'), format('FOR VALUES FROM (%L) TO (%L)', d::date, (d + interval '1 month')::date)
+        -- The DEFAULT partition last: every month attached after it reads
+        -- it for rows of its own.
+        FOR part, bound, m IN
+            SELECT parent || '_' || to_char(d, 'YYYY_MM'), format('FOR VALUES FROM (%L) TO (%L)', d::date, (d + interval '1 month')::date), d::date
                 FROM generate_series(past_end::timestamp, date_trunc('month', through::timestamp), interval '1 month') d
-            UNION ALL SELECT parent || '_default', 'DEFAULT'
+            UNION ALL SELECT parent || '_default', 'DEFAULT', NULL::date
         LOOP
             CONTINUE WHEN to_regclass(ns || '.' || quote_ident(part)) IS NOT NULL;
-            IF bound <> 'DEFAULT' THEN
-                m := substring(bound FROM '''([0-9-]+)''')::date;
+            IF m IS NOT NULL THEN
                 held := false;
                 IF to_regclass(ns || '.' || quote_ident(parent || '_default')) IS NOT NULL THEN
                     EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s.%I WHERE %I >= %L::date AND %I < %L::date)',
@@ -870,7 +899,7 @@ BEGIN
             END IF;
             EXECUTE format('CREATE TABLE %s.%I (LIKE %s.%I INCLUDING DEFAULTS INCLUDING GENERATED INCLUDING CONSTRAINTS, CONSTRAINT %I PRIMARY KEY (id))',
                 ns, part, ns, parent, part || '_pkey');
-            IF bound <> 'DEFAULT' THEN
+            IF m IS NOT NULL THEN
                 EXECUTE format('ALTER TABLE %s.%I ADD CONSTRAINT %I CHECK (%I >= %L::date AND %I < %L::date)',
                     ns, part, part || '_month', col, m, col, (m + interval '1 month')::date);
             END IF;
@@ -889,9 +918,61 @@ BEGIN
                 EXECUTE format('ALTER TABLE %s.%I %s TRIGGER %I', ns, part,
                     CASE trg.tgenabled WHEN 'A' THEN 'ENABLE ALWAYS' WHEN 'R' THEN 'ENABLE REPLICA' WHEN 'D' THEN 'DISABLE' ELSE 'ENABLE' END, trg.tgname);
             END LOOP;
-            EXECUTE format('ALTER TABLE %s.%I ATTACH PARTITION %s.%I %s', ns, parent, ns, part, bound);
-            made := made + 1;
+            -- The parent's indexes, built here rather than by ATTACH, which
+            -- takes an equal index as the parent's: no index is built under
+            -- step 2's locks. Those of a constraint are left to ATTACH.
+            FOR idx IN
+                SELECT c.relname, i.indisunique, pg_get_indexdef(i.indexrelid) AS def FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+                WHERE i.indrelid = (ns || '.' || quote_ident(parent))::regclass
+                    AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)
+                ORDER BY c.relname
+            LOOP
+                def := replace(idx.def, format('%s INDEX %I ON ONLY %s.%I ', CASE WHEN idx.indisunique THEN 'CREATE UNIQUE' ELSE 'CREATE' END, idx.relname, ns, parent),
+                    format('%s INDEX ON %s.%I ', CASE WHEN idx.indisunique THEN 'CREATE UNIQUE' ELSE 'CREATE' END, ns, part));
+                IF def = idx.def THEN
+                    RAISE EXCEPTION 'index % of % could not be copied: %', idx.relname, parent, idx.def
+                        USING ERRCODE = 'object_not_in_prerequisite_state';
+                END IF;
+                EXECUTE def;
+            END LOOP;
+            parents := parents || parent;
+            parts := parts || part;
+            bounds := bounds || bound;
+            months := months || m;
         END LOOP;
+    END LOOP;
+    IF cardinality(parts) = 0 THEN
+        RETURN 0;
+    END IF;
+    -- 2. Every lock ATTACH takes, first, in a posting's order: SHARE ROW
+    -- EXCLUSIVE on posting_sets then postings (no posting is between its
+    -- INSERT and its commit once both are held), then ACCESS EXCLUSIVE
+    -- on posting_sets_default then postings_default, which only readers
+    -- can hold by then.
+    LOCK TABLE posting_sets IN SHARE ROW EXCLUSIVE MODE;
+    LOCK TABLE postings IN SHARE ROW EXCLUSIVE MODE;
+    FOREACH parent IN ARRAY ARRAY['posting_sets', 'postings'] LOOP
+        IF to_regclass(ns || '.' || quote_ident(parent || '_default')) IS NOT NULL THEN
+            EXECUTE format('LOCK TABLE %s.%I IN ACCESS EXCLUSIVE MODE', ns, parent || '_default');
+        END IF;
+    END LOOP;
+    -- 3. Attach. A month a set was booked into the DEFAULT partition for
+    -- since step 1 stays there: its table is dropped.
+    FOR k IN 1 .. cardinality(parts) LOOP
+        parent := parents[k];
+        IF months[k] IS NOT NULL AND to_regclass(ns || '.' || quote_ident(parent || '_default')) IS NOT NULL THEN
+            col := CASE parent WHEN 'posting_sets' THEN 'competence' ELSE 'competence_month' END;
+            EXECUTE format('SELECT EXISTS (SELECT 1 FROM %s.%I WHERE %I >= %L::date AND %I < %L::date)',
+                ns, parent || '_default', col, months[k], col, (months[k] + interval '1 month')::date) INTO held;
+            IF held THEN
+                RAISE NOTICE '% of % are in %_default, which keeps them: % gets no partition of its own',
+                    parent, to_char(months[k], 'YYYY-MM'), parent, to_char(months[k], 'YYYY-MM');
+                EXECUTE format('DROP TABLE %s.%I', ns, parts[k]);
+                CONTINUE;
+            END IF;
+        END IF;
+        EXECUTE format('ALTER TABLE %s.%I ATTACH PARTITION %s.%I %s', ns, parent, ns, parts[k], bounds[k]);
+        made := made + 1;
     END LOOP;
     RETURN made;
 END;

@@ -8,7 +8,9 @@ package periods
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -40,7 +42,14 @@ func Close(ctx context.Context, db *sqlx.DB, cal Calendar, m Month, now time.Tim
 	if err := m.Check(); err != nil {
 		return err
 	}
-	if err := EnsurePartitions(ctx, db, m, now); err != nil {
+	// The months ahead get their partitions first, when they can: a
+	// close does not wait on the readers of a DEFAULT partition, nor on
+	// another call making them (ErrPartitionsBusy); serve's keeper makes
+	// them a minute later, and a set dated in such a month meanwhile is
+	// booked in the DEFAULT partition.
+	if _, err := EnsurePartitions(ctx, db, m, now); errors.Is(err, ErrPartitionsBusy) {
+		slog.WarnContext(ctx, "periods: the months' partitions were not made before the close; closing without them", "month", m.String(), "error", err)
+	} else if err != nil {
 		return fmt.Errorf("close %s: %w", m, err)
 	}
 	tx, err := db.BeginTxx(ctx, WriteTx())
@@ -117,31 +126,4 @@ func closeMonth(ctx context.Context, tx *sqlx.Tx, cal Calendar, m Month, now tim
 		return err
 	}
 	return insertClose(ctx, tx, m, by)
-}
-
-// PartitionsAhead is how many months after a closed month (or after the
-// current one, whichever is earlier) have their partitions made before
-// the close: ledger_ensure_month_partitions.
-const PartitionsAhead = 4
-
-// EnsurePartitions makes the partitions of posting_sets and postings
-// (sql/0056) through PartitionsAhead months after m, or after now's month
-// when m is later, in a statement of its own: not in the close's
-// transaction, where its locks (SHARE UPDATE EXCLUSIVE on each parent,
-// ACCESS EXCLUSIVE on the DEFAULT partitions while a month is attached)
-// would be held behind the close lock. A month that has no partition yet
-// is booked in the DEFAULT partition, so a failure here loses nothing;
-// it is returned, and the close is not attempted, so that it is seen.
-func EnsurePartitions(ctx context.Context, db sqlx.ExecerContext, m Month, now time.Time) error {
-	through := MonthOf(now)
-	if m.Before(through) {
-		through = m
-	}
-	for range PartitionsAhead {
-		through = through.Next()
-	}
-	if _, err := db.ExecContext(ctx, `SELECT ledger_ensure_month_partitions($1)`, through.First().Format(time.DateOnly)); err != nil {
-		return fmt.Errorf("make the partitions through %s: %w", through, err)
-	}
-	return nil
 }

@@ -148,6 +148,7 @@ type server struct {
 	recon    *reconcile.Reconciler // nil without a reconciliation section
 	outgoing *outgoing.Dispatcher  // the webhooks razao sends
 	archive  *archiveLoop          // nil: serve runs no retention
+	parts    *partitionKeeper      // the months ahead partitioned
 	inbox    *inbox.Inbox
 	proc     *inbox.Processor
 	certs    *certReloader    // nil: plain HTTP
@@ -297,7 +298,8 @@ func newServer(ctx context.Context, cfg serveConfig, logger *slog.Logger, now fu
 	s.outgoing = outgoing.NewDispatcher(db, cfg.webhooks, logger, now)
 	s.outgoing.Listen(razao.DriverURL(cfg.db.url))
 	s.outgoing.OnCommit = notifier.Kick
-	if err := m.Register(append(s.outgoing.Collectors(), pool.Collectors()...)...); err != nil {
+	s.parts = newPartitionKeeper(db, now, logger)
+	if err := m.Register(append(append(s.outgoing.Collectors(), pool.Collectors()...), s.parts.collectors()...)...); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -449,6 +451,11 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	// another is left to it).
 	wg.Add(1)
 	go func() { defer wg.Done(); monthsums.Run(bg, s.db, s.log, monthsums.Interval) }()
+	// The months ahead have their ledger partitions (sql/0056) before
+	// their first set, closes or not; any replica may run it (the calls
+	// take turns, and with nothing to make take no lock).
+	wg.Add(1)
+	go func() { defer wg.Done(); s.parts.run(bg) }()
 	// Proposals nobody approved in time expire, each with its event; any
 	// replica may run it (SKIP LOCKED).
 	wg.Add(1)
