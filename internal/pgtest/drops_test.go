@@ -21,7 +21,7 @@ func TestSweepDropsOnlyTheDatabasesOfEndedRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := sqlx.MustOpen("postgres", base)
-	defer admin.Close()
+	t.Cleanup(func() { admin.Close() }) // after the drops below
 	ctx := context.Background()
 	// A live run: another session holds its lock.
 	live, err := admin.Conn(ctx)
