@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -39,14 +40,16 @@ func TestReplicasStormWithCrashOutageAndShutdown(t *testing.T) {
 	defer cancel()
 	begin := time.Now()
 
-	// Under -race (as CI runs) the replicas are built with -race as well:
-	// the cache already holds those archives, and a race in razao fails
-	// the test through the replica logs.
+	// The replicas are this test binary, which is razao when called by
+	// that name (TestMain): razao's code as the tests built it, with
+	// -race when they run with it (as CI does), so that a race in razao
+	// fails the test through the replica logs; and nothing is compiled
+	// again (a `go build -race` here took a slot of the run for its link).
 	// RAZAO_KEEP_TEST_DB (as for pgtest) keeps the work dir of a failed
 	// run: cluster data, config and replica logs.
 	keep := os.Getenv("RAZAO_KEEP_TEST_DB") != ""
 	env, err := storm.Setup(ctx, storm.EnvOptions{Root: pgtest.ProjectRoot(), Replicas: 3,
-		RaceBinary: storm.RaceEnabled, KeepOnFailure: keep, Logf: t.Logf})
+		Bin: selfAsRazao(t), KeepOnFailure: keep, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,4 +118,19 @@ func TestReplicasStormWithCrashOutageAndShutdown(t *testing.T) {
 		t.Errorf("storm did not exercise its paths: duplicates %d, 503s in outage %d, applied %d, held at kill %d, held across SIGTERM %d",
 			f.DuplicatesAbsorbed, f.Outage503, f.AppliedOnce, f.HeldAtKill, f.ShutdownInFlow)
 	}
+}
+
+// selfAsRazao is a link named razao to this test binary, which then runs
+// as razao (TestMain), for tests that start razao in other processes.
+func selfAsRazao(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "razao")
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }

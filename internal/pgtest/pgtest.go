@@ -43,7 +43,8 @@ var (
 )
 
 // New returns a connection pool to a fresh, migrated database of its own,
-// dropped when the test ends.
+// dropped after the test ends (see drops.go: in batches, off the test's
+// time).
 func New(t testing.TB) *sqlx.DB {
 	t.Helper()
 	db, _ := NewWithURL(t)
@@ -59,13 +60,12 @@ func NewWithURL(t testing.TB) (*sqlx.DB, string) {
 	if err != nil {
 		t.Fatalf("pgtest: template database: %v", err)
 	}
-	name := "razao_test_" + randomSuffix()
-	admin, err := sqlx.Open("postgres", base)
+	r, err := theRun(base)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	defer admin.Close()
-	if _, err := admin.Exec(fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`, pq.QuoteIdentifier(name), pq.QuoteIdentifier(tmpl))); err != nil {
+	name := r.databaseName()
+	if _, err := r.admin.Exec(fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`, pq.QuoteIdentifier(name), pq.QuoteIdentifier(tmpl))); err != nil {
 		t.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	dbURL := WithDatabase(base, name)
@@ -76,15 +76,14 @@ func NewWithURL(t testing.TB) (*sqlx.DB, string) {
 	t.Cleanup(func() {
 		db.Close()
 		if os.Getenv("RAZAO_KEEP_TEST_DB") != "" && t.Failed() {
+			if err := r.keep(name); err != nil {
+				t.Logf("pgtest: kept database %s, but could not mark it kept (%v): a later test run may drop it", name, err)
+				return
+			}
 			t.Logf("pgtest: kept database %s", name)
 			return
 		}
-		drop, err := sqlx.Open("postgres", base)
-		if err != nil {
-			return
-		}
-		defer drop.Close()
-		drop.Exec(fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, pq.QuoteIdentifier(name)))
+		r.release(name)
 	})
 	return db, dbURL
 }
@@ -297,7 +296,7 @@ func buildTemplate(base string) (string, error) {
 }
 
 func randomSuffix() string {
-	var b [8]byte
+	var b [6]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
