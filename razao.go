@@ -56,6 +56,16 @@ const (
 	// 7261_0003 was the month-close lock of sql/0007 and sql/0009,
 	// replaced by the month_close_lock table (sql/0012) because any role
 	// may take an advisory lock. Never reuse it.
+
+	// TestRunLockClass is the first key of the test harness's per-run
+	// locks (internal/pgtest), in the two-key form, the run's id the
+	// second: a run's databases are dropped by a later run only once its
+	// lock is free.
+	TestRunLockClass = 7261_0004
+	// ArchiveLockID is held by a retention run for its length (package
+	// archive): two replicas, or a replica and `razao archive run`, never
+	// archive at once.
+	ArchiveLockID int64 = 0x72617a61_6f617263 // "razaoarc"
 )
 
 // Migration is one numbered SQL file from sql/.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/razao/razao"
 	"github.com/razao/razao/events"
 	"github.com/razao/razao/inbox"
 	"github.com/razao/razao/outgoing"
@@ -22,7 +23,8 @@ import (
 // or a replica and `razao archive run`, never archive at once (two runs
 // would pick the same rows one after the other and wait on each other's
 // locks for nothing).
-const LockID int64 = 0x72617a61_6f617263 // "razaoarc"
+// Its id is in razao's list of every advisory lock it takes.
+const LockID = razao.ArchiveLockID
 
 // ErrBusy: another run holds the lock.
 var ErrBusy = errors.New("archive: another archive run is under way")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"github.com/razao/razao"
 )
 
 // Why the test databases are dropped in batches, after their tests:
@@ -45,7 +46,7 @@ const (
 // runLockClass is the first key of the runs' advisory locks, in the
 // two-key form (pg_advisory_lock(int, int)), whose keys never collide
 // with the one-key ids of razao.go; the second key is the run's id.
-const runLockClass = 7261_0004
+const runLockClass = razao.TestRunLockClass
 
 // keptComment marks a database RAZAO_KEEP_TEST_DB kept.
 const keptComment = "pgtest: kept (RAZAO_KEEP_TEST_DB)"
