@@ -18,15 +18,34 @@
   var key = "razao.console.lastEventId";
   var after = "";
   try { after = sessionStorage.getItem(key) || ""; } catch (e) { after = ""; }
-  var url = "/console/events" + (after ? "?after=" + encodeURIComponent(after) : "");
-  var source = new EventSource(url);
-  source.onopen = function () { status.textContent = "Conectado."; };
-  source.onerror = function () { status.textContent = "Reconectando…"; };
+  var source = null;
+  // connect opens the stream after the cursor given (none: from the
+  // oldest event the outbox still holds in full).
+  function connect(cursor) {
+    var url = "/console/events" + (cursor ? "?after=" + encodeURIComponent(cursor) : "");
+    source = new EventSource(url);
+    source.onopen = function () { status.textContent = "Conectado."; };
+    source.onerror = function () {
+      // CLOSED: the server refused the stream (EventSource reconnects by
+      // itself after anything else). A cursor behind what retention
+      // archived is refused with 410 (events.ErrCursorExpired), and
+      // would be at every reconnection: start again without it, once,
+      // and say that older events are in the archive.
+      if (source.readyState === EventSource.CLOSED && cursor) {
+        try { sessionStorage.removeItem(key); } catch (e) { /* private mode */ }
+        status.textContent = "Eventos anteriores foram arquivados; retomando dos mais antigos mantidos.";
+        connect("");
+        return;
+      }
+      status.textContent = source.readyState === EventSource.CLOSED ? "Desconectado." : "Reconectando…";
+    };
+    Object.keys(labels).forEach(function (topic) { source.addEventListener(topic, show(topic)); });
+  }
   // Leaving the page ends its stream at once, rather than when the server
   // next writes to it: a token has only so many streams (events.Hub).
-  window.addEventListener("pagehide", function () { source.close(); });
-  Object.keys(labels).forEach(function (topic) {
-    source.addEventListener(topic, function (ev) {
+  window.addEventListener("pagehide", function () { if (source) { source.close(); } });
+  function show(topic) {
+    return function (ev) {
       try { sessionStorage.setItem(key, ev.lastEventId); } catch (e) { /* private mode: resume within the page only */ }
       var data = {};
       try { data = JSON.parse(ev.data); } catch (e) { data = {}; }
@@ -42,6 +61,7 @@
       while (list.children.length > 50) {
         list.removeChild(list.lastChild);
       }
-    });
-  });
+    };
+  }
+  connect(after);
 }());
