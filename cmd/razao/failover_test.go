@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +19,9 @@ import (
 
 	"github.com/razao/razao"
 	"github.com/razao/razao/internal/standby"
+	"github.com/razao/razao/outgoing"
 	"github.com/razao/razao/verify"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // multiHostURL is the libpq multi-host URL of database db on the pair,
@@ -55,13 +58,18 @@ func (l *pspLog) record(id string, code int) {
 // restarted. Then, on the promoted database: every delivery answered 2xx
 // before the kill is there and booked; every delivery is booked once
 // (each once more re-sent after, as a PSP whose answer was lost would:
-// they are duplicates); and razao verify is clean.
+// they are duplicates); razao verify is clean; and the webhooks razao
+// sends to a subscribed app went on across the failover: every event of
+// the promoted outbox reached it, first in the outbox's order, and it
+// received none the promoted outbox does not hold.
 func TestLosingThePrimaryLosesNoDeliveryAnsweredAndBooksNothingTwice(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	p := standby.Start(t, standby.Options{Sync: true})
-	_, _, token := ledgerOnPair(ctx, t, p)
+	primaryURL, _, token := ledgerOnPair(ctx, t, p)
+	// The selling app subscribes to every event razao sends.
+	app := subscribe(ctx, t, primaryURL)
 	base, _ := serveOnPair(t, multiHostURL(p, "razao"), "", 0)
 
 	const charges = 150
@@ -72,7 +80,7 @@ func TestLosingThePrimaryLosesNoDeliveryAnsweredAndBooksNothingTwice(t *testing.
 		}
 	}
 
-	var answered, killedAt, promotedAt, failures atomic.Int64
+	var answered, killedAt, promotedAt, failures, appAtKill atomic.Int64
 	log := &pspLog{answers: map[string][]int{}, okBefore: map[string]bool{}}
 	client := &http.Client{Timeout: 5 * time.Second}
 	send := func(i int) int {
@@ -112,6 +120,12 @@ func TestLosingThePrimaryLosesNoDeliveryAnsweredAndBooksNothingTwice(t *testing.
 				if answered.Add(1) == charges/3 {
 					killOnce.Do(func() {
 						go func() {
+							// The app has had an event from the
+							// primary: the webhooks span the kill.
+							for len(app.snapshot()) == 0 && ctx.Err() == nil {
+								time.Sleep(10 * time.Millisecond)
+							}
+							appAtKill.Store(int64(len(app.snapshot())))
 							log.mu.Lock()
 							log.killed = true
 							err := p.KillPrimary()
@@ -201,6 +215,22 @@ func TestLosingThePrimaryLosesNoDeliveryAnsweredAndBooksNothingTwice(t *testing.
 		report.WriteTo(&b)
 		t.Errorf("razao verify on the promoted primary:\n%s", b.String())
 	}
+	// The webhooks razao sends went on across the failover: every event
+	// of the promoted outbox reaches the app, in the outbox's order the
+	// first time each comes (again after it is fine: at least once), and
+	// the app received no event the promoted outbox does not hold.
+	var outbox []int64
+	if err := promoted.SelectContext(ctx, &outbox, `SELECT id FROM outbox ORDER BY xid, id`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(ctx, t, "every event of the promoted outbox at the app", func() bool { return len(firstSeen(app.snapshot())) >= len(outbox) })
+	if got := firstSeen(app.snapshot()); fmt.Sprint(got) != fmt.Sprint(outbox) {
+		t.Errorf("the app first received events %v, want the promoted outbox's %v", got, outbox)
+	}
+	if app.forged != 0 {
+		t.Errorf("%d deliveries to the app did not verify", app.forged)
+	}
+	t.Logf("the app: %d events received before the kill; %d requests in all for %d events", appAtKill.Load(), len(app.snapshot()), len(outbox))
 	retried, failed := 0, map[int]int{}
 	for _, codes := range log.answers {
 		for _, c := range codes {
@@ -236,4 +266,28 @@ func standardHeaders(msgID string, body []byte) map[string]string {
 	fmt.Fprintf(mac, "%s.%s.%s", msgID, ts, body)
 	return map[string]string{"webhook-id": msgID, "webhook-timestamp": ts,
 		"webhook-signature": "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))}
+}
+
+// subscribe registers a receiver that verifies each delivery with the
+// official library as a webhook endpoint of every event on the database
+// at dbURL.
+func subscribe(ctx context.Context, t *testing.T, dbURL string) *crashReceiver {
+	t.Helper()
+	db, err := razao.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rcv := &crashReceiver{}
+	srv := httptest.NewServer(rcv)
+	t.Cleanup(srv.Close)
+	svc := outgoing.Service{DB: db, Config: outgoing.Config{AllowPrivateTargets: true, AllowHTTPTargets: true}}
+	ep, err := svc.Create(ctx, outgoing.NewEndpoint{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rcv.wh, err = standardwebhooks.NewWebhook(ep.Secret); err != nil {
+		t.Fatal(err)
+	}
+	return rcv
 }

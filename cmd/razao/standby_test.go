@@ -15,6 +15,7 @@ import (
 	"github.com/razao/razao"
 	"github.com/razao/razao/auth"
 	"github.com/razao/razao/internal/standby"
+	"github.com/razao/razao/outgoing"
 	"github.com/razao/razao/webhook"
 )
 
@@ -58,7 +59,11 @@ func serveOnPair(t testing.TB, primaryURL, standbyURL string, maxLag time.Durati
 		t.Fatal(err)
 	}
 	cfg := serveConfig{db: dbFlags{url: primaryURL}, readURL: standbyURL, readMaxLag: maxLag, timeZone: "America/Sao_Paulo",
-		workerInterval: 50 * time.Millisecond, endpoints: []*webhook.Endpoint{ep}}
+		workerInterval: 50 * time.Millisecond, endpoints: []*webhook.Endpoint{ep},
+		// Subscribers in the tests are on loopback, over http; a short
+		// attempt timeout makes a lease lost with the primary run out in
+		// 9 s (3 × (timeout + 1 s)).
+		webhooks: outgoing.Config{AllowPrivateTargets: true, AllowHTTPTargets: true, Timeout: 2 * time.Second}}
 	ctx, cancel := context.WithCancel(context.Background())
 	if srv, err = newServer(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), time.Now); err != nil {
 		cancel()

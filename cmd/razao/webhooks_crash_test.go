@@ -5,10 +5,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -35,51 +33,6 @@ func TestWebhooksCrashChild(t *testing.T) {
 	}
 	os.Exit(run(context.Background(), []string{"serve", "-database-url", dbURL, "-listen", "127.0.0.1:0", "-admin-listen", "off"},
 		os.Stdout, os.Stderr))
-}
-
-// crashReceiver records the webhook-ids it accepts, in order, and each
-// signature's verdict.
-type crashReceiver struct {
-	mu     sync.Mutex
-	wh     *standardwebhooks.Webhook
-	ids    []int64
-	forged int
-}
-
-func (c *crashReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	time.Sleep(3 * time.Millisecond) // an app's work: the kill lands mid-stream
-	var ev struct {
-		ID int64 `json:"id"`
-	}
-	json.Unmarshal(body, &ev)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.wh.Verify(body, r.Header) != nil {
-		c.forged++
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	c.ids = append(c.ids, ev.ID)
-}
-
-func (c *crashReceiver) snapshot() []int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]int64(nil), c.ids...)
-}
-
-// firstSeen is ids without repeats, in the order each first came.
-func firstSeen(ids []int64) []int64 {
-	seen := map[int64]bool{}
-	var out []int64
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 // razao serve is killed with SIGKILL while it delivers to two endpoints;
