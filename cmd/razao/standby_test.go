@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -108,7 +111,8 @@ func get(t *testing.T, token, url string, header ...string) (int, string) {
 // comes from the standby: with its replay paused it does not show a charge
 // just registered, while the charge itself (by id), a no-cache read and a
 // second razao with a strict read_max_lag do (the primary); resumed, it
-// shows it. Every write meanwhile (a charge, a signed delivery and its
+// shows it. The console, signed in as a browser is, reads the same way:
+// its search from the standby, a charge's own page from the primary. Every write meanwhile (a charge, a signed delivery and its
 // booking) goes to the primary: on the standby it would fail, read-only.
 // With the standby stopped, the list comes from the primary: a 200, never
 // a 500.
@@ -153,6 +157,23 @@ func TestServeReadsListsFromTheStandbyAndWritesOnThePrimary(t *testing.T) {
 	if code, body := get(t, token, base+"/v1/charges/order-2"); code != 200 {
 		t.Fatalf("the charge just registered, by id: %d %s (want it from the primary)", code, body)
 	}
+	// The console reads as the API does: its search from the standby, a
+	// charge's own page from the primary.
+	console := consoleSignIn(t, base, token)
+	// Signing in was a POST: for read_max_lag after it (the razao_wrote
+	// cookie) the browser's pages read the primary, as after any form.
+	if found := consoleGet(t, console, base+"/console/search?q=order-2"); !strings.Contains(found, `data-charge="order-2"`) {
+		t.Error("right after signing in, the console's search does not find the charge just registered (want the primary: read-your-writes)")
+	}
+	// Once the cookie has run out, as it does read_max_lag after:
+	u, _ := url.Parse(base + "/")
+	console.Jar.SetCookies(u, []*http.Cookie{{Name: "razao_wrote", Path: "/", MaxAge: -1}})
+	if found := consoleGet(t, console, base+"/console/search?q=order-2"); strings.Contains(found, `data-charge="order-2"`) {
+		t.Error("the console's search finds a charge the paused standby has not replayed: it was not read from the standby")
+	}
+	if page := consoleGet(t, console, base+"/console/charges/order-2"); !strings.Contains(page, "order-2") {
+		t.Error("the console's page of the charge just registered does not show it (want it from the primary)")
+	}
 	if !listed("order-2", "Cache-Control", "no-cache") {
 		t.Error("a no-cache read does not see the write before it")
 	}
@@ -192,6 +213,9 @@ func TestServeReadsListsFromTheStandbyAndWritesOnThePrimary(t *testing.T) {
 	if !listed("order-2") {
 		t.Fatal("the charge, replayed, is not listed")
 	}
+	if found := consoleGet(t, console, base+"/console/search?q=order-2"); !strings.Contains(found, `data-charge="order-2"`) {
+		t.Error("the console's search does not find the charge once the standby replayed it")
+	}
 
 	if err := p.StopStandby(); err != nil {
 		t.Fatal(err)
@@ -218,4 +242,45 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
+}
+
+// consoleSignIn signs in to the console at base with token, as a browser
+// would (the login form's CSRF cookie and value, then the session
+// cookie), and returns a client holding the session.
+func consoleSignIn(t *testing.T, base, token string) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Jar: jar}
+	form := consoleGet(t, c, base+"/console/login")
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(form)
+	if m == nil {
+		t.Fatalf("the console's login form has no CSRF value:\n%s", form)
+	}
+	resp, err := c.PostForm(base+"/console/login", url.Values{"csrf": {m[1]}, "token": {token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path == "/console/login" {
+		t.Fatalf("console sign-in: %d at %s", resp.StatusCode, resp.Request.URL.Path)
+	}
+	return c
+}
+
+// consoleGet is a console page's HTML; anything but a 200 fails the test.
+func consoleGet(t *testing.T, c *http.Client, u string) string {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, b)
+	}
+	return string(b)
 }
