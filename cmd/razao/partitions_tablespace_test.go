@@ -74,13 +74,7 @@ func TestAMonthMovedToAnotherTablespaceKeepsItsRowsAndItsBarrier(t *testing.T) {
 	}
 
 	// A month with a partition of its own and a set in it.
-	e.owner.MustExec(`SELECT ledger_ensure_month_partitions((date_trunc('month', now()) + interval '3 months')::date)`)
-	var sets string
-	if err := e.owner.Get(&sets, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-		WHERE i.inhparent = 'posting_sets'::regclass AND c.relname NOT IN ('posting_sets_past', 'posting_sets_default')
-		ORDER BY c.relname LIMIT 1`); err != nil {
-		t.Fatal(err)
-	}
+	sets := e.firstMonthPartition(t)
 	legs := strings.Replace(sets, "posting_sets", "postings", 1)
 	first := strings.Replace(strings.TrimPrefix(sets, "posting_sets_"), "_", "-", 1) + "-01"
 	day := first[:8] + "10"

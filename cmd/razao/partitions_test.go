@@ -40,15 +40,7 @@ func refusal(err error) string {
 func TestPartitionsWrittenByNameRefuseWhatTheirParentsRefuse(t *testing.T) {
 	t.Parallel()
 	e := newBarrierEnv(t)
-	// The months after the past partition are made ahead by a close, or
-	// by hand: as the owner would.
-	e.owner.MustExec(`SELECT ledger_ensure_month_partitions((date_trunc('month', now()) + interval '3 months')::date)`)
-	var month string
-	if err := e.owner.Get(&month, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-		WHERE i.inhparent = 'posting_sets'::regclass AND c.relname NOT IN ('posting_sets_past', 'posting_sets_default')
-		ORDER BY c.relname LIMIT 1`); err != nil {
-		t.Fatal(err)
-	}
+	month := e.firstMonthPartition(t)
 	ym := strings.TrimPrefix(month, "posting_sets_") // 2027_02
 	first := strings.Replace(ym, "_", "-", 1) + "-01"
 	day := first[:8] + "10"
@@ -167,6 +159,21 @@ func TestPartitionsWrittenByNameRefuseWhatTheirParentsRefuse(t *testing.T) {
 	if n := e.count(t, `SELECT count(*) FROM postings`); n != legs {
 		t.Errorf("%d postings, want the %d from before", n, legs)
 	}
+}
+
+// firstMonthPartition makes the months after the past partition through
+// three months from now, as a close would (or the owner, by hand), and
+// names the first of them: posting_sets_YYYY_MM.
+func (e *barrierEnv) firstMonthPartition(t *testing.T) string {
+	t.Helper()
+	e.owner.MustExec(`SELECT ledger_ensure_month_partitions((date_trunc('month', now()) + interval '3 months')::date)`)
+	var month string
+	if err := e.owner.Get(&month, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = 'posting_sets'::regclass AND c.relname NOT IN ('posting_sets_past', 'posting_sets_default')
+		ORDER BY c.relname LIMIT 1`); err != nil {
+		t.Fatal(err)
+	}
+	return month
 }
 
 // ownerAttack is attack on a new session of the database's owner.
