@@ -290,5 +290,5 @@ func benchLedger(b *testing.B) (*sqlx.DB, string) {
 
 func buildBenchLedger(b *testing.B, db *sqlx.DB) {
 	b.Helper()
-	benchledger.Build(b, db, benchSales, benchPartners)
+	benchledger.Build(b, db, benchledger.Sales(b), benchPartners)
 }
