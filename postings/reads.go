@@ -176,11 +176,11 @@ type StoredLeg struct {
 // month's partition alone (inMonthSQL).
 func MonthSets(ctx context.Context, q sqlx.QueryerContext, m periods.Month, after int64, limit int) ([]StoredSet, error) {
 	var sets []StoredSet
-	err := sqlx.SelectContext(ctx, q, &sets, `
-		SELECT `+storedSetColumns+` FROM posting_sets s WHERE `+inMonthSQL+` AND s.id > $2 ORDER BY s.id LIMIT $3`,
-		m.First(), after, limit)
+	err := sqlx.SelectContext(ctx, q, &sets, monthSetsSQL, m.First(), after, limit)
 	return sets, err
 }
+
+const monthSetsSQL = `SELECT ` + storedSetColumns + ` FROM posting_sets s WHERE ` + inMonthSQL + ` AND s.id > $2 ORDER BY s.id LIMIT $3`
 
 // inMonthSQL is the condition that set s is of the competence month
 // whose first day is $1: competence_month, which ix_posting_sets_competence_month
@@ -208,13 +208,14 @@ func LegsOf(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]StoredLe
 // month's partition.
 func legsIn(ctx context.Context, q sqlx.QueryerContext, ids []int64, months []string) ([]StoredLeg, error) {
 	var legs []StoredLeg
-	err := sqlx.SelectContext(ctx, q, &legs, `
-		SELECT p.posting_set_id, p.id, a.code AS account, p.currency, p.amount
-		FROM postings p JOIN accounts a ON a.id = p.account_id
-		WHERE p.posting_set_id = ANY($1) AND p.competence_month = ANY($2::date[]) ORDER BY p.posting_set_id, p.id`,
-		pq.Array(ids), pq.StringArray(months))
+	err := sqlx.SelectContext(ctx, q, &legs, legsInSQL, pq.Array(ids), pq.StringArray(months))
 	return legs, err
 }
+
+const legsInSQL = `
+		SELECT p.posting_set_id, p.id, a.code AS account, p.currency, p.amount
+		FROM postings p JOIN accounts a ON a.id = p.account_id
+		WHERE p.posting_set_id = ANY($1) AND p.competence_month = ANY($2::date[]) ORDER BY p.posting_set_id, p.id`
 
 // MonthPosting is one posting of a month's journal with its set's header,
 // as EachMonthPosting reads it: the competence as text (YYYY-MM-DD) and
