@@ -174,7 +174,8 @@ type FoundSet struct {
 }
 
 // WithLegs returns sets as shown, in their order, with the legs of all of
-// them read in one statement (LegsOf), never one read per set.
+// them read in one statement (legsIn: from their months' partitions of
+// postings only), never one read per set.
 func WithLegs(ctx context.Context, q sqlx.QueryerContext, sets []StoredSet) ([]FoundSet, error) {
 	out := make([]FoundSet, 0, len(sets))
 	if len(sets) == 0 {
@@ -182,9 +183,13 @@ func WithLegs(ctx context.Context, q sqlx.QueryerContext, sets []StoredSet) ([]F
 	}
 	ids := make([]int64, len(sets))
 	index := make(map[int64]int, len(sets))
+	var months []string
 	for i, s := range sets {
 		ids[i] = s.ID
 		index[s.ID] = i
+		if m := s.Competence.UTC().Format("2006-01") + "-01"; !slices.Contains(months, m) {
+			months = append(months, m)
+		}
 		out = append(out, FoundSet{
 			ID: s.ID, Kind: s.Kind, IdempotencyKey: s.IdempotencyKey, Amount: s.Amount, Currency: s.Currency,
 			Competence: s.Competence.UTC().Format(time.DateOnly), EventAt: s.EventAt.UTC(),
@@ -193,7 +198,7 @@ func WithLegs(ctx context.Context, q sqlx.QueryerContext, sets []StoredSet) ([]F
 			Postings: []FoundLeg{},
 		})
 	}
-	legs, err := LegsOf(ctx, q, ids)
+	legs, err := legsIn(ctx, q, ids, months)
 	if err != nil {
 		return nil, fmt.Errorf("legs: %w", err)
 	}
@@ -385,8 +390,13 @@ func findStatement(ctx context.Context, q sqlx.QueryerContext, f Filter, subtree
 	if subtree != nil {
 		hasAccount = []string{"EXISTS (SELECT 1 FROM postings p WHERE p.posting_set_id = s.id AND p.account_id = ANY(" + accountArg + "))"}
 	}
+	// The driver's sets, each read from its month's partition: the key
+	// (posting_set_keys, one row a set) gives the set's competence,
+	// posting_sets' partition key, so each set is one probe of one
+	// partition's primary key, where its id alone probes every month's.
 	ids := func(driver string) string {
-		return `SELECT ` + storedSetColumns + ` FROM posting_sets s WHERE s.id IN (` + driver + `) ORDER BY s.id DESC`
+		return `SELECT ` + storedSetColumns + ` FROM posting_sets s WHERE (s.id, s.competence) IN (
+			SELECT k.id, k.competence FROM posting_set_keys k WHERE k.id IN (` + driver + `)) ORDER BY s.id DESC`
 	}
 	switch {
 	case f.Charge != "" || f.Partner != "" || subtree == nil && len(competence) == 0 && len(effective) == 0:
@@ -453,7 +463,12 @@ func findStatement(ctx context.Context, q sqlx.QueryerContext, f Filter, subtree
 			return "", nil, nil
 		}
 		months, days = buckets(clamp(f.CompetenceFrom, f.CompetenceTo, *lo, *hi))
-		monthCond, dayCond = "s.competence_month = b.at", "s.competence = b.at"
+		// A month's bucket also as a range of competence, posting_sets'
+		// partition key (sql/0056): each bucket reads its month's
+		// partition only (pruned as the bucket is read), where
+		// competence_month alone probes every month's index.
+		monthCond = "s.competence_month = b.at AND s.competence >= b.at AND s.competence < (b.at + interval '1 month')::date"
+		dayCond = "s.competence = b.at"
 		rest = slices.Concat(conds, effective)
 	} else {
 		var lo, hi *time.Time

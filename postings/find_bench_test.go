@@ -86,6 +86,6 @@ func benchLedger(b *testing.B) *sqlx.DB {
 		var built bool
 		db.Get(&built, `SELECT EXISTS (SELECT 1 FROM month_snapshots WHERE month = $1)`, benchledger.LastClosed.First())
 		return built
-	}, func(db *sqlx.DB) { benchledger.Build(b, db, benchSales, benchPartners) })
+	}, func(db *sqlx.DB) { benchledger.Build(b, db, benchledger.Sales(b), benchPartners) })
 	return db
 }

@@ -172,14 +172,24 @@ type StoredLeg struct {
 }
 
 // MonthSets returns at most limit sets of competence month m with an id
-// above after, in id order (ix_posting_sets_competence_month).
+// above after, in id order (ix_posting_sets_competence_month), from the
+// month's partition alone (inMonthSQL).
 func MonthSets(ctx context.Context, q sqlx.QueryerContext, m periods.Month, after int64, limit int) ([]StoredSet, error) {
 	var sets []StoredSet
-	err := sqlx.SelectContext(ctx, q, &sets, `
-		SELECT `+storedSetColumns+` FROM posting_sets WHERE competence_month = $1 AND id > $2 ORDER BY id LIMIT $3`,
-		m.First(), after, limit)
+	err := sqlx.SelectContext(ctx, q, &sets, monthSetsSQL, m.First(), after, limit)
 	return sets, err
 }
+
+const monthSetsSQL = `SELECT ` + storedSetColumns + ` FROM posting_sets s WHERE ` + inMonthSQL + ` AND s.id > $2 ORDER BY s.id LIMIT $3`
+
+// inMonthSQL is the condition that set s is of the competence month
+// whose first day is $1: competence_month, which ix_posting_sets_competence_month
+// reads in id order, and the same month as a range of competence,
+// posting_sets' partition key (sql/0056), so that the planner reads the
+// month's partition only. A statement's parameters are its plan's
+// constants (lib/pq's unnamed statements are planned for their values),
+// so the range is pruned when the statement is planned.
+const inMonthSQL = `s.competence_month = $1 AND s.competence >= $1::date AND s.competence < ($1::date + interval '1 month')::date`
 
 // LegsOf returns the postings of the sets ids, by set then posting id.
 func LegsOf(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]StoredLeg, error) {
@@ -190,6 +200,22 @@ func LegsOf(ctx context.Context, q sqlx.QueryerContext, ids []int64) ([]StoredLe
 		WHERE p.posting_set_id = ANY($1) ORDER BY p.posting_set_id, p.id`, pq.Array(ids))
 	return legs, err
 }
+
+// legsIn is LegsOf for sets of the competence months given (their first
+// days, YYYY-MM-DD): a posting's competence_month is its set's, and is
+// postings' partition key (sql/0056), so only those months' partitions
+// are read. Without the months, a page's legs are looked up in every
+// month's partition.
+func legsIn(ctx context.Context, q sqlx.QueryerContext, ids []int64, months []string) ([]StoredLeg, error) {
+	var legs []StoredLeg
+	err := sqlx.SelectContext(ctx, q, &legs, legsInSQL, pq.Array(ids), pq.StringArray(months))
+	return legs, err
+}
+
+const legsInSQL = `
+		SELECT p.posting_set_id, p.id, a.code AS account, p.currency, p.amount
+		FROM postings p JOIN accounts a ON a.id = p.account_id
+		WHERE p.posting_set_id = ANY($1) AND p.competence_month = ANY($2::date[]) ORDER BY p.posting_set_id, p.id`
 
 // MonthPosting is one posting of a month's journal with its set's header,
 // as EachMonthPosting reads it: the competence as text (YYYY-MM-DD) and
@@ -209,8 +235,11 @@ type MonthPosting struct {
 // MonthPostingsSQL selects a month's postings in journal order: each set
 // of the month (ix_posting_sets_competence_month), then its postings
 // (ix_postings_set), so the cost follows the month's size, never the
-// ledger's. Exported for the export benchmark, which runs it through
-// psql's COPY to compare.
+// ledger's. Both from the month's partitions alone (inMonthSQL; a
+// posting's competence_month is its set's): without the month a set's
+// postings would be looked up in every month's partition of postings.
+// Exported for the export benchmark, which runs it through psql's COPY to
+// compare.
 const MonthPostingsSQL = `
 SELECT s.id, s.kind, s.competence::text,
 	(extract(epoch FROM s.event_at) * 1000000)::bigint AS event_us,
@@ -219,9 +248,9 @@ SELECT s.id, s.kind, s.competence::text,
 FROM posting_sets s
 CROSS JOIN LATERAL (
 	SELECT p.id, p.account_id, p.currency, p.amount FROM postings p
-	WHERE p.posting_set_id = s.id ORDER BY p.id
+	WHERE p.posting_set_id = s.id AND p.competence_month = $1 ORDER BY p.id
 ) p
-WHERE s.competence_month = $1
+WHERE ` + inMonthSQL + `
 ORDER BY s.id, p.id`
 
 // EachMonthPosting calls fn with every posting of competence month m in

@@ -254,3 +254,27 @@ func TestVerifyOnAReadOnlyDatabaseIsNotRecorded(t *testing.T) {
 		t.Errorf("%d runs recorded", n)
 	}
 }
+
+// A posting of an open month whose set is of a closed, sealed month
+// (August), and one whose set does not exist, written by an owner with the
+// triggers off: the incremental run, which reads the window's partitions
+// of posting_sets only, tells the one in another month from the one of no
+// set, as a full run does.
+func TestIncrementalVerifyNamesAPostingOutsideItsSetsMonth(t *testing.T) {
+	t.Parallel()
+	_, db := seededWithAugustClosed(t)
+	august := ledgertest.Count(t, db, `SELECT id FROM posting_sets WHERE competence_month = '2026-08-01' ORDER BY id LIMIT 1`)
+	asOwner(t, db, []string{"postings"}, fmt.Sprintf(`INSERT INTO postings (id, posting_set_id, account_id, currency, amount, competence_month)
+		SELECT 777777 + n, CASE WHEN n < 2 THEN %d ELSE 999999 END, a.id, 'BRL', v, '2026-09-01'
+		FROM (VALUES (0, 'expenses:commission', 500), (1, 'income:revenue', -500),
+			(2, 'expenses:commission', 300), (3, 'income:revenue', -300)) AS x (n, code, v) JOIN accounts a ON a.code = x.code`, august))
+	want := []string{"posting 777777 in another month than its set", "posting 777778 in another month than its set",
+		"posting 777779 of no set", "posting 777780 of no set"}
+	r, out := incremental(t, db)
+	if r.Mode != verify.ModeIncremental || r.From != "2026-09" {
+		t.Errorf("not an incremental run from 2026-09: %+v", r)
+	}
+	assertNamed(t, r, out, want...)
+	r, out = verifyText(t, db)
+	assertNamed(t, r, out, want...)
+}

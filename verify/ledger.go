@@ -49,7 +49,7 @@ func ledgerChecks() []sqlCheck {
 	return []sqlCheck{
 		{"every posting set has at least two postings", `
 		SELECT ` + setLabel + ` || ' has ' || count(p.id) || ' posting(s)' FROM posting_sets s LEFT JOIN postings p ON p.posting_set_id = s.id AND p.competence_month >= {from}
-		WHERE s.competence_month >= {from}
+		WHERE s.competence >= {from}
 		GROUP BY s.id, s.kind, s.charge_id, s.partner HAVING count(p.id) < 2 ORDER BY s.id`, nil, perSet},
 		{"every posting set balances per currency", `
 		SELECT ` + setLabel + ` || ': its ' || b.currency || ' legs sum to ' || b.total
@@ -64,9 +64,14 @@ func ledgerChecks() []sqlCheck {
 		SELECT 'posting ' || p.id FROM postings p LEFT JOIN ONLY accounts a ON a.id = p.account_id
 		WHERE (a.id IS NULL OR a.currency <> p.currency) AND p.competence_month >= {from}`, nil, perSet},
 		{"every posting is in an existing set, in its competence month", `
-		SELECT 'posting ' || p.id || CASE WHEN s.id IS NULL THEN ' of no set' ELSE ' in another month than its set' END
-		FROM postings p LEFT JOIN posting_sets s ON s.id = p.posting_set_id
-		WHERE (s.id IS NULL OR p.competence_month <> s.competence_month) AND p.competence_month >= {from}`, nil, perSet},
+		SELECT 'posting ' || p.id || CASE WHEN NOT EXISTS (SELECT 1 FROM posting_sets o WHERE o.id = p.posting_set_id)
+			THEN ' of no set' ELSE ' in another month than its set' END
+		FROM postings p
+		-- Its set in its own month, which is in the window: the window's
+		-- partitions of posting_sets only (competence is their key), not
+		-- every set of every month. Only a breach looks further.
+		WHERE p.competence_month >= {from} AND NOT EXISTS (SELECT 1 FROM posting_sets s WHERE s.id = p.posting_set_id
+			AND s.competence_month = p.competence_month AND s.competence >= {from})`, nil, perSet},
 		// A row of a table that inherits from a ledger table reads as one
 		// of its rows, yet none of the ledger's triggers ever saw it.
 		{"no table inherits from a ledger table", `
@@ -83,13 +88,14 @@ func ledgerChecks() []sqlCheck {
 		// indexes; a key without its set holds a business key for nothing.
 		{"every posting set has its key, alike", `
 		SELECT ` + setLabel + ` || ' has no key in posting_set_keys, or one that says otherwise' FROM posting_sets s
-		WHERE s.competence_month >= {from} AND NOT EXISTS (SELECT 1 FROM posting_set_keys k WHERE k.id = s.id AND k.idempotency_key = s.idempotency_key
+		WHERE s.competence >= {from} AND NOT EXISTS (SELECT 1 FROM posting_set_keys k WHERE k.id = s.id AND k.idempotency_key = s.idempotency_key
 			AND k.kind = s.kind AND k.competence = s.competence AND k.amount = s.amount AND k.charge_id IS NOT DISTINCT FROM s.charge_id
 			AND k.refund_id IS NOT DISTINCT FROM s.refund_id AND k.reverses IS NOT DISTINCT FROM s.reverses)
 		ORDER BY s.id`, nil, perSet},
 		{"every key is a posting set's", `
 		SELECT 'key ' || k.id || ' (' || k.idempotency_key || ') has no posting set' FROM posting_set_keys k
-		WHERE k.competence >= {from} AND NOT EXISTS (SELECT 1 FROM posting_sets s WHERE s.id = k.id AND s.competence = k.competence)
+		WHERE k.competence >= {from} AND NOT EXISTS (SELECT 1 FROM posting_sets s WHERE s.id = k.id AND s.competence = k.competence
+			AND s.competence >= {from})
 		ORDER BY k.id`, nil, perSet},
 		{"at most one sale and one commission per charge", `
 		SELECT kind || ' of charge ' || charge_id FROM posting_sets WHERE kind IN ('sale', 'commission') AND ` + touched("charge_id") + `
@@ -112,12 +118,12 @@ func ledgerChecks() []sqlCheck {
 		FROM posting_sets s CROSS JOIN LATERAL (SELECT
 			EXISTS (SELECT 1 FROM posting_sets r WHERE r.kind = 'refund' AND r.charge_id = s.charge_id AND r.refund_id = s.refund_id) AS refunded,
 			(SELECT c.partner FROM posting_sets c WHERE c.kind = 'commission' AND c.charge_id = s.charge_id) AS partner) x
-		WHERE s.kind = 'commission_reversal' AND s.competence_month >= {from} AND (NOT x.refunded OR s.partner IS DISTINCT FROM x.partner)
+		WHERE s.kind = 'commission_reversal' AND s.competence >= {from} AND (NOT x.refunded OR s.partner IS DISTINCT FROM x.partner)
 		ORDER BY s.id`, nil, perSet},
 		// razao books a charge's sets only once it is registered.
 		{"every set of a charge is of a registered charge", `
 		SELECT ` + setLabel + ` || ' names charge ' || s.charge_id || ', which is not registered'
-		FROM posting_sets s WHERE s.charge_id IS NOT NULL AND s.competence_month >= {from} AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.id = s.charge_id)
+		FROM posting_sets s WHERE s.charge_id IS NOT NULL AND s.competence >= {from} AND NOT EXISTS (SELECT 1 FROM charges c WHERE c.id = s.charge_id)
 		ORDER BY s.id`, nil, perSet},
 		{"a fully refunded charge reverses exactly its commission", `
 		SELECT 'charge ' || s.charge_id || ': commission ' || c.amount || ', reversed ' || coalesce(sum(r.amount), 0)
@@ -195,7 +201,7 @@ func ledgerChecks() []sqlCheck {
 			' but was written after its close (set xid ' || s.created_xid || ' > close xid ' || x.close_xid || ')'
 		FROM posting_sets s
 		JOIN covering x ON s.competence_month <= x.month AND (x.after IS NULL OR s.competence_month > x.after)
-		WHERE s.created_xid > x.close_xid AND s.competence_month >= {from} ORDER BY s.id`, nil, perSet},
+		WHERE s.created_xid > x.close_xid AND s.competence >= {from} ORDER BY s.id`, nil, perSet},
 		// What a set states it moves is what its legs move: legs appended to a
 		// committed set (past the sealed-set trigger) change its debits.
 		{"every posting set's amount is the sum of its debits in its currency", `
@@ -204,7 +210,7 @@ func ledgerChecks() []sqlCheck {
 		LEFT JOIN (SELECT posting_set_id, currency, sum(amount) AS debits FROM postings
 			WHERE amount > 0 AND competence_month >= {from} GROUP BY 1, 2) d
 			ON d.posting_set_id = s.id AND d.currency = s.currency
-		WHERE coalesce(d.debits, 0::numeric) <> s.amount::numeric AND s.competence_month >= {from} ORDER BY s.id`, nil, perSet},
+		WHERE coalesce(d.debits, 0::numeric) <> s.amount::numeric AND s.competence >= {from} ORDER BY s.id`, nil, perSet},
 		// Each kind but adjustment has the legs its template builds
 		// (templates.go), each once, in the set's currency, on the set's own
 		// partner's payable account: a balanced pair appended to a set, or a
@@ -225,7 +231,7 @@ func ledgerChecks() []sqlCheck {
 			LEFT JOIN fixed f ON f.kind = s.kind AND f.debit = (p.amount > 0) AND f.account_id = p.account_id
 			LEFT JOIN slots ps ON ps.code = $8 || $9 AND ps.kind = s.kind AND ps.debit = (p.amount > 0) AND p.account_id = pa.id
 			CROSS JOIN LATERAL (SELECT CASE WHEN p.currency = s.currency THEN coalesce(f.bit, ps.bit) END AS bit) b
-			WHERE s.kind IN (SELECT kind FROM shapes) AND s.competence_month >= {from} AND p.competence_month >= {from}
+			WHERE s.kind IN (SELECT kind FROM shapes) AND s.competence >= {from} AND p.competence_month >= {from}
 			-- Not by s.id alone: a partitioned posting_sets (sql/0056) has
 			-- no primary key for kind to depend on.
 			GROUP BY s.id, s.kind
@@ -294,7 +300,7 @@ func ledgerChecks() []sqlCheck {
 		// of them gone.
 		{"every amount is within the ceiling of sql/0016, and its constraints stand", `
 		SELECT ` + setLabel + ` || ': amount ' || s.amount || ' is beyond the ceiling of ' || $1::bigint
-		FROM posting_sets s WHERE s.amount > $1::bigint AND s.competence_month >= {from}
+		FROM posting_sets s WHERE s.amount > $1::bigint AND s.competence >= {from}
 		UNION ALL
 		SELECT 'posting ' || p.id || ' of set ' || p.posting_set_id || ': amount ' || p.amount || ' is beyond the ceiling of ' || $1::bigint
 		FROM postings p WHERE (p.amount > $1::bigint OR p.amount < -$1::bigint) AND p.competence_month >= {from}

@@ -78,8 +78,8 @@ func countScope(ctx context.Context, tx *sqlx.Tx, w window, prev *cleanRun, r *R
 		from = w.from.First().Format("2006-01-02")
 	}
 	if err := tx.QueryRowxContext(ctx, `SELECT
-			(SELECT count(*) FROM posting_sets WHERE competence_month >= $1::date),
-			(SELECT count(*) FROM posting_sets WHERE competence_month >= $1::date
+			(SELECT count(*) FROM posting_sets WHERE competence >= $1::date),
+			(SELECT count(*) FROM posting_sets WHERE competence >= $1::date
 				AND ($2::pg_snapshot IS NULL OR (created_xid >= pg_snapshot_xmin($2::pg_snapshot) AND NOT pg_visible_in_snapshot(created_xid, $2::pg_snapshot)))),
 			(SELECT count(*) FROM postings WHERE competence_month >= $1::date)`, from, snap).Scan(&r.Sets, &r.NewSets, &r.Postings); err != nil {
 		return fmt.Errorf("count: %w", err)

@@ -44,7 +44,7 @@ type window struct {
 // then read all of its sets, in any month, through ix_posting_sets_charge.
 func touched(col string) string {
 	return `({full} OR ` + col + ` IN (SELECT t.charge_id FROM posting_sets t
-		WHERE t.competence_month >= {from} AND t.charge_id IS NOT NULL))`
+		WHERE t.competence >= {from} AND t.charge_id IS NOT NULL))`
 }
 
 // in returns c as it runs in w: {from} and {full} bound as parameters

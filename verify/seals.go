@@ -45,7 +45,9 @@ const (
 var sealsQuery = `
 	WITH s AS (
 		SELECT competence_month AS month, count(*) AS n, sum(hash_record_extended(ROW(` + setColumns + `), 0)) AS h
-		FROM posting_sets WHERE competence_month <= $1::date GROUP BY 1
+		-- competence, posting_sets' partition key (sql/0056): the open
+		-- months' partitions are not read.
+		FROM posting_sets WHERE competence < ($1::date + interval '1 month')::date GROUP BY 1
 	), p AS (
 		SELECT competence_month AS month, count(*) AS n, sum(hash_record_extended(ROW(` + postingColumns + `), 0)) AS h
 		FROM postings WHERE competence_month <= $1::date GROUP BY 1

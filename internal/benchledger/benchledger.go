@@ -17,6 +17,8 @@ package benchledger
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +39,25 @@ var (
 	LastMonth  = periods.Month{Year: 2025, Month: time.December}
 	SmallMonth = periods.Month{Year: 2024, Month: time.February}
 )
+
+// DefaultSales is the ledger's size in sales unless RAZAO_BENCH_SALES
+// says otherwise: about 10 million postings.
+const DefaultSales = 2_375_000
+
+// Sales is the number of sales the benchmarks build: RAZAO_BENCH_SALES
+// when set (23750000 for about 100 million postings), else DefaultSales.
+func Sales(tb testing.TB) int {
+	tb.Helper()
+	v := os.Getenv("RAZAO_BENCH_SALES")
+	if v == "" {
+		return DefaultSales
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1000 {
+		tb.Fatalf("RAZAO_BENCH_SALES=%q: want a number of sales (at least 1000)", v)
+	}
+	return n
+}
 
 // Build loads the ledger into db, which must be migrated and hold no
 // posting set.
@@ -60,6 +81,7 @@ func Build(b testing.TB, db *sqlx.DB, benchSales, benchPartners int) {
 	if err := db.Get(&empty, `SELECT NOT EXISTS (SELECT 1 FROM posting_sets)`); err != nil || !empty {
 		b.Fatalf("bench ledger: database not empty (%v)", err)
 	}
+	monthPartitions(b, db)
 	step("partners", `INSERT INTO accounts (code, type, normal_side, currency, parent_id)
 		SELECT 'liabilities:commission-payable:bp-' || lpad(g::text, 3, '0'), 'liability', 'credit', 'BRL', p.id
 		FROM generate_series(0, $1 - 1) g, accounts p WHERE p.code = 'liabilities:commission-payable'`, benchPartners)
@@ -187,6 +209,55 @@ func Build(b testing.TB, db *sqlx.DB, benchSales, benchPartners int) {
 	}
 	b.Logf("bench ledger: %d sets, %d postings (%s: %d, %s: %d) built in %v",
 		st.Sets, st.Postings, SmallMonth, st.Small, LastMonth, st.Large, time.Since(start).Round(time.Second))
+}
+
+// monthPartitions makes the ledger's months land in partitions of their
+// own. A freshly migrated database's past partitions (sql/0056) run to the
+// month after next of the day it was migrated, so 2024 and 2025 would all
+// be written to posting_sets_past and postings_past, one table each, and
+// nothing measured would prune. Both are empty here: they are detached
+// and attached again ending at FirstMonth, and
+// ledger_ensure_month_partitions makes FirstMonth onwards (to five months
+// after the current one, as the migration does), each month a partition.
+func monthPartitions(tb testing.TB, db *sqlx.DB) {
+	tb.Helper()
+	first := FirstMonth.First().Format(time.DateOnly)
+	var pastEnd string
+	if err := db.Get(&pastEnd, `SELECT coalesce(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''([0-9-]+)''\)'), '')
+		FROM pg_class c WHERE c.oid = 'posting_sets_past'::regclass`); err != nil {
+		tb.Fatalf("bench ledger: past partition's bound: %v", err)
+	}
+	if pastEnd != first {
+		tx := db.MustBegin()
+		for _, q := range []string{
+			`LOCK TABLE posting_sets, postings IN ACCESS EXCLUSIVE MODE`,
+			`DO $$ BEGIN
+				IF EXISTS (SELECT 1 FROM posting_sets_past) OR EXISTS (SELECT 1 FROM postings_past) THEN
+					RAISE EXCEPTION 'the past partitions hold rows';
+				END IF;
+			END $$`,
+			`ALTER TABLE postings DETACH PARTITION postings_past`,
+			`ALTER TABLE posting_sets DETACH PARTITION posting_sets_past`,
+			// The check sql/0055 validated, at the old bound.
+			`ALTER TABLE posting_sets_past DROP CONSTRAINT IF EXISTS ck_posting_sets_past`,
+			`ALTER TABLE postings_past DROP CONSTRAINT IF EXISTS ck_postings_past`,
+			`ALTER TABLE posting_sets ATTACH PARTITION posting_sets_past FOR VALUES FROM (MINVALUE) TO ('` + first + `')`,
+			`ALTER TABLE postings ATTACH PARTITION postings_past FOR VALUES FROM (MINVALUE) TO ('` + first + `')`,
+		} {
+			if _, err := tx.Exec(q); err != nil {
+				tx.Rollback()
+				tb.Fatalf("bench ledger: past partitions to %s: %v", first, err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var made int
+	if err := db.Get(&made, `SELECT ledger_ensure_month_partitions((date_trunc('month', now()) + interval '5 months')::date)`); err != nil {
+		tb.Fatalf("bench ledger: month partitions: %v", err)
+	}
+	tb.Logf("bench ledger: past partitions end at %s (were %s), %d month partitions made", first, pastEnd, made)
 }
 
 // index is a secondary index as pg_indexes defines it.
