@@ -24,14 +24,6 @@ import (
 func TestAMonthMovedToAnotherTablespaceKeepsItsRowsAndItsBarrier(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	// Registered first, so it runs last: after the test's database is
-	// dropped, when the tablespace is empty.
-	var dropTablespace func()
-	t.Cleanup(func() {
-		if dropTablespace != nil {
-			dropTablespace()
-		}
-	})
 	e := newBarrierEnv(t)
 
 	// The tablespace's directory must belong to the server's user: the
@@ -50,8 +42,8 @@ func TestAMonthMovedToAnotherTablespaceKeepsItsRowsAndItsBarrier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	if err := os.Chown(dir, int(owner.Uid), int(owner.Gid)); err != nil {
+		os.RemoveAll(dir)
 		t.Skipf("cannot give the server's user (uid %d) a directory: %v", owner.Uid, err)
 	}
 	var dbName string
@@ -60,18 +52,29 @@ func TestAMonthMovedToAnotherTablespaceKeepsItsRowsAndItsBarrier(t *testing.T) {
 	}
 	ts := "slow_" + dbName // tablespaces are the cluster's: one per test database
 	e.owner.MustExec(fmt.Sprintf(`CREATE TABLESPACE %s LOCATION %s`, pq.QuoteIdentifier(ts), pq.QuoteLiteral(dir)))
+	// The test's database is dropped here, not later with the others
+	// (internal/pgtest drops them in batches): its files in the
+	// tablespace, and their dirty pages in the server's shared buffers,
+	// must be gone before the directory is. A page of a removed file
+	// that the server later evicts fails every backend that evicts it.
+	// The directory is removed only once the tablespace is dropped.
 	server := pgtest.ServerURL(t)
-	dropTablespace = func() {
+	t.Cleanup(func() {
 		admin, err := sqlx.Open("postgres", server)
 		if err != nil {
 			t.Errorf("drop tablespace %s: %v", ts, err)
 			return
 		}
 		defer admin.Close()
-		if _, err := admin.Exec(`DROP TABLESPACE IF EXISTS ` + pq.QuoteIdentifier(ts)); err != nil {
-			t.Errorf("drop tablespace %s: %v", ts, err)
+		for _, stmt := range []string{`DROP DATABASE IF EXISTS ` + pq.QuoteIdentifier(dbName) + ` WITH (FORCE)`,
+			`DROP TABLESPACE IF EXISTS ` + pq.QuoteIdentifier(ts)} {
+			if _, err := admin.Exec(stmt); err != nil {
+				t.Errorf("%s: %v (the directory %s is left)", stmt, err, dir)
+				return
+			}
 		}
-	}
+		os.RemoveAll(dir)
+	})
 
 	// A month with a partition of its own and a set in it.
 	sets := e.firstMonthPartition(t)
