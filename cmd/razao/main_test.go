@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,23 +45,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("GORACE") == "" {
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
-	moreParallel()
 	os.Exit(m.Run())
-}
-
-// moreParallel runs more of this package's parallel tests at once than
-// -parallel's default (GOMAXPROCS), unless -parallel is given: many of
-// them mostly wait (on PostgreSQL clusters they start, restart, back up or
-// promote, on child processes, on a lease running out), and two at a time
-// left CI's two cores idle. 4 instead of 2 took the package from 103 s
-// to 64 s on the same machine, with no more CPU.
-func moreParallel() {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if !given {
-		flag.Set("test.parallel", strconv.Itoa(max(4, 2*runtime.GOMAXPROCS(0))))
-	}
 }
 
 func runCmd(t *testing.T, args ...string) (int, string) {
