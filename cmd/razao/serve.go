@@ -533,6 +533,12 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	<-batcher
 	stopWorkers()
 	<-workers
+	// Then the background work (stopped with the streams, above) and the
+	// notifier, after the workers' last commits: nothing they log may
+	// follow the last line (the event hub's listener, reconnecting while
+	// serve stopped, did).
+	stopNotifier()
+	wg.Wait()
 	s.flushTraces()
 	s.logStopped(began, s.inFlight.served.Load())
 	return nil
